@@ -1,0 +1,96 @@
+"""Token, call and cost accounting for LLM calls, per process, per run and per claim.
+
+``track_usage()`` opens a scope; every LLM call made inside it (including in tasks it spawns)
+is added to that scope and to every enclosing one. Prices are USD per million tokens.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Iterator
+
+# USD per 1M tokens (input, output), from the providers' public price lists (2025-2026).
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+
+def price_for(model: str) -> tuple[float, float] | None:
+    """The price entry for a model name, matching dated snapshots like gpt-4o-2024-08-06."""
+    if model in PRICES:
+        return PRICES[model]
+    best = max((name for name in PRICES if model.startswith(name + "-")), key=len, default=None)
+    return PRICES[best] if best else None
+
+
+@dataclass
+class Usage:
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def record(self, model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+        if cached:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        price = price_for(model)
+        if price is not None:
+            cost = (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+            self.cost_usd = (self.cost_usd or 0.0) + cost
+
+    def add(self, other: "Usage") -> None:
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["total_tokens"] = self.total_tokens
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "Usage":
+        data = data or {}
+        return cls(**{k: data[k] for k in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd") if k in data})
+
+
+_scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("claire_usage_scopes", default=())
+
+
+@contextmanager
+def track_usage() -> Iterator[Usage]:
+    """Collect the usage of every LLM call made inside the block (and its child tasks)."""
+    usage = Usage()
+    token = _scopes.set(_scopes.get() + (usage,))
+    try:
+        yield usage
+    finally:
+        _scopes.reset(token)
+
+
+def record_call(model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+    for usage in _scopes.get():
+        usage.record(model, prompt_tokens, completion_tokens, cached)

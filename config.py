@@ -1,0 +1,257 @@
+"""The one configuration object of CLAIRE and how it is resolved.
+
+Precedence, lowest first: built-in defaults < ``claire.toml`` (the working directory, or the file
+given with ``--config``) < environment (``CLAIRE_SECTION__FIELD``, plus ``OPENAI_API_KEY`` /
+``OPENAI_BASE_URL`` as the OpenAI SDK reads them) < command-line flags and ``--set key=value``.
+A leaf module: every layer may import it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from claire.errors import ConfigError
+
+TOOL_NAMES = ("search", "clarify_entity", "explain", "report_inconsistency")
+OPTIONAL_TOOLS = ("clarify_entity", "explain")
+ENV_PREFIX = "CLAIRE_"
+
+
+def cache_dir() -> Path:
+    """Where CLAIRE keeps its LLM cache and embedded indexes unless told otherwise."""
+    return Path(os.environ.get("CLAIRE_CACHE_DIR") or platformdirs.user_cache_dir("claire"))
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class LLMConfig(_Section):
+    provider: Literal["openai", "azure", "local"] = "openai"
+    model: str = "gpt-4o"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    azure_api_version: str = "2024-10-21"
+    local_model_path: Path | None = None
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(1500, ge=1)
+    timeout: float = Field(60.0, gt=0)
+    max_attempts: int = Field(6, ge=1)
+    retry_base_wait: float = Field(0.5, ge=0)
+    retry_max_wait: float = Field(30.0, ge=0)
+    stream: bool = False
+    max_concurrency: int = Field(8, ge=1)
+    tool_calling: Literal["native", "text"] = "native"
+    cache: bool = True
+    refresh_cache: bool = False
+    cache_path: Path | None = None
+
+    def resolved_cache_path(self) -> Path:
+        return self.cache_path or cache_dir() / "llm-cache.sqlite"
+
+    def resolved_api_key(self) -> str | None:
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        return os.environ.get(self.api_key_env) or None
+
+
+class RetrievalConfig(_Section):
+    backend: Literal["qdrant", "wikichat"] = "qdrant"
+    index: str = "demo"
+    path: Path | None = None
+    url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    embedder: str = "minilm"
+    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    candidates: int = Field(50, ge=1)
+    rerank: bool = True
+    rerank_window: int = Field(20, ge=2)
+    rerank_step: int = Field(10, ge=1)
+    rerank_max_chars: int = Field(600, ge=50)
+    wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
+
+    def index_root(self) -> Path:
+        return self.path or cache_dir() / "indexes"
+
+
+class AgentConfig(_Section):
+    max_steps: int = Field(10, ge=1, le=100)
+    docs_per_query: int = Field(15, ge=1, le=100)
+    clarify_k: int = Field(10, ge=1, le=100)
+    tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES))
+    stop_on_report: bool = True
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    report: bool = False
+    review: bool = False
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _split_tools(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _known_tools(cls, value: list[str]) -> list[str]:
+        unknown = [name for name in value if name not in TOOL_NAMES]
+        if unknown:
+            raise ValueError(f"unknown tool(s) {unknown}; allowed: {', '.join(TOOL_NAMES)}")
+        # search and report_inconsistency are the core of the method and always stay on.
+        kept = [name for name in TOOL_NAMES if name in value or name not in OPTIONAL_TOOLS]
+        return kept
+
+
+class BaselineConfig(_Section):
+    k: int = Field(20, ge=1, le=200)
+    nli_threshold: int = Field(1, ge=0)
+
+
+class PromptsConfig(_Section):
+    # "default" (the built-in templates) or a folder of *.j2 files that override them by name.
+    set: str = "default"
+    # template name -> variant name, e.g. {"verifier": "strict"} renders verifier.strict.j2.
+    variants: dict[str, str] = Field(default_factory=dict)
+
+
+class EvalConfig(_Section):
+    concurrency: int = Field(4, ge=1, le=256)
+
+
+class Config(_Section):
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    baselines: BaselineConfig = Field(default_factory=BaselineConfig)
+    prompts: PromptsConfig = Field(default_factory=PromptsConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+
+    def public_dict(self) -> dict[str, Any]:
+        """The resolved config as plain data with every secret masked (for show and run dirs)."""
+        data = self.model_dump(mode="json")
+        data["llm"]["api_key"] = _mask(self.llm.resolved_api_key())
+        data["retrieval"]["qdrant_api_key"] = _mask(
+            self.retrieval.qdrant_api_key.get_secret_value() if self.retrieval.qdrant_api_key else None
+        )
+        return data
+
+    def with_overrides(self, overrides: dict[str, Any]) -> "Config":
+        """A copy with dotted-key overrides applied (``{"agent.max_steps": 5}``), re-validated."""
+        data = self.model_dump(mode="python")
+        for key, value in overrides.items():
+            _set_dotted(data, key, value)
+        return _validate(data, source="overrides")
+
+
+def _mask(secret: str | None) -> str | None:
+    if not secret:
+        return None
+    return "****" + secret[-4:] if len(secret) > 12 else "****"
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    section, _, field = key.partition(".")
+    if not field:
+        raise ConfigError(f"setting '{key}' must look like section.field (e.g. llm.model)")
+    if section not in Config.model_fields:
+        raise ConfigError(f"unknown config section '{section}'; allowed: {', '.join(Config.model_fields)}")
+    data.setdefault(section, {})
+    if not isinstance(data[section], dict):
+        data[section] = data[section].model_dump(mode="python")
+    data[section][field] = value
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "variants":
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _format_errors(error: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            section = item["loc"][0] if len(item["loc"]) > 1 else None
+            allowed = (
+                Config.model_fields[section].annotation.model_fields  # type: ignore[union-attr]
+                if section in Config.model_fields
+                else Config.model_fields
+            )
+            message = f"unknown setting; allowed: {', '.join(allowed)}"
+        lines.append(f"  {where}: {message} (got {item.get('input')!r})")
+    return "\n".join(lines)
+
+
+def _validate(data: dict[str, Any], source: str) -> Config:
+    try:
+        return Config.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_format_errors(error, source)) from None
+
+
+def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for name, value in environ.items():
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        section, _, field = name[len(ENV_PREFIX):].lower().partition("__")
+        if section in Config.model_fields:
+            data.setdefault(section, {})[field] = value
+    if environ.get("OPENAI_BASE_URL") and "base_url" not in data.get("llm", {}):
+        data.setdefault("llm", {})["base_url"] = environ["OPENAI_BASE_URL"]
+    return data
+
+
+def _file_layer(path: Path | None) -> tuple[dict[str, Any], str]:
+    if path is None:
+        candidate = Path.cwd() / "claire.toml"
+        if not candidate.is_file():
+            return {}, "defaults"
+        path = candidate
+    elif not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def load_config(
+    config_file: Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> Config:
+    """Resolve defaults < claire.toml < environment < overrides into one validated Config."""
+    file_data, file_source = _file_layer(config_file)
+    _validate(file_data, source=file_source)
+    env_data = _env_layer(dict(os.environ if environ is None else environ))
+    data = _merge(file_data, env_data)
+    config = _validate(data, source="environment" if env_data else file_source)
+    if overrides:
+        config = config.with_overrides(overrides)
+    return config
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """Parse ``section.field=value`` from ``--set``; the value is read as TOML when it can be."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set expects section.field=value, got {text!r}")
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.strip(), value

@@ -1,0 +1,214 @@
+"""A small OpenAI-compatible Chat Completions server on 127.0.0.1, for tests and benchmarks.
+
+It speaks the real wire protocol (JSON and server-sent-event streaming, tool calls, usage), so
+the LLM layer is exercised end to end over HTTP. Answers come from a queue of scripted items or
+from a responder function of the request body; items can inject faults:
+
+    {"content": "text"}                                   a plain answer
+    {"tool_calls": [{"name": "search", "arguments": {...}}]}  a tool call (content optional)
+    {"fault": "429", "retry_after": 0.2}                  rate limited, with a Retry-After header
+    {"fault": "500"}                                      a server error
+    {"fault": "hang", "seconds": 5}                       no answer for a while (client timeout)
+    {"fault": "malformed"}                                a 200 whose body is not JSON
+    {"fault": "empty"}                                    a 200 with empty content
+    {"fault": "401"} / {"fault": "404"}                   bad key / unknown model
+
+``latency`` seconds are added to every answer (to measure concurrency and throughput).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _tokens(text: str) -> int:
+    return max(len(text) // 4, 1)
+
+
+class MockOpenAIServer:
+    def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model"):
+        self.responder = responder
+        self.latency = latency
+        self.model = model
+        self.queue: deque[dict[str, Any]] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "MockOpenAIServer":
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> "MockOpenAIServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- scripting -------------------------------------------------------------------------
+    def script(self, *items: dict[str, Any]) -> None:
+        with self._lock:
+            self.queue.extend(items)
+
+    @property
+    def calls(self) -> int:
+        with self._lock:
+            return len(self.requests)
+
+    def _next_item(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.requests.append(body)
+            if self.queue:
+                return self.queue.popleft()
+        if self.responder is not None:
+            return self.responder(body)
+        return {"content": "ok"}
+
+    # -- protocol --------------------------------------------------------------------------
+    def _completion(self, body: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+        content = item.get("content")
+        calls = [
+            {
+                "id": f"call_{index}_{int(time.time() * 1000) % 100000}",
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"]),
+                },
+            }
+            for index, call in enumerate(item.get("tool_calls") or [])
+        ]
+        prompt = json.dumps(body.get("messages", []))
+        message: dict[str, Any] = {"role": "assistant", "content": content if content is not None else (None if calls else "")}
+        if calls:
+            message["tool_calls"] = calls
+        return {
+            "id": "chatcmpl-mock",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {
+                "prompt_tokens": _tokens(prompt),
+                "completion_tokens": _tokens((content or "") + json.dumps(calls)),
+                "total_tokens": _tokens(prompt) + _tokens((content or "") + json.dumps(calls)),
+            },
+        }
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output quiet
+                return None
+
+            def _send(self, status: int, payload: bytes, content_type: str = "application/json", headers: dict | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+                body = json.dumps({"error": {"message": message, "type": "mock_error", "code": status}}).encode()
+                self._send(status, body, headers=headers)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode())
+                else:
+                    self._error(404, "not found")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._error(404, f"no route {self.path}")
+                    return
+                try:
+                    body = json.loads(raw)
+                except json.JSONDecodeError:
+                    self._error(400, "request body is not JSON")
+                    return
+                with server._lock:
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                item = server._next_item(body)
+                if server.latency:
+                    time.sleep(server.latency)
+                fault = item.get("fault")
+                if fault == "429":
+                    self._error(429, "rate limited", {"Retry-After": str(item.get("retry_after", 0.1))})
+                elif fault in ("500", "503"):
+                    self._error(int(fault), "server error")
+                elif fault == "401":
+                    self._error(401, "invalid api key")
+                elif fault == "404":
+                    self._error(404, f"model {body.get('model')} does not exist")
+                elif fault == "hang":
+                    time.sleep(float(item.get("seconds", 5)))
+                    self.close_connection = True  # the client has given up by now
+                elif fault == "malformed":
+                    self._send(200, b'{"choices": [ this is not json')
+                elif fault == "empty":
+                    self._send(200, json.dumps(server._completion(body, {"content": ""})).encode())
+                elif body.get("stream"):
+                    self._stream(body, item)
+                else:
+                    self._send(200, json.dumps(server._completion(body, item)).encode())
+
+            def _stream(self, body: dict[str, Any], item: dict[str, Any]) -> None:
+                full = server._completion(body, item)
+                message = full["choices"][0]["message"]
+                chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
+                text = message.get("content") or ""
+                chunks += [{"content": text[i : i + 8]} for i in range(0, len(text), 8)]
+                for index, call in enumerate(message.get("tool_calls") or []):
+                    arguments = call["function"]["arguments"]
+                    chunks.append({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                                                   "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                    chunks += [{"tool_calls": [{"index": index, "function": {"arguments": arguments[i : i + 10]}}]}
+                               for i in range(0, len(arguments), 10)]
+                events = [
+                    {"id": full["id"], "object": "chat.completion.chunk", "created": full["created"], "model": full["model"],
+                     "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+                    for delta in chunks
+                ]
+                events.append({"id": full["id"], "object": "chat.completion.chunk", "created": full["created"],
+                               "model": full["model"],
+                               "choices": [{"index": 0, "delta": {}, "finish_reason": full["choices"][0]["finish_reason"]}]})
+                events.append({"id": full["id"], "object": "chat.completion.chunk", "created": full["created"],
+                               "model": full["model"], "choices": [], "usage": full["usage"]})
+                payload = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
+                self._send(200, payload, content_type="text/event-stream")
+
+        return Handler

@@ -1,0 +1,33 @@
+"""Shared pytest fixtures: a local OpenAI-compatible server and LLM clients over it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from claire.evals.mock_openai import MockOpenAIServer
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikicollide" / "dev-sample.json"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def openai_server():
+    with MockOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """No CLAIRE_* or OPENAI_* variables from the developer's shell; caches under tmp."""
+    for name in list(os.environ):
+        if name.startswith(("CLAIRE_", "OPENAI_")):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,0 +1,208 @@
+"""The LLM layer over real HTTP: answers, tool calls, streaming, retries, faults, cache, usage."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from claire.agent.llm import LLMClient
+from claire.agent.llm_backends import OpenAIBackend
+from claire.agent.llm_cache import ResponseCache
+from claire.agent.usage import price_for, track_usage
+from claire.config import LLMConfig
+from claire.errors import LLMError
+from claire.evals.mock_openai import MockOpenAIServer
+
+HELLO = [{"role": "user", "content": "hello"}]
+TOOLS = [{"type": "function", "function": {"name": "search", "description": "search",
+          "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}]
+
+
+def client_for(server: MockOpenAIServer, tmp_path=None, **overrides) -> LLMClient:
+    config = LLMConfig(
+        model="test-model",
+        base_url=server.base_url,
+        api_key="sk-test-secret-value",
+        timeout=overrides.pop("timeout", 5.0),
+        max_attempts=overrides.pop("max_attempts", 4),
+        retry_base_wait=0.01,
+        retry_max_wait=0.05,
+        cache=tmp_path is not None,
+        cache_path=(tmp_path / "cache.sqlite") if tmp_path else None,
+        **overrides,
+    )
+    return LLMClient.from_config(config)
+
+
+async def test_plain_answer_and_usage(openai_server):
+    openai_server.script({"content": "the answer"})
+    client = client_for(openai_server)
+    with track_usage() as usage:
+        response = await client.chat(HELLO)
+    assert response.content == "the answer"
+    assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    sent = openai_server.requests[0]
+    assert sent["model"] == "test-model" and sent["temperature"] == 0.0 and sent["messages"] == HELLO
+    assert openai_server.headers[0]["authorization"] == "Bearer sk-test-secret-value"
+    await client.aclose()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tool_calls_json_and_streaming(openai_server, stream):
+    openai_server.script({"tool_calls": [{"name": "search", "arguments": {"query": "Eiffel Tower height"}}]})
+    client = client_for(openai_server, stream=stream)
+    with track_usage() as usage:
+        response = await client.chat(HELLO, tools=TOOLS)
+    assert [c.name for c in response.tool_calls] == ["search"]
+    assert response.tool_calls[0].parsed_arguments() == {"query": "Eiffel Tower height"}
+    assert openai_server.requests[0]["tools"] == TOOLS
+    assert openai_server.requests[0].get("stream", False) is stream
+    assert usage.prompt_tokens > 0
+    await client.aclose()
+
+
+async def test_streamed_text(openai_server):
+    openai_server.script({"content": "a fairly long streamed answer split over chunks"})
+    client = client_for(openai_server, stream=True)
+    response = await client.chat(HELLO)
+    assert response.content == "a fairly long streamed answer split over chunks"
+    await client.aclose()
+
+
+async def test_429_honours_retry_after(openai_server):
+    openai_server.script({"fault": "429", "retry_after": 0.4}, {"content": "after the wait"})
+    client = client_for(openai_server)
+    start = time.perf_counter()
+    response = await client.chat(HELLO)
+    elapsed = time.perf_counter() - start
+    assert response.content == "after the wait"
+    assert openai_server.calls == 2  # the SDK did not retry on its own
+    assert elapsed >= 0.4  # waited as the server asked, not the tiny backoff
+    await client.aclose()
+
+
+@pytest.mark.parametrize("fault", ["500", "malformed", "empty"])
+async def test_transient_faults_are_retried(openai_server, fault):
+    openai_server.script({"fault": fault}, {"content": "recovered"})
+    client = client_for(openai_server)
+    assert (await client.chat(HELLO)).content == "recovered"
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+async def test_timeout_is_retried_then_gives_up_clearly(openai_server):
+    openai_server.script({"fault": "hang", "seconds": 2}, {"fault": "hang", "seconds": 2})
+    client = client_for(openai_server, timeout=0.3, max_attempts=2)
+    with pytest.raises(LLMError, match=r"after 2 attempt\(s\).*timeout"):
+        await client.chat(HELLO)
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+async def test_gives_up_after_max_attempts(openai_server):
+    openai_server.script(*[{"fault": "500"}] * 3)
+    client = client_for(openai_server, max_attempts=3)
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        await client.chat(HELLO)
+    assert openai_server.calls == 3
+    await client.aclose()
+
+
+async def test_bad_key_and_unknown_model_are_not_retried(openai_server):
+    openai_server.script({"fault": "401"}, {"fault": "404"})
+    client = client_for(openai_server)
+    with pytest.raises(LLMError, match="OPENAI_API_KEY"):
+        await client.chat(HELLO)
+    with pytest.raises(LLMError, match="model 'test-model' was not found.*llm.model"):
+        await client.chat(HELLO)
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+async def test_unreachable_endpoint_says_what_to_set():
+    server = MockOpenAIServer()
+    url = server.base_url
+    server.stop()  # nothing listens on that port any more
+    config = LLMConfig(model="m", base_url=url, max_attempts=2, retry_base_wait=0.01, cache=False, timeout=2)
+    client = LLMClient.from_config(config)
+    with pytest.raises(LLMError, match="OPENAI_BASE_URL"):
+        await client.chat(HELLO)
+    await client.aclose()
+
+
+def test_missing_key_for_openai_says_what_to_set(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="set OPENAI_API_KEY"):
+        OpenAIBackend(api_key=None, base_url=None, timeout=5)
+
+
+async def test_concurrency_limit_is_shared(openai_server):
+    in_flight = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def responder(body):
+        with lock:
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        time.sleep(0.05)
+        with lock:
+            in_flight["now"] -= 1
+        return {"content": "ok"}
+
+    openai_server.responder = responder
+    client = client_for(openai_server, max_concurrency=3)
+    await asyncio.gather(*(client.chat([{"role": "user", "content": str(i)}]) for i in range(12)))
+    assert in_flight["max"] == 3
+    await client.aclose()
+
+
+async def test_cache_makes_reruns_free_and_survives_reopen(openai_server, tmp_path):
+    client = client_for(openai_server, tmp_path)
+    first = await client.chat(HELLO)
+    with track_usage() as usage:
+        second = await client.chat(HELLO)
+    assert second.cached and second.content == first.content
+    assert usage.calls == 0 and usage.cached_calls == 1
+    assert openai_server.calls == 1
+    await client.aclose()
+
+    reopened = client_for(openai_server, tmp_path)  # a new process would see the same file
+    assert (await reopened.chat(HELLO)).cached
+    # a different sampling parameter is a different key
+    await reopened.chat(HELLO, temperature=0.7)
+    assert openai_server.calls == 2
+    await reopened.aclose()
+
+    refreshing = client_for(openai_server, tmp_path, refresh_cache=True)
+    assert not (await refreshing.chat(HELLO)).cached
+    assert openai_server.calls == 3
+    await refreshing.aclose()
+
+
+async def test_cache_concurrent_writers(openai_server, tmp_path):
+    clients = [client_for(openai_server, tmp_path) for _ in range(3)]
+    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(20)]
+    await asyncio.gather(*(c.chat(p) for c in clients for p in prompts))
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    assert len(cache) == 20
+    cache.close()
+    for c in clients:
+        await c.aclose()
+
+
+async def test_scripted_client_and_nested_usage_scopes():
+    client = LLMClient.scripted(["one", "two"])
+    with track_usage() as run:
+        with track_usage() as claim:
+            await client.chat(HELLO)
+        await client.chat(HELLO)
+    assert claim.calls == 1 and run.calls == 2 and client.total.calls == 2
+
+
+def test_price_table():
+    assert price_for("gpt-4o-2024-08-06") == price_for("gpt-4o")
+    assert price_for("gpt-4o-mini") != price_for("gpt-4o")
+    assert price_for("my-local-model") is None
