@@ -68,7 +68,8 @@ class RetrievalConfig(_Section):
     path: Path | None = None
     url: str | None = None
     qdrant_api_key: SecretStr | None = None
-    embedder: str = "minilm"
+    # None: query with the embedder the index was built with (new indexes default to minilm).
+    embedder: str | None = None
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
     candidates: int = Field(50, ge=1)
     rerank: bool = True
@@ -82,6 +83,7 @@ class RetrievalConfig(_Section):
 
 
 class AgentConfig(_Section):
+    system: Literal["claire", "rav", "nli"] = "claire"
     max_steps: int = Field(10, ge=1, le=100)
     docs_per_query: int = Field(15, ge=1, le=100)
     clarify_k: int = Field(10, ge=1, le=100)

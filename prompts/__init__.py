@@ -22,7 +22,7 @@ from claire.errors import ConfigError
 
 BUILTIN_DIR = Path(__file__).parent
 _MARKER = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
-_INPUTS = re.compile(r"^\s*inputs:\s*(.*)$", re.MULTILINE)
+_INPUTS = re.compile(r"^(?:\{#-?)?\s*inputs:\s*(.*)$", re.MULTILINE)
 
 
 class PromptError(ConfigError):
@@ -68,6 +68,7 @@ class PromptLibrary:
             lstrip_blocks=True,
         )
         self._env.filters["truncate_chars"] = _truncate_chars
+        self._env.filters["as_data"] = _as_data
         for name, variant in self.variants.items():
             self.info(name)  # fail early on a variant that does not exist
 
@@ -120,6 +121,17 @@ class PromptLibrary:
         return messages
 
 
+_OUR_TAGS = re.compile(
+    r"<(?=/?\s*(?:documents?|passage|fact|observation|notes|inconsistency_score|restated_claim|analysis|label|reason)\b)",
+    re.IGNORECASE,
+)
+
+
+def _as_data(text: Any) -> str:
+    """Neutralise our own delimiter tags inside retrieved text so it cannot close or fake them."""
+    return _OUR_TAGS.sub("‹", "" if text is None else str(text))
+
+
 def _truncate_chars(text: str, limit: int) -> str:
     text = str(text)
     return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
@@ -136,7 +148,7 @@ def library(set_name: str = "default", variants: Mapping[str, str] | None = None
 
 
 def builtin_templates() -> list[str]:
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.j2"))
+    return sorted(p.stem for p in BUILTIN_DIR.glob("*.j2") if not p.name.startswith("_"))
 
 
 def builtin_variants() -> list[str]:

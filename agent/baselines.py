@@ -1,0 +1,149 @@
+"""The paper's two baselines on CLAIRE's parts: retrieve-and-verify (``rav``) and the NLI pipeline
+(``nli``). Both search once for the claim (k=20, the claim's article excluded, reranked when
+enabled); ``rav`` then runs the shared verifier template, ``nli`` one NLI call per passage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any
+
+from claire.agent.claire_agent import StepListener, evidence_from_hit
+from claire.agent.llm import LLMClient
+from claire.agent.system import Assessment, Claim, Evidence, TraceItem
+from claire.agent.usage import track_usage
+from claire.agent.verifier import verify
+from claire.config import Config
+from claire.errors import ClaireError
+from claire.prompts import PromptLibrary
+from claire.tools.search import SearchTool
+
+NLI_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+_SYNONYMS = [
+    ("NOT ENOUGH INFO", re.compile(r"not\s*enough|insufficient|unknown|neutral|cannot\s+(?:be\s+)?(?:determined|verified)|\bnei\b|unrelated|irrelevant", re.I)),
+    ("REFUTES", re.compile(r"refute|contradict|\bfalse\b|disprove|inconsistent|conflict", re.I)),
+    ("SUPPORTS", re.compile(r"support|entail|confirm|\btrue\b|consistent|agree", re.I)),
+]
+_LABEL_TAG = re.compile(r"<\s*label\s*>(.*?)<\s*/\s*label\s*>", re.I | re.S)
+_REASON_TAG = re.compile(r"<\s*reason\s*>(.*?)(?:<\s*/\s*reason\s*>|$)", re.I | re.S)
+
+
+def parse_nli_label(text: str) -> str | None:
+    """SUPPORTS / REFUTES / NOT ENOUGH INFO from a model answer, leniently; None if unreadable."""
+    tags = _LABEL_TAG.findall(text or "")
+    candidates = [tags[-1]] if tags else [line for line in (text or "").splitlines() if line.strip()][:2]
+    for candidate in candidates:
+        for label, pattern in _SYNONYMS:
+            if pattern.search(candidate):
+                return label
+    return None
+
+
+class _SearchOnce:
+    """Shared first stage of both baselines: one search for the claim text."""
+
+    name = "baseline"
+
+    def __init__(self, *, config: Config, llm: LLMClient, search: SearchTool, prompts: PromptLibrary, on_step: StepListener | None = None):
+        self.config = config
+        self.llm = llm
+        self.search_tool = search
+        self.prompts = prompts
+        self.on_step = on_step
+
+    def _emit(self, item: dict[str, Any], documents: int) -> None:
+        if self.on_step:
+            self.on_step({"item": item, "steps": 0, "documents": documents})
+
+    async def _retrieve(self, claim: Claim) -> tuple[list[Evidence], dict[str, Any]]:
+        hits = await self.search_tool.search(claim.text, exclude_title=claim.context.document_title or None, k=self.config.baselines.k)
+        evidence = [evidence_from_hit(hit, n) for n, hit in enumerate(hits, start=1)]
+        item = {"action_name": "search", "action_argument": claim.text,
+                "action_output": [{k: getattr(e, k) for k in ("n", "block_id", "document_title", "section_title", "content", "url")} for e in evidence]}
+        self._emit(item, len(evidence))
+        return evidence, item
+
+    async def assess(self, claim: Claim) -> Assessment:
+        started = time.perf_counter()
+        assessment = Assessment(claim_id=claim.claim_id, system=self.name, claim_text=claim.text, threshold=self._threshold())
+        with track_usage() as usage:
+            try:
+                await self._run(claim, assessment)
+            except ClaireError as error:
+                assessment.error = str(error)
+        assessment.usage = usage.to_dict()
+        assessment.latency_s = round(time.perf_counter() - started, 3)
+        if assessment.score is None and assessment.error is None:
+            assessment.error = "no score was produced"
+        assessment.decide()
+        return assessment
+
+    def _threshold(self) -> float:
+        return self.config.agent.threshold
+
+    async def _run(self, claim: Claim, assessment: Assessment) -> None:
+        raise NotImplementedError
+
+
+class RetrieveAndVerify(_SearchOnce):
+    name = "rav"
+
+    async def _run(self, claim: Claim, assessment: Assessment) -> None:
+        evidence, search_item = await self._retrieve(claim)
+        assessment.evidence = evidence
+        assessment.trace.append(TraceItem.model_validate(search_item))
+        verdict = await verify(claim, documents=evidence, clarifications=[], llm=self.llm, prompts=self.prompts)
+        item = {"action_name": "verifier", "action_argument": None,
+                "action_output": {"inconsistency_score": verdict.score, "analysis": verdict.analysis}}
+        assessment.trace.append(TraceItem.model_validate(item))
+        self._emit(item, len(evidence))
+        assessment.score = verdict.score
+        assessment.restated_claim = verdict.restated_claim
+        assessment.reasoning = verdict.analysis
+        assessment.error = verdict.error
+
+
+class NLIPipeline(_SearchOnce):
+    name = "nli"
+
+    def _threshold(self) -> float:
+        return float(self.config.baselines.nli_threshold)
+
+    async def _judge(self, claim: Claim, doc: Evidence) -> dict[str, Any]:
+        document = {"n": doc.n, "document_title": doc.document_title, "section_title": doc.section_title, "content": doc.content}
+        try:
+            response = await self.llm.chat(self.prompts.render("nli", claim=claim.text, context=claim.context.model_dump(), document=document))
+        except ClaireError as error:
+            return {"n": doc.n, "label": None, "reason": None, "error": str(error)}
+        label = parse_nli_label(response.content)
+        reasons = _REASON_TAG.findall(response.content)
+        return {"n": doc.n, "label": label, "reason": (reasons[-1].strip() if reasons else response.content.strip()[:300]),
+                "error": None if label else f"unparseable NLI answer counted as NOT ENOUGH INFO: {response.content.strip()[:120]!r}"}
+
+    async def _run(self, claim: Claim, assessment: Assessment) -> None:
+        evidence, search_item = await self._retrieve(claim)
+        assessment.evidence = evidence
+        assessment.trace.append(TraceItem.model_validate(search_item))
+        judgements = await asyncio.gather(*(self._judge(claim, doc) for doc in evidence))
+        for doc, judgement in zip(evidence, judgements):
+            item = {"action_name": "nli", "action_argument": doc.n,
+                    "action_output": {"label": judgement["label"] or "NOT ENOUGH INFO", "reason": judgement["reason"]}}
+            assessment.trace.append(TraceItem.model_validate(item))
+        failed = [j for j in judgements if j["error"] and j["label"] is None and j["reason"] is None]
+        if evidence and len(failed) == len(evidence):
+            assessment.error = f"every NLI call failed: {failed[0]['error']}"
+            return
+        counts = {label: sum(1 for j in judgements if (j["label"] or "NOT ENOUGH INFO") == label) for label in NLI_LABELS}
+        refuting = [j["n"] for j in judgements if j["label"] == "REFUTES"]
+        assessment.score = float(counts["REFUTES"])
+        assessment.details = {
+            "counts": counts,
+            "refutes_fraction": counts["REFUTES"] / len(evidence) if evidence else 0.0,
+            "refuting_passages": refuting,
+            "unparsed": [j["n"] for j in judgements if j["error"]],
+        }
+        assessment.reasoning = "\n".join(
+            f"[{j['n']}] {j['label'] or 'NOT ENOUGH INFO'}: {j['reason']}" for j in judgements if j["label"] in ("REFUTES", "SUPPORTS")
+        ) or "No passage supports or refutes the claim."

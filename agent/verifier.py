@@ -1,0 +1,113 @@
+"""The verifier shared by CLAIRE and retrieve-and-verify: one LLM call over the claim, its
+context, the clarifications and all gathered documents, parsed into a score in [0, 1]; plus the
+optional two-sided report (the strongest case for "consistent" and for "inconsistent").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from claire.agent.llm import LLMClient
+from claire.agent.system import Claim
+from claire.prompts import PromptLibrary
+
+_SCORE_TAG = re.compile(r"<\s*inconsistency_score\s*>\s*(.*?)\s*<\s*/\s*inconsistency_score\s*>", re.IGNORECASE | re.DOTALL)
+_SCORE_LINE = re.compile(r"inconsistency[_ ]score\W{0,5}([-+]?\d*\.?\d+\s*%?)", re.IGNORECASE)
+_NUMBER = re.compile(r"[-+]?\d*\.?\d+\s*%?")
+
+
+def _tag(text: str, name: str) -> str | None:
+    matches = re.findall(rf"<\s*{name}\s*>(.*?)<\s*/\s*{name}\s*>", text, re.IGNORECASE | re.DOTALL)
+    return matches[-1].strip() if matches else None
+
+
+def _to_score(raw: str) -> float | None:
+    match = _NUMBER.search(raw)
+    if not match:
+        return None
+    token = match.group().replace(" ", "")
+    value = float(token.rstrip("%"))
+    if token.endswith("%") or 1.0 < value <= 100.0:
+        value /= 100.0
+    return min(max(value, 0.0), 1.0)
+
+
+def parse_score(text: str) -> float | None:
+    """The model's inconsistency score, read leniently and clamped to [0, 1]; None when absent.
+
+    The LAST score tag wins, so a passage the model quotes earlier (which could contain a planted
+    tag) cannot decide the result.
+    """
+    tags = _SCORE_TAG.findall(text or "")
+    for raw in reversed(tags):
+        score = _to_score(raw)
+        if score is not None:
+            return score
+    lines = _SCORE_LINE.findall(text or "")
+    return _to_score(lines[-1]) if lines else None
+
+
+@dataclass
+class Verdict:
+    score: float | None
+    restated_claim: str | None
+    analysis: str | None
+    raw: str
+    error: str | None = None
+
+
+def document_view(documents: list[Any]) -> list[dict[str, Any]]:
+    """Evidence objects (with n, document_title, section_title, content) as template data."""
+    return [
+        {"n": d.n, "document_title": d.document_title, "section_title": d.section_title, "content": d.content}
+        for d in documents
+    ]
+
+
+def _claim_vars(claim: Claim, clarifications: list[dict[str, str]], documents: list[Any]) -> dict[str, Any]:
+    return {
+        "claim": claim.text,
+        "context": claim.context.model_dump(),
+        "clarifications": clarifications,
+        "documents": document_view(documents),
+    }
+
+
+async def verify(
+    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary
+) -> Verdict:
+    """Ask for the score; a missing or malformed score is asked for once more, then an error."""
+    messages = prompts.render("verifier", **_claim_vars(claim, clarifications, documents))
+    response = await llm.chat(messages)
+    score = parse_score(response.content)
+    text = response.content
+    if score is None:
+        follow_up = messages + [
+            {"role": "assistant", "content": response.content},
+            {"role": "user", "content": "Your answer has no usable <inconsistency_score>. Reply with the tag and a number from 0 to 1, for example <inconsistency_score>0.2</inconsistency_score>."},
+        ]
+        retry = await llm.chat(follow_up)
+        score = parse_score(retry.content)
+        text = response.content + "\n" + retry.content
+    return Verdict(
+        score=score,
+        restated_claim=_tag(text, "restated_claim"),
+        analysis=_tag(text, "analysis") or text.strip(),
+        raw=text,
+        error=None if score is not None else "the verifier gave no usable <inconsistency_score> (asked twice)",
+    )
+
+
+async def two_sided_report(
+    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary
+) -> dict[str, str]:
+    """The strongest case for each verdict, each citing [n]; the two calls run concurrently."""
+    values = _claim_vars(claim, clarifications, documents)
+    consistent, inconsistent = await asyncio.gather(
+        llm.chat(prompts.render("report_consistent", **values)),
+        llm.chat(prompts.render("report_inconsistent", **values)),
+    )
+    return {"consistent": consistent.content.strip(), "inconsistent": inconsistent.content.strip()}

@@ -1,0 +1,110 @@
+"""Test doubles for unit tests: a keyword retriever over hand-written blocks and a scripted
+model that answers each CLAIRE prompt kind (controller, verifier, rankgpt, ...) by rule."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from claire.agent.llm_backends import ChatRequest, ChatResponse, ToolCall
+from claire.indexes.corpus import Block
+from claire.indexes.retriever import Hit
+
+BLOCKS = [
+    Block(id="eiffel-1", document_title="Eiffel Tower", section_title="History",
+          content="The Eiffel Tower was completed in March 1889 for the World's Fair in Paris."),
+    Block(id="eiffel-2", document_title="Eiffel Tower", section_title="Design",
+          content="Gustave Eiffel's company designed and built the wrought-iron tower."),
+    Block(id="paris-1", document_title="Paris", section_title="Landmarks",
+          content="Paris is home to the Eiffel Tower, finished in 1890 according to this passage."),
+    Block(id="fair-1", document_title="Exposition Universelle (1889)", section_title="Overview",
+          content="The 1889 World's Fair in Paris opened with the newly completed Eiffel Tower as its entrance arch."),
+    Block(id="texas-1", document_title="Paris, Texas", section_title="Landmarks",
+          content="Paris, Texas has a small replica of the Eiffel Tower wearing a red cowboy hat."),
+]
+
+
+class KeywordRetriever:
+    """Ranks blocks by shared words; honours exclude_title like the real retriever."""
+
+    def __init__(self, blocks: list[Block] | None = None):
+        self.blocks = list(blocks or BLOCKS)
+        self.queries: list[tuple[str, str | None, int]] = []
+
+    def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **_: Any) -> list[Hit]:
+        self.queries.append((query, exclude_title, k))
+        words = set(re.findall(r"\w+", query.lower()))
+        scored = []
+        for block in self.blocks:
+            if exclude_title and block.document_title == exclude_title:
+                continue
+            overlap = len(words & set(re.findall(r"\w+", block.embed_text().lower())))
+            if overlap:
+                scored.append((overlap, block))
+        scored.sort(key=lambda pair: -pair[0])
+        return [Hit(block=b, score=float(s), rank=i) for i, (s, b) in enumerate(scored[:k], start=1)]
+
+
+def kind_of(request: ChatRequest) -> str:
+    """Which CLAIRE prompt a request was rendered from."""
+    system = request.messages[0]["content"]
+    if "fact-checking researcher" in system:
+        return "controller"
+    if "<inconsistency_score>" in system:
+        return "verifier"
+    if "You rank search results" in system:
+        return "rankgpt"
+    if "share a name" in system:
+        return "clarify"
+    if "background knowledge" in system:
+        return "explain"
+    if "SUPPORTS or REFUTES" in system:
+        return "nli"
+    if "CONSISTENT with" in system:
+        return "report_consistent"
+    if "CONTRADICTED by" in system:
+        return "report_inconsistent"
+    if "atomic facts" in system:
+        return "extract"
+    return "unknown"
+
+
+def tool_call(name: str, argument: str | None = None, **arguments: Any) -> ChatResponse:
+    from claire.tools.specs import TOOL_SPECS
+
+    if argument is not None:
+        arguments = {TOOL_SPECS[name].argument if name in TOOL_SPECS else "value": argument}
+    return ChatResponse(tool_calls=[ToolCall(id=f"call_{name}", name=name, arguments=json.dumps(arguments))])
+
+
+class ScriptedModel:
+    """Answers by prompt kind: controller answers come from ``actions`` in order (then finish);
+    the others from ``answers`` (a string, a callable of the request, or an exception)."""
+
+    def __init__(self, actions: list[ChatResponse | str | Exception] | None = None, **answers: Any):
+        self.actions = list(actions or [])
+        self.answers = {
+            "verifier": "<restated_claim>r</restated_claim><analysis>[1] agrees.</analysis><inconsistency_score>0.1</inconsistency_score>",
+            "rankgpt": "[1] > [2]",
+            "clarify": "The fact means the Paris in France, not Paris, Texas.",
+            "explain": "Wrought iron is a low-carbon iron alloy.",
+            "nli": "<label>NOT ENOUGH INFO</label><reason>unrelated</reason>",
+            "report_consistent": "Passage [1] supports it.",
+            "report_inconsistent": "Passage [2] disagrees.",
+        }
+        self.answers.update(answers)
+        self.seen: list[tuple[str, ChatRequest]] = []
+
+    def __call__(self, request: ChatRequest) -> ChatResponse | str | Exception:
+        kind = kind_of(request)
+        self.seen.append((kind, request))
+        if kind == "controller":
+            return self.actions.pop(0) if self.actions else tool_call("finish")
+        answer = self.answers.get(kind, "ok")
+        return answer(request) if callable(answer) and not isinstance(answer, Exception) else answer
+
+    def requests(self, kind: str) -> list[ChatRequest]:
+        return [request for k, request in self.seen if k == kind]
+
+

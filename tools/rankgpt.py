@@ -1,0 +1,83 @@
+"""RankGPT listwise reranking through the LLM: a sliding window moved from the tail of the
+candidate list to its head, each window ranked in one call, with lenient parsing so a
+ranking is always a complete permutation.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol, Sequence, TypeVar
+
+from claire.prompts import PromptLibrary
+
+T = TypeVar("T")
+_NUMBER = re.compile(r"\d+")
+
+
+class ChatModel(Protocol):
+    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
+
+
+def parse_ranking(text: str, size: int) -> list[int]:
+    """Read ``[2] > [1] > [3]`` (or any list of numbers) into 0-based positions.
+
+    Duplicates and out-of-range numbers are dropped; numbers the model left out are appended in
+    their original order, so the result is always a permutation of ``range(size)``.
+    """
+    order: list[int] = []
+    seen: set[int] = set()
+    for match in _NUMBER.finditer(text or ""):
+        position = int(match.group()) - 1
+        if 0 <= position < size and position not in seen:
+            seen.add(position)
+            order.append(position)
+    order.extend(position for position in range(size) if position not in seen)
+    return order
+
+
+def window_starts(total: int, window: int, step: int) -> list[int]:
+    """Start offsets of the windows, from the tail of the list to its head."""
+    if total <= window:
+        return [0]
+    starts = list(range(total - window, -1, -step))
+    if starts[-1] != 0:
+        starts.append(0)
+    return starts
+
+
+class RankGPTReranker:
+    def __init__(self, llm: ChatModel, prompts: PromptLibrary, *, window: int = 20, step: int = 10, max_chars: int = 600):
+        if step > window:
+            raise ValueError("rerank step must not exceed the window")
+        self.llm = llm
+        self.prompts = prompts
+        self.window = window
+        self.step = step
+        self.max_chars = max_chars
+
+    async def rerank(self, query: str, items: Sequence[T], *, title: Any = None, content: Any = None) -> list[T]:
+        """Return ``items`` reordered by relevance to ``query``.
+
+        ``title`` and ``content`` read an item's text (defaults: ``item.block.document_title`` /
+        ``item.block.content``, the shape of ``indexes.retriever.Hit``).
+        """
+        title = title or (lambda item: f"{item.block.document_title} > {item.block.section_title}".rstrip(" >"))
+        content = content or (lambda item: item.block.content)
+        ranked = list(items)
+        if len(ranked) < 2:
+            return ranked
+        for start in window_starts(len(ranked), self.window, self.step):
+            chunk = ranked[start : start + self.window]
+            passages = [
+                {"n": i + 1, "title": title(item), "content": _shorten(content(item), self.max_chars)}
+                for i, item in enumerate(chunk)
+            ]
+            response = await self.llm.chat(self.prompts.render("rankgpt", query=query, passages=passages))
+            order = parse_ranking(response.content, len(chunk))
+            ranked[start : start + len(chunk)] = [chunk[i] for i in order]
+        return ranked
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

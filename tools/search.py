@@ -1,0 +1,44 @@
+"""The search tool: retrieval over the corpus excluding the claim's own article, then optional
+RankGPT reranking. The agent's ``search`` and both baselines call :meth:`SearchTool.search`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any, Protocol
+
+from claire.indexes.retriever import Hit
+from claire.tools.rankgpt import RankGPTReranker
+
+
+class Searcher(Protocol):
+    """Anything with the retriever's search signature (the Qdrant retriever, WikiChat...)."""
+
+    def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **options: Any) -> list[Hit]: ...
+
+
+class SearchTool:
+    def __init__(
+        self,
+        retriever: Searcher,
+        *,
+        reranker: RankGPTReranker | None = None,
+        mode: str = "hybrid",
+        candidates: int = 50,
+    ):
+        self.retriever = retriever
+        self.reranker = reranker
+        self.mode = mode
+        self.candidates = candidates
+
+    async def search(self, query: str, *, exclude_title: str | None = None, k: int = 15) -> list[Hit]:
+        """The top ``k`` blocks for ``query``; with reranking, the top of a pool twice as deep."""
+        pool = min(max(2 * k, k), max(self.candidates, k)) if self.reranker else k
+        hits = await asyncio.to_thread(
+            self.retriever.search, query, exclude_title=exclude_title or None, k=pool,
+            mode=self.mode, candidates=max(self.candidates, pool),
+        )
+        if self.reranker and len(hits) > 1:
+            hits = await self.reranker.rerank(query, hits)
+        return [dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(hits[:k], start=1)]
