@@ -1,1 +1,314 @@
-def main(): pass
+"""The ``claire`` command: check a fact or a passage, build and search indexes, run evaluations,
+sweeps and benchmarks. Thin wrappers over ``evals``, ``agent``, ``tools`` and ``indexes``;
+every :class:`claire.errors.ClaireError` becomes a one-line message and exit code 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from claire import __version__
+from claire.config import Config, load_config, parse_assignment
+from claire.errors import ClaireError, ConfigError
+
+console = Console()
+err = Console(stderr=True)
+
+app = typer.Typer(
+    name="claire",
+    help="CLAIRE finds facts in Wikipedia that another part of Wikipedia contradicts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+index_app = typer.Typer(help="Build, list and inspect search indexes.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks that print speed figures.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+app.add_typer(bench_app, name="bench")
+app.add_typer(config_app, name="config")
+
+# -- options shared by most commands ---------------------------------------------------------
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="A claire.toml to read (default: ./claire.toml).")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override any setting: section.field=value (repeatable).")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="LLM model name (llm.model).")]
+BaseUrlOpt = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint (llm.base_url).")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")]
+RefreshOpt = Annotated[bool, typer.Option("--refresh-cache", help="Ignore cached answers and store fresh ones.")]
+IndexOpt = Annotated[Optional[str], typer.Option("--index", help="Index name (retrieval.index; default: the demo corpus).")]
+PathOpt = Annotated[Optional[Path], typer.Option("--path", help="Folder holding embedded indexes (retrieval.path).")]
+UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL instead of the embedded engine (retrieval.url).")]
+
+
+def resolve(
+    config_file: Path | None = None,
+    sets: list[str] | None = None,
+    **flags: Any,
+) -> Config:
+    """defaults < claire.toml < environment < --set < explicit flags (None means not given)."""
+    overrides: dict[str, Any] = dict(parse_assignment(item) for item in sets or [])
+    overrides.update({key: value for key, value in flags.items() if value is not None})
+    return load_config(config_file, overrides)
+
+
+def common(model: str | None, base_url: str | None, no_cache: bool, refresh: bool, index: str | None,
+           path: Path | None = None, url: str | None = None) -> dict[str, Any]:
+    return {
+        "llm.model": model,
+        "llm.base_url": base_url,
+        "llm.cache": False if no_cache else None,
+        "llm.refresh_cache": True if refresh else None,
+        "retrieval.index": index,
+        "retrieval.path": str(path) if path else None,
+        "retrieval.url": url,
+    }
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        console.print(f"claire {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")] = False,
+) -> None:
+    """CLAIRE: corpus-level inconsistency detection with an LLM agent."""
+
+
+# -- config ----------------------------------------------------------------------------------
+@config_app.command("show")
+def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Print the resolved configuration (secrets masked)."""
+    config = resolve(config_file, sets)
+    data = config.public_dict()
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    from rich.table import Table
+
+    for section, values in data.items():
+        table = Table(title=f"\\[{section}]", title_justify="left", show_header=False, box=None, padding=(0, 2))
+        for key, value in values.items():
+            table.add_row(key, json.dumps(value) if not isinstance(value, str) else value)
+        console.print(table)
+
+
+# -- indexes ---------------------------------------------------------------------------------
+@index_app.command("build")
+def index_build(
+    corpus: Annotated[Optional[Path], typer.Argument(help="Corpus JSONL (one block per line).")] = None,
+    name: Annotated[str, typer.Option("--name", help="Index name.")] = ...,
+    embedder: Annotated[str, typer.Option("--embedder", help="minilm (offline default), mgte, or a sentence-transformers id/path.")] = "minilm",
+    from_wikicollide: Annotated[Optional[Path], typer.Option("--from-wikicollide", help="Build from a WikiCollide dataset's passages.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad corpus lines (counted) instead of stopping.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Rebuild an existing index of that name.")] = False,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
+    from claire.indexes.corpus import blocks_from_wikicollide, read_corpus
+    from claire.indexes.retriever import build_index
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    if (corpus is None) == (from_wikicollide is None):
+        raise ConfigError("give either a CORPUS.jsonl or --from-wikicollide DATASET.json")
+    if from_wikicollide is not None:
+        blocks, invalid = blocks_from_wikicollide(from_wikicollide), 0
+    else:
+        loaded = read_corpus(corpus, skip_invalid=skip_invalid)
+        blocks, invalid = loaded.blocks, loaded.invalid
+        for message in loaded.errors[:10]:
+            err.print(f"[yellow]skipped[/] {message}")
+    summary = build_index(
+        blocks, name=name, embedder=embedder, root=config.retrieval.index_root(), url=config.retrieval.url,
+        api_key=_qdrant_key(config), replace=replace,
+    )
+    size = f"{summary.size_on_disk / 1e6:.1f} MB" if summary.size_on_disk else "n/a (server)"
+    console.print(
+        f"[green]built[/] index [bold]{summary.name}[/]: {summary.blocks} blocks from {summary.documents} articles "
+        f"in {summary.seconds:.1f} s ({summary.blocks_per_s:.0f} blocks/s), {size} on disk"
+        + (f"; {invalid} invalid lines skipped" if invalid else "")
+    )
+
+
+def _qdrant_key(config: Config) -> str | None:
+    key = config.retrieval.qdrant_api_key
+    return key.get_secret_value() if key else None
+
+
+@index_app.command("list")
+def index_list(path: PathOpt = None, url: UrlOpt = None, config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
+    """List the indexes (embedded ones under the index folder, or on the Qdrant server)."""
+    from rich.table import Table
+
+    from claire.indexes.stores import list_indexes
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    metas = list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))
+    if not metas:
+        where = config.retrieval.url or config.retrieval.index_root()
+        console.print(f"no indexes at {where} (the demo index is built on first use of `claire search` or `claire check`)")
+        return
+    table = Table("name", "blocks", "articles", "embedder", "dim", "created")
+    for meta in metas:
+        table.add_row(meta.name, str(meta.blocks), str(meta.documents), meta.embedder, str(meta.dim), str(meta.created_at)[:19])
+    console.print(table)
+
+
+@index_app.command("info")
+def index_info(name: Annotated[str, typer.Argument()], path: PathOpt = None, url: UrlOpt = None,
+               config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
+    """Show what an index records: embedder, corpus stats, build time, size."""
+    from claire.indexes.stores import list_indexes
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    metas = {m.name: m for m in list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))}
+    if name not in metas:
+        raise ConfigError(f"unknown index '{name}'; available: {', '.join(metas) or 'none'}")
+    for key, value in metas[name].to_dict().items():
+        console.print(f"[bold]{key}[/]: {value}")
+
+
+# -- search ----------------------------------------------------------------------------------
+@app.command("search")
+def search_command(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    k: Annotated[int, typer.Option("-k", help="Number of results.")] = 10,
+    exclude_title: Annotated[Optional[str], typer.Option("--exclude-title", help="Leave out this article.")] = None,
+    rerank: Annotated[bool, typer.Option("--rerank/--no-rerank", help="RankGPT reranking with the LLM.")] = False,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="hybrid (default), dense or bm25.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    index: IndexOpt = None,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Search an index and print the ranked blocks."""
+    from claire.agent.llm import LLMClient
+    from claire.agent.runtime import open_retrieval, prompt_library, search_tool
+
+    if not query.strip():
+        raise ConfigError("the query is empty")
+    config = resolve(config_file, sets, **common(model, base_url, False, False, index, path, url),
+                     **{"retrieval.rerank": rerank, "retrieval.mode": mode})
+
+    async def go() -> list[Any]:
+        llm = LLMClient.from_config(config.llm) if rerank else None
+        retriever = open_retrieval(config)
+        try:
+            tool = search_tool(config, retriever, llm, prompt_library(config))  # type: ignore[arg-type]
+            return await tool.search(query, exclude_title=exclude_title, k=k)
+        finally:
+            retriever.close()
+            if llm:
+                await llm.aclose()
+
+    hits = run(go())
+    if as_json:
+        print(json.dumps([{"rank": h.rank, "score": h.score, **h.block.model_dump()} for h in hits], indent=2, ensure_ascii=False))
+        return
+    from claire.views import hits_table
+
+    console.print(hits_table(hits, query))
+
+
+# -- check -----------------------------------------------------------------------------------
+@app.command("check")
+def check_command(
+    fact: Annotated[str, typer.Argument(help="The fact to check.")],
+    title: Annotated[Optional[str], typer.Option("--title", help="The fact's article (excluded from search).")] = None,
+    section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
+    context_file: Annotated[Optional[Path], typer.Option("--context-file", help="Read the passage from a file.")] = None,
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget (agent.max_steps).")] = None,
+    docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query", help="Passages per search (agent.docs_per_query).")] = None,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Turn RankGPT reranking off.")] = False,
+    tools: Annotated[Optional[str], typer.Option("--tools", help="Enabled tools, e.g. search,clarify_entity,explain.")] = None,
+    no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
+    trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    refresh_cache: RefreshOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent, 2 error."""
+    from claire.agent.system import Claim, ContextBlock
+
+    if not fact.strip():
+        raise ConfigError("the fact is empty: give the sentence to check")
+    if context_file is not None:
+        try:
+            context = context_file.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot read --context-file {context_file}: {error.strerror}") from None
+    interactive = sys.stdin.isatty() and not as_json and not no_review
+    config = resolve(
+        config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
+        **{
+            "agent.system": system,
+            "agent.max_steps": max_steps,
+            "agent.docs_per_query": docs_per_query,
+            "retrieval.rerank": False if no_rerank else None,
+            "agent.tools": tools,
+            "agent.report": False if no_report else True,
+            "agent.review": interactive,
+        },
+    )
+    claim = Claim(claim_id="cli", text=fact.strip(),
+                  context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
+    from claire.views import CheckView
+
+    view = CheckView(console, claim, config, quiet=as_json)
+    assessment = run(view.run())
+    if trace_out is not None:
+        trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
+    if as_json:
+        print(assessment.model_dump_json(indent=2))
+    else:
+        view.final(assessment)
+    if assessment.error and assessment.score is None:
+        raise typer.Exit(2)
+    raise typer.Exit(1 if assessment.verdict == "inconsistent" else 0)
+
+
+def main() -> None:
+    """Console-script entry point: clear messages instead of tracebacks."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        app()
+    except ClaireError as error:
+        err.print(f"[bold red]error:[/] {error}", highlight=False)
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -46,9 +46,10 @@ class KeywordRetriever:
         return [Hit(block=b, score=float(s), rank=i) for i, (s, b) in enumerate(scored[:k], start=1)]
 
 
-def kind_of(request: ChatRequest) -> str:
-    """Which CLAIRE prompt a request was rendered from."""
-    system = request.messages[0]["content"]
+def kind_of(request: ChatRequest | dict) -> str:
+    """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from."""
+    messages = request["messages"] if isinstance(request, dict) else request.messages
+    system = messages[0]["content"]
     if "fact-checking researcher" in system:
         return "controller"
     if "<inconsistency_score>" in system:
@@ -108,3 +109,30 @@ class ScriptedModel:
         return [request for k, request in self.seen if k == kind]
 
 
+
+
+def http_responder(verifier_score: float = 0.9, search_query: str = "Eiffel Tower completed 1889"):
+    """A MockOpenAIServer responder playing a small, sensible model: search once, then report
+    (or finish, in text mode, when no tools are offered), and judge with ``verifier_score``."""
+
+    def respond(body: dict) -> dict:
+        kind = kind_of(body)
+        user = body["messages"][-1]["content"]
+        if kind == "controller":
+            first = "You have not taken any action yet" in user
+            if body.get("tools"):
+                if first:
+                    return {"tool_calls": [{"name": "search", "arguments": {"query": search_query}}]}
+                return {"tool_calls": [{"name": "report_inconsistency", "arguments": {"evidence": "[1] gives a different year"}}]}
+            return {"content": f'search("{search_query}")' if first else "finish()"}
+        if kind == "verifier":
+            return {"content": f"<restated_claim>r</restated_claim><analysis>[1] disagrees.</analysis><inconsistency_score>{verifier_score}</inconsistency_score>"}
+        if kind == "rankgpt":
+            return {"content": "[2] > [1] > [3]"}
+        if kind == "nli":
+            return {"content": "<label>REFUTES</label><reason>different year</reason>" if "1889" in user else "<label>NOT ENOUGH INFO</label><reason>unrelated</reason>"}
+        if kind == "extract":
+            return {"content": "<fact>The Eiffel Tower was completed in 1890.</fact>\n<fact>The Eiffel Tower is in Paris.</fact>"}
+        return {"content": f"A short note for {kind}."}
+
+    return respond

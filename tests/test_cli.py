@@ -1,0 +1,121 @@
+"""The ``claire`` command as a subprocess, over a real on-disk index and a local OpenAI-compatible
+server: the real boundary end to end, and clear messages for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from claire.evals.mock_openai import MockOpenAIServer
+from claire.indexes.retriever import ensure_demo_index
+from doubles import http_responder
+
+
+@pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory):
+    """A cache folder holding the real demo index, built once for the session."""
+    cache = tmp_path_factory.mktemp("claire-cache")
+    ensure_demo_index(cache / "indexes")
+    return cache
+
+
+def claire(*args: str, cache, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
+                          env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def server():
+    with MockOpenAIServer(http_responder()) as srv:
+        yield srv
+
+
+def test_check_json_end_to_end(server, demo_cache):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
+                    "--json", "--model", "test-model", "--base-url", server.base_url, "--no-cache",
+                    cache=demo_cache, env={"OPENAI_API_KEY": "sk-e2e-secret-1234567890"})
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "inconsistent" and data["score"] == 0.9
+    assert [t["action_name"] for t in data["trace"]] == ["search", "report_inconsistency", "verifier"]
+    titles = {e["document_title"] for e in data["evidence"]}
+    assert "Paris" not in titles and "Eiffel Tower" in titles
+    assert data["report"]["consistent"] and data["report"]["inconsistent"]
+    assert data["usage"]["calls"] >= 5  # controller x2, rankgpt, verifier, report x2
+    assert "sk-e2e-secret" not in result.stdout + result.stderr
+    assert any(r.get("tools") for r in server.requests)  # native tool calling went over the wire
+
+
+@pytest.mark.parametrize("system, expected_names", [("rav", ["search", "verifier"]), ("nli", ["search"])])
+def test_baselines_end_to_end(server, demo_cache, system, expected_names):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system", system,
+                    "--json", "--base-url", server.base_url, "--no-cache", "--no-rerank", cache=demo_cache)
+    assert result.returncode in (0, 1), result.stderr
+    data = json.loads(result.stdout)
+    names = [t["action_name"] for t in data["trace"]]
+    assert names[: len(expected_names)] == expected_names
+    assert len(data["evidence"]) == 20
+    if system == "nli":
+        assert names.count("nli") == 20 and data["score"] == data["details"]["counts"]["REFUTES"]
+        assert data["verdict"] == ("inconsistent" if data["score"] >= 1 else "consistent")
+
+
+def test_check_text_action_mode_and_trace_out(server, demo_cache, tmp_path):
+    trace = tmp_path / "trace.json"
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                    "--no-cache", "--no-rerank", "--set", "llm.tool_calling=\"text\"", "--trace-out", str(trace),
+                    cache=demo_cache)
+    assert result.returncode == 1, result.stderr
+    assert "INCONSISTENT" in result.stdout and "evidence" in result.stdout
+    items = json.loads(trace.read_text())
+    assert [i["action_name"] for i in items] == ["search", "finish", "verifier"]
+    assert not any(r.get("tools") for r in server.requests)
+
+
+def test_unreachable_endpoint_is_a_clear_error(demo_cache):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--json", "--base-url", "http://127.0.0.1:9/v1",
+                    "--no-cache", "--set", "llm.max_attempts=1", cache=demo_cache)
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert "OPENAI_BASE_URL" in data["error"]
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_api_key_is_a_clear_error(demo_cache):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", cache=demo_cache)
+    assert result.returncode == 2
+    assert "set OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_inputs_are_clear_errors(demo_cache):
+    cases = [
+        (("check", "   "), "the fact is empty"),
+        (("search", "Eiffel", "--index", "nope"), "nope"),
+        (("config", "show", "--set", "agent.max_steps=0"), "agent.max_steps"),
+        (("check", "x", "--tools", "search,teleport"), "unknown tool"),
+    ]
+    for args, message in cases:
+        result = claire(*args, cache=demo_cache, env={"OPENAI_API_KEY": "sk-x"})
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+
+
+def test_search_json_excludes_the_title(demo_cache):
+    result = claire("search", "Eiffel Tower completion", "--exclude-title", "Eiffel Tower", "-k", "5", "--json", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert len(hits) == 5 and all(h["document_title"] != "Eiffel Tower" for h in hits)
+
+
+def test_version_and_config_show_masks_secrets(demo_cache):
+    assert claire("--version", cache=demo_cache).stdout.startswith("claire ")
+    result = claire("config", "show", "--json", cache=demo_cache, env={"OPENAI_API_KEY": "sk-very-secret-abcdef123456"})
+    data = json.loads(result.stdout)
+    assert data["llm"]["api_key"] == "****3456" and "very-secret" not in result.stdout

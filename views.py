@@ -1,0 +1,145 @@
+"""Terminal views for the ``claire`` command (rich): the live step view and final verdict of a
+check, the interactive review prompt, and ranked search results. Used only by ``cli.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.prompt import Prompt
+from rich.table import Table
+from rich.text import Text
+
+from claire.agent.runtime import open_system
+from claire.agent.system import Assessment, Claim
+from claire.agent.usage import Usage
+from claire.config import Config
+
+
+def one_line(value: Any, limit: int = 90) -> str:
+    if isinstance(value, list):
+        titles = list(dict.fromkeys(str(v.get("document_title")) for v in value if isinstance(v, dict)))
+        text = f"{len(value)} passages: " + "; ".join(titles[:4]) + (" …" if len(titles) > 4 else "") if value else "no passages"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={v}" for k, v in value.items() if k != "analysis")
+    else:
+        text = " ".join(str(value or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def hits_table(hits: list[Any], query: str) -> Table:
+    table = Table(title=f"results for: {query}", title_justify="left", show_lines=True, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("score", justify="right", width=7)
+    table.add_column("article > section", ratio=1, overflow="fold")
+    table.add_column("passage", ratio=3)
+    for hit in hits:
+        block = hit.block
+        where = f"[bold]{block.document_title}[/]\n{block.section_title}" + (f"\n[dim]{block.block_type}[/]" if block.block_type != "text" else "")
+        content = block.content if len(block.content) <= 400 else block.content[:399] + "…"
+        table.add_row(str(hit.rank), f"{hit.score:.3f}", where, content)
+    if not hits:
+        table.add_row("", "", "no results", "")
+    return table
+
+
+class CheckView:
+    """Runs one check with a live table of steps, then renders the verdict."""
+
+    def __init__(self, console: Console, claim: Claim, config: Config, *, quiet: bool = False):
+        self.console = console
+        self.claim = claim
+        self.config = config
+        self.quiet = quiet
+        self.steps = Table(expand=True, title=f"checking with {config.agent.system}", title_justify="left")
+        for name, kwargs in (("#", {"width": 3, "justify": "right"}), ("action", {"width": 20}), ("argument", {"ratio": 2}),
+                             ("observation", {"ratio": 3}), ("docs", {"width": 5, "justify": "right"})):
+            self.steps.add_column(name, **kwargs)
+        self.live: Live | None = None
+        self.count = 0
+
+    def on_step(self, event: dict[str, Any]) -> None:
+        item = event["item"]
+        self.count += 1
+        self.steps.add_row(str(self.count), item["action_name"], one_line(item["action_argument"], 60),
+                           one_line(event.get("observation") or item["action_output"]), str(event["documents"]))
+
+    async def review(self, request: dict[str, Any]) -> str:
+        """Ask the person about a reported inconsistency (the graph is paused meanwhile)."""
+        if self.live:
+            self.live.stop()
+        self.console.print(Panel(request["evidence"], title="the agent reports an inconsistency", border_style="yellow"))
+        choice = await asyncio.to_thread(Prompt.ask, "accept, reject, or type a comment", console=self.console, default="accept")
+        if self.live:
+            self.live.start()
+        if choice.strip().lower() in ("a", "accept", "y", "yes"):
+            return "accepted: the reviewer agrees this is a contradiction."
+        if choice.strip().lower() in ("r", "reject", "n", "no"):
+            return "rejected: the reviewer does not think this is a contradiction; keep researching."
+        return f"comment: {choice.strip()}"
+
+    async def run(self) -> Assessment:
+        reviewer = self.review if self.config.agent.review else None
+        on_step = None if self.quiet else self.on_step
+        async with open_system(self.config, reviewer=reviewer, on_step=on_step) as system:
+            if self.quiet:
+                return await system.assess(self.claim)
+            with Live(self.steps, console=self.console, refresh_per_second=8, transient=False) as live:
+                self.live = live
+                return await system.assess(self.claim)
+
+    def final(self, a: Assessment) -> None:
+        c = self.console
+        colour = {"inconsistent": "red", "consistent": "green"}.get(a.verdict or "", "yellow")
+        score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.system == "nli" else f"{a.score:.2f}")
+        headline = Text.assemble((f" {(a.verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
+                                 f"  inconsistency score {score} (threshold {a.threshold:g})")
+        claim = self.claim
+        where = claim.context.document_title + (f" > {claim.context.section_title}" if claim.context.section_title else "")
+        body: list[Any] = [headline, Text(""), Text.assemble(("Fact: ", "bold"), claim.text)]
+        if where:
+            body.append(Text.assemble(("From: ", "bold"), where))
+        if a.restated_claim:
+            body.append(Text.assemble(("Restated: ", "bold"), a.restated_claim))
+        c.print(Panel(Group(*body), title="CLAIRE verdict", border_style=colour))
+        if a.error:
+            c.print(f"[red]error:[/] {a.error}")
+        cited = self._cited(a)
+        if a.evidence:
+            table = Table(title="evidence", title_justify="left", show_lines=True, expand=True)
+            table.add_column("[n]", width=4, justify="right")
+            table.add_column("article > section", ratio=1)
+            table.add_column("passage", ratio=3)
+            for e in a.evidence:
+                if cited and e.n not in cited:
+                    continue
+                link = f"\n[link={e.url}]{e.url}[/link]" if e.url else ""
+                table.add_row(str(e.n), f"[bold]{e.document_title}[/]\n{e.section_title}{link}", e.content[:500])
+            c.print(table)
+            if cited:
+                c.print(f"[dim]{len(a.evidence) - len([e for e in a.evidence if e.n in cited])} more passages were read but not cited[/]")
+        for note in a.clarifications:
+            c.print(Panel(note["text"], title=f"clarified: {note['entity']}", border_style="blue"))
+        for item in a.reported:
+            c.print(Panel(item, title="reported inconsistency", border_style="red"))
+        if a.reasoning:
+            c.print(Panel(Markdown(a.reasoning), title="verifier analysis"))
+        if a.report:
+            c.print(Panel(Markdown(a.report["consistent"]), title="the case for consistent", border_style="green"))
+            c.print(Panel(Markdown(a.report["inconsistent"]), title="the case for inconsistent", border_style="red"))
+        usage = Usage.from_dict(a.usage)
+        cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+        c.print(f"[dim]{a.details.get('steps', 0)} steps · {len(a.evidence)} passages · {usage.calls} LLM calls "
+                f"({usage.cached_calls} cached) · {usage.total_tokens} tokens{cost} · {a.latency_s or 0:.1f} s[/]")
+
+    @staticmethod
+    def _cited(a: Assessment) -> set[int]:
+        import re
+
+        text = " ".join(filter(None, [a.reasoning, *(a.report or {}).values(), *a.reported]))
+        return {int(n) for n in re.findall(r"\[(\d+)\]", text) if 0 < int(n) <= len(a.evidence)}
