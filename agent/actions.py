@@ -5,6 +5,7 @@ or a JSON object ``{"name": ..., "arguments": {...}}`` in the content.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import dataclass
@@ -63,11 +64,12 @@ def _from_json(text: str) -> tuple[str, str] | None:
 
 def parse_text_action(text: str) -> tuple[str, str] | None:
     """The last ``name(argument)`` in the text whose name is a known action, else a JSON call."""
-    calls = [(name, arg) for name, arg in _CALL.findall(text or "") if name in TOOL_SPECS]
+    text = html.unescape(text or "")
+    calls = [(name, arg) for name, arg in _CALL.findall(text) if name in TOOL_SPECS]
     if calls:
         name, raw = calls[-1]
         return name, _clean_argument(raw)
-    return _from_json(text or "")
+    return _from_json(text)
 
 
 def read_action(response: ChatResponse, allowed: list[str]) -> Action:

@@ -162,8 +162,12 @@ class ClaireAgent:
         }
         output: Any
         finished = False
+        repeated = next((h for h in state.get("history", []) if (h["action"], h["argument"]) == (action.name, action.argument)), None)
         if action.problem:
             observation = output = f"Invalid action: {action.problem}."
+        elif repeated is not None and action.name != "finish":
+            observation = output = (f"You already ran {action.name}({action.argument}); its result is in step "
+                                    f"{state['history'].index(repeated) + 1} above. Choose a different action.")
         else:
             try:
                 observation, output, finished = await self._run_tool(action, claim, update)

@@ -8,6 +8,7 @@ de-duplicated. Each fact keeps the block it came from, which becomes its context
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from dataclasses import dataclass
 
@@ -61,9 +62,10 @@ def _normalise(fact: str) -> str:
 
 def parse_facts(text: str) -> list[str]:
     """Facts from a model answer: ``<fact>`` tags, else list lines; cleaned, no duplicates."""
-    found = [m.strip() for m in _FACT.findall(text or "")]
+    text = html.unescape(text or "")
+    found = [m.strip() for m in _FACT.findall(text)]
     if not found:
-        found = [m.strip() for m in _LIST_LINE.findall(text or "")]
+        found = [m.strip() for m in _LIST_LINE.findall(text)]
     facts: list[str] = []
     seen: set[str] = set()
     for fact in found:

@@ -8,7 +8,7 @@ opened; evaluation, sweeps and the CLI all go through it.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import AsyncIterator
 
 from claire.agent.baselines import NLIPipeline, RetrieveAndVerify
 from claire.agent.claire_agent import ClaireAgent, Reviewer, StepListener
@@ -16,29 +16,27 @@ from claire.agent.llm import LLMClient
 from claire.agent.system import System
 from claire.config import Config
 from claire.errors import ConfigError
-from claire.indexes.retriever import ensure_demo_index, open_retriever
-from claire.indexes.wikichat import WikiChatRetriever
+from claire.indexes.registry import open_searcher
 from claire.prompts import PromptLibrary, library
 from claire.tools.rankgpt import RankGPTReranker
 from claire.tools.search import Searcher, SearchTool
-
-DEMO_INDEX = "demo"
-
 
 def prompt_library(config: Config) -> PromptLibrary:
     return library(config.prompts.set, config.prompts.variants)
 
 
-def open_retrieval(config: Config) -> Any:
+def open_retrieval(config: Config) -> Searcher:
     """The configured retriever: the WikiChat API, or a Qdrant index (the demo one is built on first use)."""
     retrieval = config.retrieval
-    if retrieval.backend == "wikichat":
-        return WikiChatRetriever(retrieval.wikichat_url)
-    root = retrieval.index_root()
-    if retrieval.index == DEMO_INDEX and not retrieval.url:
-        ensure_demo_index(root, embedder_spec=retrieval.embedder or "minilm", name=DEMO_INDEX)
-    api_key = retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None
-    return open_retriever(retrieval.index, root=root, embedder_spec=retrieval.embedder, url=retrieval.url, api_key=api_key)
+    return open_searcher(
+        retrieval.backend,
+        index=retrieval.index,
+        root=retrieval.index_root(),
+        url=retrieval.url,
+        api_key=retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None,
+        embedder=retrieval.embedder,
+        wikichat_url=retrieval.wikichat_url,
+    )
 
 
 def search_tool(config: Config, retriever: Searcher, llm: LLMClient, prompts: PromptLibrary) -> SearchTool:

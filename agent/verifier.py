@@ -6,6 +6,7 @@ optional two-sided report (the strongest case for "consistent" and for "inconsis
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ _NUMBER = re.compile(r"[-+]?\d*\.?\d+\s*%?")
 
 
 def _tag(text: str, name: str) -> str | None:
+    text = html.unescape(text or "")
     matches = re.findall(rf"<\s*{name}\s*>(.*?)<\s*/\s*{name}\s*>", text, re.IGNORECASE | re.DOTALL)
     return matches[-1].strip() if matches else None
 
@@ -41,12 +43,13 @@ def parse_score(text: str) -> float | None:
     The LAST score tag wins, so a passage the model quotes earlier (which could contain a planted
     tag) cannot decide the result.
     """
-    tags = _SCORE_TAG.findall(text or "")
+    text = html.unescape(text or "")  # small models sometimes answer with &lt;tags&gt;
+    tags = _SCORE_TAG.findall(text)
     for raw in reversed(tags):
         score = _to_score(raw)
         if score is not None:
             return score
-    lines = _SCORE_LINE.findall(text or "")
+    lines = _SCORE_LINE.findall(text)
     return _to_score(lines[-1]) if lines else None
 
 

@@ -21,11 +21,11 @@ CLAIM = Claim(
 )
 
 
-def make_agent(model: ScriptedModel, retriever=None, tool_calling="native", **agent_overrides):
+def make_agent(model: ScriptedModel, retriever=None, tool_calling="native", reviewer=None, **agent_overrides):
     overrides = {"retrieval.rerank": False, **{f"agent.{k}": v for k, v in agent_overrides.items()}}
     config = Config().with_overrides(overrides)
     llm = LLMClient.scripted(model, tool_calling=tool_calling)
-    return build_system(config, llm=llm, retriever=retriever or KeywordRetriever(), name="claire"), llm
+    return build_system(config, llm=llm, retriever=retriever or KeywordRetriever(), name="claire", reviewer=reviewer), llm
 
 
 async def test_search_then_finish():
@@ -191,9 +191,7 @@ async def test_human_review_pauses_and_feeds_back():
         return "rejected: passage [1] is about the opening, look for the completion date"
 
     model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889"), tool_call("finish")])
-    agent, _ = make_agent(model, review=True)
-    agent.reviewer = reviewer
-    agent.graph = agent._build().compile(checkpointer=__import__("langgraph.checkpoint.memory", fromlist=["InMemorySaver"]).InMemorySaver())
+    agent, _ = make_agent(model, review=True, reviewer=reviewer)
     result = await agent.assess(CLAIM)
     assert seen and seen[0]["evidence"] == "[1] says 1889"
     assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "human_review", "finish", "verifier"]
@@ -233,3 +231,16 @@ async def test_step_listener_sees_every_step():
 def test_parse_score(text, expected):
     score = parse_score(text)
     assert score == (pytest.approx(expected) if expected is not None else None)
+
+
+async def test_a_repeated_action_is_not_run_again():
+    model = ScriptedModel([tool_call("explain", "Paris"), tool_call("explain", "Paris"), tool_call("finish")])
+    agent, _ = make_agent(model)
+    result = await agent.assess(CLAIM)
+    assert len(model.requests("explain")) == 1
+    assert "You already ran explain(Paris)" in result.trace[1].action_output
+    assert result.details["steps"] == 3
+
+
+def test_html_escaped_tags_from_small_models_are_read():
+    assert parse_score("&lt;inconsistency_score&gt;0.5&lt;/inconsistency_score&gt;") == 0.5

@@ -1,0 +1,257 @@
+"""Retrieval benchmarks: store speed at scale, and retrieval quality on WikiCollide.
+
+``run_retrieval_bench`` times the two vector stores on synthetic blocks: the embedded Qdrant
+engine at ``n`` blocks, and qdrant-client's local mode (the pure-Python stand-in for a Qdrant
+server) as the baseline at a smaller size, with the embedded engine re-run at that size so the
+speed-up compares like with like. Dense vectors are random unit vectors, so embedding time is
+excluded by design; BM25 vectors are computed from the text inside the timed upserts.
+
+``run_retrieval_quality`` indexes the passages of a WikiCollide file and checks how well each
+search mode, queried with a claim (its own article excluded), recovers the passages the
+dataset's original agent found for that claim.
+"""
+
+from __future__ import annotations
+
+import string
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from claire.indexes.corpus import Block, blocks_from_wikicollide, wikicollide_claims
+from claire.indexes.retriever import Hit, build_index, open_retriever
+from claire.indexes.stores import EdgeStore, IndexMeta, IndexStore, SearchMode, ServerStore
+
+DIM = 384
+K = 15
+CANDIDATES = 50
+UPSERT_BATCH = 256
+BASELINE_QUERIES = 50  # qdrant-client local mode scans every point per query
+
+Reranker = Callable[[str, list[Hit]], list[Hit]]
+
+
+def _vocabulary(rng: np.random.Generator, size: int = 20_000) -> np.ndarray:
+    letters = np.array(list(string.ascii_lowercase))
+    words = {"".join(rng.choice(letters, rng.integers(3, 10))) for _ in range(size * 2)}
+    return np.array(sorted(words)[:size])
+
+
+def synthetic_blocks(n: int, seed: int = 7) -> tuple[list[Block], np.ndarray]:
+    """``n`` blocks of 40-80 random words (Zipf-like frequencies), five to a title, with random
+    unit dense vectors."""
+    rng = np.random.default_rng(seed)
+    vocabulary = _vocabulary(rng)
+    weights = 1.0 / np.arange(1, len(vocabulary) + 1) ** 1.05
+    lengths = rng.integers(40, 81, n)
+    words = rng.choice(vocabulary, lengths.sum(), p=weights / weights.sum())
+    titles = [" ".join(rng.choice(vocabulary, 3)).title() for _ in range((n + 4) // 5)]
+    ends = np.cumsum(lengths)
+    blocks = [
+        Block(
+            id=f"b{i}",
+            document_title=titles[i // 5],
+            section_title="",
+            content=" ".join(words[end - length : end]),
+        )
+        for i, (end, length) in enumerate(zip(ends, lengths, strict=True))
+    ]
+    dense = rng.standard_normal((n, DIM), dtype=np.float32)
+    dense /= np.linalg.norm(dense, axis=1, keepdims=True)
+    return blocks, dense
+
+
+def _queries(blocks: list[Block], dense: np.ndarray, count: int, seed: int = 11) -> list[tuple[str, np.ndarray, str]]:
+    """(text, vector, title to exclude): words and a perturbed vector from a random block, and a
+    random other article excluded (as a claim's own article would be)."""
+    rng = np.random.default_rng(seed)
+    queries = []
+    for i in rng.choice(len(blocks), count, replace=False):
+        words = blocks[i].content.split()
+        text = " ".join(rng.choice(words, min(8, len(words)), replace=False))
+        vector = dense[i] + rng.normal(0, 0.05, DIM).astype(np.float32)
+        other = blocks[int(rng.integers(len(blocks)))].document_title
+        queries.append((text, vector / np.linalg.norm(vector), other))
+    return queries
+
+
+def _percentile_ms(samples: list[float], q: float) -> float:
+    return round(float(np.percentile(samples, q)) * 1000, 3)
+
+
+def _measure(store: IndexStore, blocks: list[Block], dense: np.ndarray, queries: list, console: Console) -> dict:
+    store.create(IndexMeta(name="", embedder="synthetic", embedder_model="random-unit-vectors", dim=DIM))
+    started = time.perf_counter()
+    for start in range(0, len(blocks), UPSERT_BATCH):
+        store.upsert(blocks[start : start + UPSERT_BATCH], dense[start : start + UPSERT_BATCH])
+    upsert_s = time.perf_counter() - started
+    started = time.perf_counter()
+    store.finalize()
+    finalize_s = time.perf_counter() - started
+    latencies: dict[SearchMode, list[float]] = {"hybrid": [], "dense": [], "bm25": []}
+    for mode, samples in latencies.items():
+        for text, vector, exclude in queries:
+            started = time.perf_counter()
+            store.search(dense=vector, text=text, exclude_title=exclude, k=K, mode=mode, candidates=CANDIDATES)
+            samples.append(time.perf_counter() - started)
+    result = {
+        "n": len(blocks),
+        "documents": store.meta.documents,
+        "upsert_s": round(upsert_s, 2),
+        "upsert_blocks_per_s": round(len(blocks) / upsert_s),
+        "finalize_s": round(finalize_s, 2),
+        "size_on_disk_mb": round((store.size_on_disk() or 0) / 2**20, 1),
+        "queries": len(queries),
+        "hybrid_p50_ms": _percentile_ms(latencies["hybrid"], 50),
+        "hybrid_p95_ms": _percentile_ms(latencies["hybrid"], 95),
+        "dense_p50_ms": _percentile_ms(latencies["dense"], 50),
+        "bm25_p50_ms": _percentile_ms(latencies["bm25"], 50),
+    }
+    store.close()
+    console.print(
+        f"  upsert {result['upsert_blocks_per_s']} blocks/s, finalize {result['finalize_s']} s, "
+        f"hybrid p50 {result['hybrid_p50_ms']} ms"
+    )
+    return result
+
+
+def _speed_table(runs: dict[str, dict], speedup: dict[str, float]) -> Table:
+    table = Table(title=f"Vector stores on synthetic blocks (top-{K}, {CANDIDATES} candidates, title excluded)")
+    table.add_column("metric", no_wrap=True)
+    for label in runs:
+        table.add_column(label, justify="right")
+    table.add_column("speed-up (same n)", justify="right")
+    for metric in next(iter(runs.values())):
+        table.add_row(metric, *(str(run[metric]) for run in runs.values()), str(speedup.get(metric, "")))
+    return table
+
+
+def run_retrieval_bench(
+    n: int = 100_000,
+    *,
+    queries: int = 200,
+    baseline_n: int | None = None,
+    workdir: Path | None = None,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Time the embedded engine at ``n`` blocks and qdrant-client local mode at ``baseline_n``
+    (default ``min(n, 20000)``); print a table and return the figures."""
+    console = console or Console()
+    baseline_n = min(n, 20_000) if baseline_n is None else min(baseline_n, n)
+    note = (
+        "Synthetic corpus: random words, random unit 384-d dense vectors — embedding time is "
+        "excluded (no embedder runs); BM25 vectors are computed inside the timed upserts. "
+        "Latencies exclude query embedding."
+    )
+    console.print(note)
+    console.print(f"generating {n} blocks ...")
+    blocks, dense = synthetic_blocks(n)
+    all_queries = _queries(blocks, dense, min(queries, n))
+    small_queries = _queries(blocks[:baseline_n], dense[:baseline_n], min(queries, BASELINE_QUERIES, baseline_n))
+    with tempfile.TemporaryDirectory(dir=workdir) as scratch:
+        runs: dict[str, dict] = {}
+        console.print(f"embedded engine (qdrant-edge) at n={n} ...")
+        runs[f"edge n={n}"] = _measure(EdgeStore(Path(scratch) / "edge"), blocks, dense, all_queries, console)
+        edge_small = runs[f"edge n={n}"]
+        if baseline_n != n:
+            console.print(f"embedded engine at n={baseline_n} (for the like-for-like ratio) ...")
+            edge_small = _measure(
+                EdgeStore(Path(scratch) / "edge-small"), blocks[:baseline_n], dense[:baseline_n], small_queries, console
+            )
+            runs[f"edge n={baseline_n}"] = edge_small
+        console.print(f"qdrant-client local mode at n={baseline_n} (baseline; slow) ...")
+        local = ServerStore(path=Path(scratch) / "qdrant-local", collection="bench")
+        runs[f"qdrant-client local n={baseline_n}"] = baseline = _measure(
+            local, blocks[:baseline_n], dense[:baseline_n], small_queries, console
+        )
+    speedup = {
+        "upsert_blocks_per_s": round(edge_small["upsert_blocks_per_s"] / baseline["upsert_blocks_per_s"], 1),
+        **{
+            metric: round(baseline[metric] / max(edge_small[metric], 1e-3), 1)
+            for metric in ("upsert_s", "hybrid_p50_ms", "hybrid_p95_ms", "dense_p50_ms", "bm25_p50_ms")
+        },
+    }
+    console.print(_speed_table(runs, speedup))
+    console.print(note)
+    return {"note": note, "dim": DIM, "k": K, "candidates": CANDIDATES, "runs": runs, "speedup_same_n": speedup}
+
+
+# --- quality on WikiCollide ----------------------------------------------------------------
+
+
+def _score(hits: list[Hit], relevant: set[str], k: int) -> tuple[float, float, float]:
+    """Recall@k, recall capped at what k slots can hold (found / min(relevant, k)), reciprocal rank."""
+    ids = [h.block.id for h in hits[:k]]
+    found = len(relevant.intersection(ids))
+    first = next((rank for rank, bid in enumerate(ids, start=1) if bid in relevant), None)
+    return found / len(relevant), found / min(len(relevant), k), (1.0 / first if first else 0.0)
+
+
+def run_retrieval_quality(
+    dataset: Path,
+    *,
+    embedder_spec: str = "minilm",
+    k: int = K,
+    console: Console | None = None,
+    reranker: Reranker | None = None,
+) -> dict[str, Any]:
+    """Recall@k and MRR of dense, BM25 and hybrid search (and hybrid + ``reranker`` when given)
+    for WikiCollide claims, over an index of the file's own passages. A claim's relevant blocks
+    are those its agent trace found outside the claim's article."""
+    console = console or Console()
+    claims = wikicollide_claims(dataset)
+    blocks = blocks_from_wikicollide(dataset)
+    metrics = (f"recall@{k}", f"capped_recall@{k}", "mrr")
+    scores: dict[str, list[tuple[float, float, float]]] = {"dense": [], "bm25": [], "hybrid": [], "hybrid+rerank": []}
+    with tempfile.TemporaryDirectory() as scratch:
+        build_index(blocks, name="quality", embedder=embedder_spec, root=Path(scratch), show_progress=False)
+        with open_retriever("quality", root=Path(scratch)) as retriever:
+            for claim in claims:
+                own = claim.context.document_title
+                relevant = {b.id for b in claim.found if b.document_title != own}
+                if not relevant:
+                    continue
+                for mode in ("dense", "bm25", "hybrid"):
+                    hits = retriever.search(
+                        claim.claim_text, exclude_title=own, k=k, mode=mode, candidates=max(CANDIDATES, k)
+                    )
+                    scores[mode].append(_score(hits, relevant, k))
+                if reranker is not None:
+                    pool = retriever.search(claim.claim_text, exclude_title=own, k=CANDIDATES, candidates=CANDIDATES)
+                    scores["hybrid+rerank"].append(_score(reranker(claim.claim_text, pool), relevant, k))
+    results: dict[str, dict[str, float] | None] = {
+        mode: dict(zip(metrics, (round(float(v), 3) for v in np.mean(rows, axis=0)), strict=True)) if rows else None
+        for mode, rows in scores.items()
+    }
+    scored = len(scores["hybrid"])
+    table = Table(
+        title=f"Retrieval quality on {Path(dataset).name}: {scored} claims, {len(blocks)} blocks, {embedder_spec}"
+    )
+    table.add_column("mode", no_wrap=True)
+    for metric in metrics:
+        table.add_column(metric, justify="right")
+    for mode, figures in results.items():
+        if figures is None:
+            table.add_row(mode, "skipped (no reranker)", "", "")
+        else:
+            table.add_row(mode, *(f"{figures[m]:.3f}" for m in metrics))
+    console.print(table)
+    console.print(
+        "Relevant = passages the dataset's agent retrieved for the claim (outside its article); "
+        f"capped recall divides by min(relevant, {k}). The index holds only the file's passages, "
+        "so this measures ranking within that pool."
+    )
+    return {
+        "dataset": str(dataset),
+        "embedder": embedder_spec,
+        "claims": scored,
+        "blocks": len(blocks),
+        "k": k,
+        "modes": results,
+    }

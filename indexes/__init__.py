@@ -1,0 +1,11 @@
+"""Corpora and search over them: the bottom layer of CLAIRE.
+
+What lives here: the corpus block format and its converters (``corpus``), sentence embedders
+(``embedders``), BM25 sparse vectors (``sparse``), the two vector-store backends behind one
+interface — the embedded Qdrant engine and a Qdrant server (``stores``), hybrid dense + BM25
+retrieval and index building (``retriever``), the remote WikiChat search client (``wikichat``),
+the selection of a search backend by name (``registry``) and the bundled demo corpus (``data/``).
+
+It imports only third-party libraries and :mod:`claire.errors` — nothing from ``agent``,
+``tools``, ``evals`` or ``cli``.
+"""

@@ -1,0 +1,330 @@
+"""The corpus block — CLAIRE's unit of retrieval — and the converters that produce blocks.
+
+A block is one passage of one Wikipedia article: a paragraph or a few short ones, a table or an
+infobox. Corpora are JSONL files with one block a line (see :class:`Block`). Converters turn
+other sources into blocks: WikiCollide records (the passages their agent traces retrieved) and
+plain article text (split at headings, packed into passages of bounded length).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from claire.errors import ConfigError, DatasetError
+
+SEARCH_ACTION = "search_wikipedia_outside_claim_article"
+"""The action name of a corpus search in WikiCollide agent traces."""
+
+BlockType = Literal["text", "table", "infobox"]
+
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_WIKI_HEADING = re.compile(r"^(={2,6})\s*(.+?)\s*\1\s*$")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
+
+
+def block_id(document_title: str, section_title: str, content: str) -> str:
+    """A stable 16-hex-digit id for a passage: sha1 over title, section and content."""
+    key = "\x00".join((document_title, section_title, content))
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
+
+
+def is_table(content: str) -> bool:
+    """True when ``content`` is a markdown table (a ``|`` row followed by a ``---`` rule)."""
+    lines = [line.strip() for line in content.strip().splitlines()]
+    return len(lines) >= 2 and lines[0].startswith("|") and bool(_TABLE_RULE.match(lines[1]))
+
+
+class Block(BaseModel):
+    """One passage of the corpus, as stored in a JSONL line and in an index payload."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    document_title: str
+    section_title: str = ""
+    content: str
+    block_type: BlockType = "text"
+    url: str | None = None
+    last_edit_date: str | None = None
+
+    @field_validator("id", "document_title", "content")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("section_title", mode="before")
+    @classmethod
+    def _section_or_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    def embed_text(self) -> str:
+        """The text that is embedded and BM25-indexed: ``title > section`` then the content."""
+        heading = f"{self.document_title} > {self.section_title}" if self.section_title else self.document_title
+        return f"{heading}\n{self.content}"
+
+
+@dataclass
+class CorpusLoad:
+    """The result of reading a corpus file: its valid blocks and what was skipped."""
+
+    blocks: list[Block]
+    invalid: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "line"
+        problem = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
+        parts.append(f"field '{where}' {problem}")
+    return "; ".join(parts)
+
+
+def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:
+    """Read a JSONL corpus. A bad line raises ``DatasetError("FILE:LINE: problem")``, or is
+    counted and listed in the result when ``skip_invalid``. Blank lines are ignored."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise DatasetError(f"corpus file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"cannot read corpus file {path}: {exc}") from None
+    load = CorpusLoad(blocks=[])
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        problem = None
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problem = f"invalid JSON ({exc.msg})"
+        else:
+            if not isinstance(record, dict):
+                problem = "expected a JSON object"
+            else:
+                try:
+                    block = Block.model_validate(record)
+                except ValidationError as exc:
+                    problem = _describe(exc)
+                else:
+                    if block.id in first_line:
+                        problem = f"duplicate id '{block.id}' (first on line {first_line[block.id]})"
+        if problem is None:
+            first_line[block.id] = number
+            load.blocks.append(block)
+            continue
+        message = f"{path}:{number}: {problem}"
+        if not skip_invalid:
+            raise DatasetError(message)
+        load.invalid += 1
+        load.errors.append(message)
+    return load
+
+
+def demo_corpus_path() -> Path:
+    """The bundled demo corpus (``indexes/data/demo_corpus.jsonl``)."""
+    return Path(str(files("claire.indexes") / "data" / "demo_corpus.jsonl"))
+
+
+# --- WikiCollide -------------------------------------------------------------------------
+
+
+@dataclass
+class ClaimRetrievals:
+    """One WikiCollide claim with its own passage and the passages its agent trace found."""
+
+    claim_id: str
+    claim_text: str
+    context: Block
+    found: list[Block]
+
+
+def _passage(value: Any, where: str) -> Block:
+    if not isinstance(value, dict):
+        raise DatasetError(f"{where}: expected an object with document_title and content")
+    for key in ("document_title", "content"):
+        if not isinstance(value.get(key), str) or not value[key].strip():
+            raise DatasetError(f"{where}.{key}: missing or not a non-empty string")
+    title, content = value["document_title"], value["content"]
+    section = value.get("section_title") or ""
+    date = value.get("last_edit_date")
+    return Block(
+        id=block_id(title, section, content),
+        document_title=title,
+        section_title=section,
+        content=content,
+        block_type="table" if is_table(content) else "text",
+        url=value.get("url") or None,
+        last_edit_date=None if date is None else str(date),
+    )
+
+
+def wikicollide_claims(path: str | Path) -> list[ClaimRetrievals]:
+    """Parse WikiCollide records (the published JSON array) into claims and their passages.
+    A malformed file raises DatasetError naming the file, the record index and the field."""
+    path = Path(path)
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"WikiCollide file {path} not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"cannot read WikiCollide file {path}: {exc}") from None
+    if not isinstance(records, list):
+        raise DatasetError(f"{path}: expected a JSON array of WikiCollide records")
+    claims = []
+    for index, record in enumerate(records):
+        where = f"{path}: record {index}"
+        claim = record.get("claim") if isinstance(record, dict) else None
+        if not isinstance(claim, dict):
+            raise DatasetError(f"{where}: field 'claim' is missing or not an object")
+        claim_id, text = claim.get("claim_id"), claim.get("claim_text")
+        if not isinstance(claim_id, str) or not isinstance(text, str) or not text.strip():
+            raise DatasetError(f"{where}: field 'claim.claim_id' or 'claim.claim_text' is missing")
+        context = _passage(claim.get("claim_context_block"), f"{where}: claim.claim_context_block")
+        trace = record.get("agent_trace") or []
+        if not isinstance(trace, list):
+            raise DatasetError(f"{where}: field 'agent_trace' is not a list")
+        found: list[Block] = []
+        for step_index, step in enumerate(trace):
+            if not isinstance(step, dict) or step.get("action_name") != SEARCH_ACTION:
+                continue
+            output = step.get("action_output")
+            step_where = f"{where}: agent_trace[{step_index}].action_output"
+            if not isinstance(output, list):
+                raise DatasetError(f"{step_where}: expected a list of passages")
+            found.extend(_passage(p, f"{step_where}[{i}]") for i, p in enumerate(output))
+        claims.append(ClaimRetrievals(claim_id, text, context, found))
+    return claims
+
+
+def blocks_from_wikicollide(path: str | Path) -> list[Block]:
+    """The distinct blocks of a WikiCollide file: every passage its agent traces retrieved plus
+    each claim's own context block, de-duplicated by (title, section, content), in file order."""
+    unique: dict[str, Block] = {}
+    for claim in wikicollide_claims(path):
+        for block in (claim.context, *claim.found):
+            unique.setdefault(block.id, block)
+    return list(unique.values())
+
+
+# --- plain article text ------------------------------------------------------------------
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    match = _MD_HEADING.match(line) or _WIKI_HEADING.match(line)
+    return (len(match.group(1)), match.group(2)) if match else None
+
+
+def _pieces(paragraph: str, max_words: int) -> list[str]:
+    """Split a paragraph into pieces of at most ``max_words`` words, at sentence ends (and
+    inside a sentence only when the sentence alone is too long)."""
+    if len(paragraph.split()) <= max_words:
+        return [paragraph]
+    sentences: list[str] = []
+    for sentence in _SENTENCE_END.split(paragraph):
+        words = sentence.split()
+        sentences.extend(" ".join(words[i : i + max_words]) for i in range(0, len(words), max_words))
+    return _pack(sentences, max_words, " ")
+
+
+def _pack(pieces: list[str], max_words: int, separator: str) -> list[str]:
+    passages: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        words = len(piece.split())
+        if current and size + words > max_words:
+            passages.append(separator.join(current))
+            current, size = [], 0
+        current.append(piece)
+        size += words
+    if current:
+        passages.append(separator.join(current))
+    return passages
+
+
+def blocks_from_article(title: str, text: str, *, url: str | None = None, max_words: int = 150) -> list[Block]:
+    """Split plain article text into blocks.
+
+    Lines like ``## History`` or ``== History ==`` start sections (nested headings give section
+    paths such as ``Career > Later years``); paragraphs (separated by blank lines) are packed into
+    passages of at most ``max_words`` words, long paragraphs split at sentence ends; a markdown
+    table is kept whole as one ``table`` block whatever its length.
+    """
+    if not title.strip():
+        raise DatasetError("article title is empty")
+    if max_words < 1:
+        raise ConfigError(f"max_words must be at least 1 (got {max_words})")
+    blocks: dict[str, Block] = {}
+    path: list[tuple[int, str]] = []
+    paragraphs: list[str] = []
+    lines: list[str] = []
+    table: list[str] = []
+
+    def section() -> str:
+        return " > ".join(name for _, name in path)
+
+    def add(content: str, kind: Literal["text", "table"]) -> None:
+        name = section()
+        anchor = url
+        if url and name and "#" not in url:
+            anchor = f"{url}#{name.rsplit(' > ', 1)[-1].replace(' ', '_')}"
+        bid = block_id(title, name, content)
+        blocks.setdefault(
+            bid, Block(id=bid, document_title=title, section_title=name, content=content, block_type=kind, url=anchor)
+        )
+
+    def end_paragraph() -> None:
+        if lines:
+            paragraphs.append(" ".join(lines))
+            lines.clear()
+
+    def end_passages() -> None:
+        end_paragraph()
+        pieces = [piece for p in paragraphs for piece in _pieces(p, max_words)]
+        for passage in _pack(pieces, max_words, "\n"):
+            add(passage, "text")
+        paragraphs.clear()
+
+    def end_table() -> None:
+        if table:
+            content = "\n".join(table)
+            add(content, "table" if is_table(content) else "text")
+            table.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("|"):
+            end_passages()
+            table.append(line)
+            continue
+        end_table()
+        heading = _heading(line)
+        if heading:
+            end_passages()
+            level, name = heading
+            while path and path[-1][0] >= level:
+                path.pop()
+            if not (level == 1 and name == title):
+                path.append(heading)
+        elif line:
+            lines.append(line)
+        else:
+            end_paragraph()
+    end_table()
+    end_passages()
+    return list(blocks.values())

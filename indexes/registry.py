@@ -1,0 +1,58 @@
+"""Choosing the search backend — what the agent's search tool is handed.
+
+Backend ``qdrant`` searches a named index: embedded under the index root or, when a Qdrant
+``url`` is configured, a collection on that server; the embedded ``demo`` index is built from the
+bundled demo corpus the first time it is asked for. Backend ``wikichat`` searches Wikipedia
+through the remote WikiChat API.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Protocol
+
+from claire.errors import RetrievalError
+from claire.indexes.retriever import Hit, ensure_demo_index, open_retriever
+from claire.indexes.stores import SearchMode
+from claire.indexes.wikichat import DEFAULT_URL, WikiChatRetriever
+
+DEMO = "demo"
+
+
+class Searcher(Protocol):
+    """What every search backend offers: ranked blocks for a query, excluding one article."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        exclude_title: str | None = None,
+        k: int = 15,
+        mode: SearchMode = "hybrid",
+        candidates: int = 50,
+    ) -> list[Hit]: ...
+
+    def close(self) -> None: ...
+
+
+def open_searcher(
+    backend: Literal["qdrant", "wikichat"] = "qdrant",
+    *,
+    index: str = DEMO,
+    root: Path,
+    url: str | None = None,
+    api_key: str | None = None,
+    embedder: str | None = None,
+    wikichat_url: str = DEFAULT_URL,
+    timeout: float = 30.0,
+    max_attempts: int = 5,
+) -> Searcher:
+    """The searcher for ``backend``. For ``qdrant`` the index is opened with the embedder it was
+    built with; ``embedder``, when given, must match it (and builds the demo index)."""
+    if backend == "wikichat":
+        return WikiChatRetriever(wikichat_url, timeout, max_attempts)
+    if backend != "qdrant":
+        raise RetrievalError(f"unknown search backend {backend!r}; use qdrant or wikichat")
+    if index == DEMO and url is None:
+        ensure_demo_index(root, embedder or "minilm", name=DEMO)
+    return open_retriever(index, root=root, embedder_spec=embedder, url=url, api_key=api_key)

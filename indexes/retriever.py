@@ -1,0 +1,185 @@
+"""Search an index with the embedder it was built with, and build indexes from blocks.
+
+:class:`Retriever` pairs an :class:`~claire.indexes.stores.IndexStore` with a matching
+:class:`~claire.indexes.embedders.Embedder` and answers text queries (hybrid dense + BM25 by
+default) with ranked :class:`Hit` s. It is safe to call from several threads (the async agent
+calls it through ``asyncio.to_thread``). :func:`build_index` embeds and stores a corpus;
+:func:`ensure_demo_index` builds the bundled demo corpus on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from claire.errors import DatasetError, RetrievalError
+from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
+from claire.indexes.embedders import Embedder, load_embedder
+from claire.indexes.stores import IndexMeta, IndexStore, SearchMode, delete_index, list_indexes, open_index
+
+
+@dataclass
+class Hit:
+    """One search result: the block, its score (RRF, cosine or BM25 by mode) and 1-based rank."""
+
+    block: Block
+    score: float
+    rank: int
+
+
+@dataclass
+class BuildSummary:
+    """What building an index produced and how fast."""
+
+    name: str
+    blocks: int
+    documents: int
+    seconds: float
+    blocks_per_s: float
+    size_on_disk: int | None
+
+
+class Retriever:
+    """Text search over one index with the embedder it was built with."""
+
+    def __init__(self, store: IndexStore, embedder: Embedder) -> None:
+        meta = store.meta
+        if embedder.model_id != meta.embedder_model or embedder.dim != meta.dim:
+            raise RetrievalError(
+                f"index {meta.name} was built with {meta.embedder} ({meta.embedder_model}, dim {meta.dim}); "
+                f"you asked for {embedder.name} ({embedder.model_id}, dim {embedder.dim}). "
+                f"Use --embedder {meta.embedder} or rebuild the index with the embedder you want."
+            )
+        self.store = store
+        self.embedder = embedder
+        self._lock = threading.Lock()
+
+    @property
+    def meta(self) -> IndexMeta:
+        return self.store.meta
+
+    def search(
+        self,
+        query: str,
+        *,
+        exclude_title: str | None = None,
+        k: int = 15,
+        mode: SearchMode = "hybrid",
+        candidates: int = 50,
+    ) -> list[Hit]:
+        """The ``k`` best blocks for ``query``, never from the article ``exclude_title``."""
+        if not query.strip():
+            raise RetrievalError("the search query is empty")
+        with self._lock:
+            dense = self.embedder.encode_query(query) if mode != "bm25" else None
+            found = self.store.search(
+                dense=dense, text=query, exclude_title=exclude_title, k=k, mode=mode, candidates=candidates
+            )
+        return [Hit(block, score, rank) for rank, (block, score) in enumerate(found, start=1)]
+
+    def close(self) -> None:
+        with self._lock:
+            self.store.close()
+
+    def __enter__(self) -> Retriever:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_retriever(
+    name: str,
+    *,
+    root: Path,
+    embedder_spec: str | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+) -> Retriever:
+    """Open index ``name`` with the embedder it was built with (or check ``embedder_spec``)."""
+    store = open_index(name, root=root, url=url, api_key=api_key)
+    try:
+        return Retriever(store, load_embedder(embedder_spec or store.meta.embedder))
+    except BaseException:
+        store.close()
+        raise
+
+
+def build_index(
+    blocks: list[Block],
+    *,
+    name: str,
+    embedder: Embedder | str,
+    root: Path,
+    url: str | None = None,
+    api_key: str | None = None,
+    batch_size: int = 256,
+    show_progress: bool = True,
+    replace: bool = False,
+) -> BuildSummary:
+    """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
+    Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
+    fails or is interrupted leaves no index behind."""
+    if not blocks:
+        raise DatasetError("no blocks to index")
+    repeated = [bid for bid, n in Counter(b.id for b in blocks).items() if n > 1]
+    if repeated:
+        raise DatasetError(f"{len(repeated)} block ids occur more than once (e.g. {repeated[0]!r}); ids must be unique")
+    if isinstance(embedder, str):
+        embedder = load_embedder(embedder)
+    if any(m.name == name for m in list_indexes(root, url, api_key=api_key)):
+        if not replace:
+            raise RetrievalError(f"index {name} already exists; pass --replace to rebuild it")
+        delete_index(name, root=root, url=url, api_key=api_key)
+    meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim)
+    started = time.monotonic()
+    store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta)
+    try:
+        with Progress(
+            TextColumn(f"indexing {name}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            disable=not show_progress,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("blocks", total=len(blocks))
+            for start in range(0, len(blocks), batch_size):
+                batch = blocks[start : start + batch_size]
+                store.upsert(batch, embedder.encode([b.embed_text() for b in batch]))
+                progress.advance(task, len(batch))
+        store.finalize()
+        size = store.size_on_disk()
+    except BaseException:
+        store.close()
+        with suppress(RetrievalError):
+            delete_index(name, root=root, url=url, api_key=api_key)
+        raise
+    store.close()
+    seconds = time.monotonic() - started
+    return BuildSummary(
+        name=name,
+        blocks=meta.blocks,
+        documents=meta.documents,
+        seconds=round(seconds, 3),
+        blocks_per_s=round(len(blocks) / seconds, 1),
+        size_on_disk=size,
+    )
+
+
+def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "demo") -> None:
+    """Build the bundled demo corpus as index ``name`` under ``root`` unless it is already there
+    (an unfinished one is rebuilt)."""
+    existing = next((m for m in list_indexes(root) if m.name == name), None)
+    if existing is not None and existing.complete:
+        return
+    blocks = read_corpus(demo_corpus_path()).blocks
+    build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None)

@@ -1,0 +1,561 @@
+"""Vector stores for corpus blocks behind one interface: the embedded Qdrant engine and a server.
+
+Both backends hold the same schema — a named dense vector ``dense`` (cosine), a sparse vector
+``bm25`` whose IDF the engine applies, the block as payload and a keyword index on
+``document_title`` — and answer the same queries: dense, BM25, or both fused with reciprocal
+rank fusion in one request, always able to exclude one article by title.
+
+- :class:`EdgeStore` runs Qdrant's engine in-process (``qdrant-edge-py``); an index is a directory
+  ``<root>/<name>/`` holding the shard (``shard/``) and its description (``meta.json``).
+- :class:`ServerStore` talks to a Qdrant server or cluster through ``qdrant-client``; an index is
+  a collection whose metadata holds its description. A ``file:PATH`` url (or ``path=``) selects
+  qdrant-client's local mode, a pure-Python stand-in for a server used in tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import platformdirs
+import qdrant_edge as edge
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ApiException
+
+from claire.errors import RetrievalError
+from claire.indexes import sparse
+from claire.indexes.corpus import Block
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+
+DENSE = "dense"
+BM25 = "bm25"
+TITLE = "document_title"
+RRF_K = 60
+FORMAT = 1
+_META_KEY = "claire_index"
+_BATCH = 512
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def default_index_root() -> Path:
+    """Where embedded indexes live unless configured otherwise."""
+    return Path(platformdirs.user_cache_dir("claire")) / "indexes"
+
+
+@dataclass
+class IndexMeta:
+    """What an index records about itself: its embedder, corpus statistics and build."""
+
+    name: str
+    embedder: str
+    embedder_model: str
+    dim: int
+    blocks: int = 0
+    documents: int = 0
+    created_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    build_seconds: float = 0.0
+    backend: str = ""
+    sparse_model: str = f"bm25-{sparse.LANGUAGE}"
+    complete: bool = False
+    format: int = FORMAT
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> IndexMeta:
+        known = {f.name for f in fields(cls)}
+        try:
+            return cls(**{key: value for key, value in data.items() if key in known})
+        except (AttributeError, TypeError):
+            raise RetrievalError(f"{where} does not describe a CLAIRE index; delete and rebuild it") from None
+
+
+def point_id(block_id: str) -> int:
+    """The Qdrant point id of a block: 63 bits of a hash of its id (the id stays in the payload)."""
+    return int.from_bytes(hashlib.blake2b(block_id.encode("utf-8"), digest_size=8).digest(), "big") >> 1
+
+
+def check_name(name: str) -> None:
+    if not _NAME.match(name):
+        raise RetrievalError(
+            f"invalid index name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or digit"
+        )
+
+
+class IndexStore(ABC):
+    """One index of corpus blocks. Create it (``create`` → ``upsert``… → ``finalize``) or open an
+    existing one, then ``search``. Not safe for concurrent use: callers serialise access."""
+
+    _meta: IndexMeta | None = None
+    _build_started: float | None = None
+
+    @property
+    def exists(self) -> bool:
+        return self._meta is not None
+
+    @property
+    def meta(self) -> IndexMeta:
+        if self._meta is None:
+            raise RetrievalError("this index has not been created yet")
+        return self._meta
+
+    def create(self, meta: IndexMeta) -> None:
+        """Create the empty index described by ``meta`` (its name and backend are set here)."""
+        if self._meta is not None:
+            raise RetrievalError(f"index {self._meta.name} already exists")
+        self._create(meta)
+        self._meta = meta
+        self._build_started = time.monotonic()
+        self._save_meta()
+
+    def upsert(self, blocks: list[Block], dense: np.ndarray) -> None:
+        """Store blocks with their dense vectors (one row each); BM25 vectors are computed here."""
+        meta = self.meta
+        if dense.shape != (len(blocks), meta.dim):
+            raise RetrievalError(
+                f"got {dense.shape[0]}x{dense.shape[1] if dense.ndim > 1 else '?'} vectors for "
+                f"{len(blocks)} blocks; index {meta.name} needs {meta.dim}-dimensional vectors"
+            )
+        for start in range(0, len(blocks), _BATCH):
+            batch = blocks[start : start + _BATCH]
+            self._upsert(
+                [point_id(b.id) for b in batch],
+                dense[start : start + _BATCH].astype(np.float32).tolist(),
+                [sparse.document_vector(b.embed_text()) for b in batch],
+                [b.model_dump(exclude_none=True) for b in batch],
+            )
+
+    def finalize(self) -> None:
+        """Build the search structures, record the corpus statistics and mark the index complete."""
+        meta = self.meta
+        self._optimize()
+        meta.blocks = self.count()
+        meta.documents = self._distinct_titles(meta.blocks)
+        if self._build_started is not None:
+            meta.build_seconds = round(time.monotonic() - self._build_started, 3)
+        meta.complete = True
+        self._save_meta()
+
+    def search(
+        self,
+        *,
+        dense: np.ndarray | None,
+        text: str | None,
+        exclude_title: str | None,
+        k: int,
+        mode: SearchMode = "hybrid",
+        candidates: int = 50,
+    ) -> list[tuple[Block, float]]:
+        """The ``k`` best blocks, best first, never from the article titled ``exclude_title``.
+
+        ``hybrid`` fuses the dense and BM25 rankings (each ``candidates`` deep) with RRF, so it
+        needs both ``dense`` and ``text``; ``dense`` and ``bm25`` use one of them.
+        """
+        if k < 1:
+            raise RetrievalError(f"k must be at least 1 (got {k})")
+        if mode not in ("hybrid", "dense", "bm25"):
+            raise RetrievalError(f"unknown search mode {mode!r}; use hybrid, dense or bm25")
+        vector = None
+        if mode in ("hybrid", "dense"):
+            if dense is None or np.shape(dense) != (self.meta.dim,):
+                raise RetrievalError(f"{mode} search needs a {self.meta.dim}-dimensional query vector")
+            vector = np.asarray(dense, dtype=np.float32).tolist()
+        terms = None
+        if mode in ("hybrid", "bm25"):
+            if text is None:
+                raise RetrievalError(f"{mode} search needs the query text")
+            terms = sparse.query_vector(text)
+            if not terms.indices:
+                terms = None  # only stop words: nothing for BM25 to match
+                if mode == "bm25":
+                    return []
+        found = self._query(vector, terms, exclude_title, k, max(candidates, k))
+        return [(Block.model_validate(payload), score) for payload, score in found]
+
+    @abstractmethod
+    def count(self) -> int:
+        """The number of blocks stored."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the index (idempotent)."""
+
+    @abstractmethod
+    def size_on_disk(self) -> int | None:
+        """Bytes used on local disk, or None when the data lives on a server."""
+
+    @abstractmethod
+    def _create(self, meta: IndexMeta) -> None: ...
+
+    @abstractmethod
+    def _save_meta(self) -> None: ...
+
+    @abstractmethod
+    def _upsert(
+        self, ids: list[int], dense: list[list[float]], bm25: list[edge.SparseVector], payloads: list[dict]
+    ) -> None: ...
+
+    @abstractmethod
+    def _optimize(self) -> None: ...
+
+    @abstractmethod
+    def _distinct_titles(self, limit: int) -> int: ...
+
+    @abstractmethod
+    def _query(
+        self,
+        dense: list[float] | None,
+        bm25: edge.SparseVector | None,
+        exclude_title: str | None,
+        k: int,
+        candidates: int,
+    ) -> list[tuple[dict, float]]: ...
+
+    def __enter__(self) -> IndexStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _tree_size(path: Path) -> int:
+    """Bytes allocated on disk under ``path`` (the engine preallocates sparse files, so their
+    apparent size overstates the space used)."""
+    total = 0
+    for file in path.rglob("*"):
+        if file.is_file():
+            stat = file.stat()
+            total += stat.st_blocks * 512 if hasattr(stat, "st_blocks") else stat.st_size
+    return total
+
+
+# --- embedded engine ---------------------------------------------------------------------
+
+
+def _read_meta_file(path: Path) -> IndexMeta:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RetrievalError(f"cannot read {path} ({exc}); delete the index and rebuild it") from None
+    return IndexMeta.from_dict(data, str(path))
+
+
+def _load_shard(path: Path, name: str) -> edge.EdgeShard:
+    try:
+        return edge.EdgeShard.load(str(path))
+    except Exception as exc:  # qdrant-edge raises a bare Exception for every failure
+        if "WouldBlock" in str(exc):  # the write-ahead log is locked by another open
+            raise RetrievalError(
+                f"index {name} is in use by another process (or already open in this one); "
+                "close it first or wait for it to finish"
+            ) from None
+        raise RetrievalError(f"cannot open index {name} at {path}: {exc}") from None
+
+
+class EdgeStore(IndexStore):
+    """An index in the embedded Qdrant engine, in the directory ``path`` (``<root>/<name>``).
+    Opens the index there if it exists; otherwise ``create`` makes it."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._shard: edge.EdgeShard | None = None
+        if (self.path / "meta.json").is_file():
+            self._meta = _read_meta_file(self.path / "meta.json")
+            self._shard = _load_shard(self.path / "shard", self._meta.name)
+
+    def _create(self, meta: IndexMeta) -> None:
+        if self.path.exists() and any(self.path.iterdir()):
+            raise RetrievalError(f"{self.path} exists but is not a CLAIRE index; remove it or choose another name")
+        meta.name, meta.backend = self.path.name, "edge"
+        config = edge.EdgeConfig(
+            vectors={DENSE: edge.EdgeVectorParams(size=meta.dim, distance=edge.Distance.Cosine)},
+            sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+        )
+        self._shard = edge.EdgeShard.create(str(self.path / "shard"), config)
+        self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
+
+    def _save_meta(self) -> None:
+        target = self.path / "meta.json"
+        staging = target.with_suffix(".json.tmp")
+        staging.write_text(json.dumps(self.meta.to_dict(), indent=2), encoding="utf-8")
+        os.replace(staging, target)
+
+    @property
+    def _open_shard(self) -> edge.EdgeShard:
+        if self._shard is None:
+            raise RetrievalError(f"index at {self.path} is closed")
+        return self._shard
+
+    def _upsert(self, ids, dense, bm25, payloads) -> None:
+        points = [edge.Point(i, {DENSE: d, BM25: s}, p) for i, d, s, p in zip(ids, dense, bm25, payloads, strict=True)]
+        self._open_shard.update(edge.UpdateOperation.upsert_points(points))
+
+    def _optimize(self) -> None:
+        shard = self._open_shard
+        shard.optimize()
+        shard.flush()
+
+    def _distinct_titles(self, limit: int) -> int:
+        return len(self._open_shard.facet(edge.FacetRequest(key=TITLE, limit=max(limit, 1), exact=True)))
+
+    def count(self) -> int:
+        return self._open_shard.count(edge.CountRequest(exact=True))
+
+    def _query(self, dense, bm25, exclude_title, k, candidates):
+        where = (
+            edge.Filter(must_not=[edge.FieldCondition(TITLE, match=edge.MatchValue(exclude_title))])
+            if exclude_title
+            else None
+        )
+        if dense is not None and bm25 is not None:
+            request = edge.QueryRequest(
+                limit=k,
+                with_payload=True,
+                query=edge.Fusion.Rrf(k=RRF_K),
+                prefetches=[
+                    edge.Prefetch(limit=candidates, query=edge.Query.Nearest(dense, using=DENSE), filter=where),
+                    edge.Prefetch(limit=candidates, query=edge.Query.Nearest(bm25, using=BM25), filter=where),
+                ],
+            )
+        else:
+            vector, using = (dense, DENSE) if dense is not None else (bm25, BM25)
+            request = edge.QueryRequest(
+                limit=k, with_payload=True, query=edge.Query.Nearest(vector, using=using), filter=where
+            )
+        return [(p.payload, p.score) for p in self._open_shard.query(request)]
+
+    def close(self) -> None:
+        if self._shard is not None:
+            self._shard.close()
+            self._shard = None
+
+    def size_on_disk(self) -> int:
+        return _tree_size(self.path)
+
+
+# --- Qdrant server (or qdrant-client local mode) -----------------------------------------
+
+
+@dataclass
+class _Connection:
+    client: QdrantClient
+    where: str  # for messages
+    local_path: Path | None  # set in qdrant-client's local mode
+
+
+def _connect(url: str | None, path: str | Path | None, api_key: str | None) -> _Connection:
+    if url and url.startswith("file:"):
+        path, url = url.removeprefix("file:").removeprefix("//"), None
+    if url is not None and path is None:
+        return _Connection(QdrantClient(url=url, api_key=api_key, timeout=60), f"Qdrant at {url}", None)
+    if url is not None or path is None:
+        raise RetrievalError("give either the url of a Qdrant server or a local path, not both or neither")
+    try:
+        return _Connection(QdrantClient(path=str(path)), f"local Qdrant store {path}", Path(path))
+    except RuntimeError as exc:
+        if "already accessed" in str(exc):
+            raise RetrievalError(f"the local Qdrant store {path} is in use by another process") from None
+        raise
+
+
+@contextmanager
+def _server_errors(where: str) -> Iterator[None]:
+    """Turn connection and protocol failures into a RetrievalError that names the server."""
+    try:
+        yield
+    except (ApiException, OSError) as exc:
+        raise RetrievalError(f"{where}: {exc}") from None
+
+
+def _collection_meta(client: QdrantClient, collection: str, where: str) -> IndexMeta | None:
+    metadata = client.get_collection(collection).config.metadata or {}
+    if _META_KEY not in metadata:
+        return None
+    return IndexMeta.from_dict(metadata[_META_KEY], f"collection {collection} on {where}")
+
+
+class ServerStore(IndexStore):
+    """An index as a collection on a Qdrant server (``url``) or in qdrant-client's local mode
+    (``path``, or a ``file:PATH`` url). Opens the collection if it exists."""
+
+    def __init__(
+        self, url: str | None = None, path: str | Path | None = None, api_key: str | None = None, *, collection: str
+    ) -> None:
+        self.collection = collection
+        connection = _connect(url, path, api_key)
+        self._client, self._where, self._local_path = connection.client, connection.where, connection.local_path
+        try:
+            with _server_errors(self._where):
+                if self._client.collection_exists(collection):
+                    self._meta = _collection_meta(self._client, collection, self._where)
+                    if self._meta is None:
+                        raise RetrievalError(f"collection {collection} on {self._where} is not a CLAIRE index")
+        except BaseException:
+            self._client.close()
+            raise
+
+    def _create(self, meta: IndexMeta) -> None:
+        meta.name, meta.backend = self.collection, "server"
+        with _server_errors(self._where):
+            self._client.create_collection(
+                self.collection,
+                vectors_config={DENSE: models.VectorParams(size=meta.dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={BM25: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                metadata={_META_KEY: meta.to_dict()},
+            )
+            if self._local_path is None:  # local mode ignores payload indexes (and warns about them)
+                self._client.create_payload_index(self.collection, TITLE, models.PayloadSchemaType.KEYWORD)
+
+    def _save_meta(self) -> None:
+        with _server_errors(self._where):
+            self._client.update_collection(self.collection, metadata={_META_KEY: self.meta.to_dict()})
+
+    def _upsert(self, ids, dense, bm25, payloads) -> None:
+        points = [
+            models.PointStruct(id=i, vector={DENSE: d, BM25: sparse.for_client(s)}, payload=p)
+            for i, d, s, p in zip(ids, dense, bm25, payloads, strict=True)
+        ]
+        with _server_errors(self._where):
+            self._client.upsert(self.collection, points=points, wait=True)
+
+    def _optimize(self) -> None:
+        """Wait (up to ten minutes) for the server's optimizers to finish indexing."""
+        deadline = time.monotonic() + 600
+        with _server_errors(self._where):
+            while self._client.get_collection(self.collection).status != models.CollectionStatus.GREEN:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.5)
+
+    def _distinct_titles(self, limit: int) -> int:
+        with _server_errors(self._where):
+            return len(self._client.facet(self.collection, TITLE, limit=max(limit, 1), exact=True).hits)
+
+    def count(self) -> int:
+        with _server_errors(self._where):
+            return self._client.count(self.collection, exact=True).count
+
+    def _query(self, dense, bm25, exclude_title, k, candidates):
+        where = (
+            models.Filter(must_not=[models.FieldCondition(key=TITLE, match=models.MatchValue(value=exclude_title))])
+            if exclude_title
+            else None
+        )
+        with _server_errors(self._where):
+            if dense is not None and bm25 is not None:
+                result = self._client.query_points(
+                    self.collection,
+                    prefetch=[
+                        models.Prefetch(query=dense, using=DENSE, limit=candidates, filter=where),
+                        models.Prefetch(query=sparse.for_client(bm25), using=BM25, limit=candidates, filter=where),
+                    ],
+                    query=models.RrfQuery(rrf=models.Rrf(k=RRF_K)),
+                    limit=k,
+                    with_payload=True,
+                )
+            else:
+                vector, using = (dense, DENSE) if dense is not None else (sparse.for_client(bm25), BM25)
+                result = self._client.query_points(
+                    self.collection, query=vector, using=using, query_filter=where, limit=k, with_payload=True
+                )
+        return [(p.payload, p.score) for p in result.points]
+
+    def close(self) -> None:
+        self._client.close()
+
+    def size_on_disk(self) -> int | None:
+        if self._local_path is None:
+            return None
+        return _tree_size(self._local_path / "collection" / self.collection)
+
+
+# --- opening, listing and deleting indexes by name ---------------------------------------
+
+
+def _available(root: Path, url: str | None, api_key: str | None) -> str:
+    names = [m.name for m in list_indexes(root, url, api_key=api_key)]
+    return ", ".join(names) if names else "none yet"
+
+
+def open_index(
+    name: str,
+    *,
+    root: Path,
+    url: str | None = None,
+    api_key: str | None = None,
+    create_meta: IndexMeta | None = None,
+) -> IndexStore:
+    """Open the index ``name`` — embedded under ``root``, or on the Qdrant server at ``url`` —
+    or create it from ``create_meta``."""
+    check_name(name)
+    store: IndexStore = ServerStore(url, api_key=api_key, collection=name) if url else EdgeStore(Path(root) / name)
+    where = url or str(root)
+    if create_meta is not None:
+        if store.exists:
+            store.close()
+            raise RetrievalError(f"index {name} already exists in {where}; delete it or rebuild with --replace")
+        store.create(create_meta)
+        return store
+    if not store.exists:
+        store.close()
+        raise RetrievalError(f"no index named {name} in {where}; available: {_available(Path(root), url, api_key)}")
+    if not store.meta.complete:
+        store.close()
+        raise RetrievalError(f"index {name} was never finished (interrupted build?); rebuild it with --replace")
+    return store
+
+
+def list_indexes(root: Path, url: str | None = None, *, api_key: str | None = None) -> list[IndexMeta]:
+    """The indexes under ``root`` (embedded) or on the Qdrant server at ``url``, by name."""
+    if url is None:
+        root = Path(root)
+        if not root.is_dir():
+            return []
+        return [_read_meta_file(d / "meta.json") for d in sorted(root.iterdir()) if (d / "meta.json").is_file()]
+    connection = _connect(url, None, api_key)
+    try:
+        with _server_errors(connection.where):
+            found = [
+                _collection_meta(connection.client, c.name, connection.where)
+                for c in connection.client.get_collections().collections
+            ]
+    finally:
+        connection.client.close()
+    return sorted((m for m in found if m is not None), key=lambda m: m.name)
+
+
+def delete_index(name: str, *, root: Path, url: str | None = None, api_key: str | None = None) -> None:
+    """Delete the index ``name``; an embedded index must not be open anywhere."""
+    check_name(name)
+    if url is not None:
+        connection = _connect(url, None, api_key)
+        client = connection.client
+        try:
+            with _server_errors(connection.where):
+                if client.collection_exists(name) and _collection_meta(client, name, connection.where):
+                    client.delete_collection(name)
+                    return
+        finally:
+            client.close()
+    else:
+        path = Path(root) / name
+        if path.is_dir():
+            if (path / "shard").is_dir():
+                _load_shard(path / "shard", name).close()  # fails while another process has it open
+            shutil.rmtree(path)
+            return
+    raise RetrievalError(f"no index named {name} in {url or root}; available: {_available(Path(root), url, api_key)}")

@@ -1,0 +1,164 @@
+"""Both vector stores — the embedded engine and the server path (qdrant-client local mode) — on
+real engines, with a tiny bag-of-words embedding standing in for the sentence embedder."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from claire.errors import RetrievalError
+from claire.indexes.corpus import Block
+from claire.indexes.stores import EdgeStore, IndexMeta, ServerStore, delete_index, list_indexes, open_index
+
+DIM = 32
+
+TEXTS = {
+    "Volcano": ["Volcanoes erupt lava and ash from the mantle.", "Mount Etna is an active volcano in Sicily."],
+    "Glacier": ["Glaciers are rivers of ice that flow slowly downhill.", "Ice ages made glaciers cover Europe."],
+    "Desert": ["Deserts get little rain and have sparse plants.", "The Sahara desert is hot and dry."],
+    "Coral reef": ["Coral reefs grow in warm shallow seas.", "Reefs shelter many kinds of fish."],
+}
+BLOCKS = [
+    Block(id=f"{title}-{i}", document_title=title, section_title="Overview", content=text)
+    for title, texts in TEXTS.items()
+    for i, text in enumerate(texts)
+]
+
+
+def toy_vector(text: str) -> np.ndarray:
+    """Hashed bag of words, L2-normalised: similar words give similar vectors."""
+    vector = np.zeros(DIM, dtype=np.float32)
+    for word in text.lower().replace(".", " ").split():
+        vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % DIM] += 1.0
+    return vector / np.linalg.norm(vector)
+
+
+def toy_meta() -> IndexMeta:
+    return IndexMeta(name="", embedder="toy", embedder_model="toy/bag-of-words", dim=DIM)
+
+
+@pytest.fixture(params=["edge", "server"])
+def location(request, tmp_path) -> tuple[Path, str | None]:
+    """(root, url): the embedded engine under root, or qdrant-client local mode via a file: url."""
+    return tmp_path / "indexes", (f"file:{tmp_path / 'qdrant'}" if request.param == "server" else None)
+
+
+def build(location, name: str = "geo") -> None:
+    root, url = location
+    store = open_index(name, root=root, url=url, create_meta=toy_meta())
+    store.upsert(BLOCKS, np.stack([toy_vector(b.embed_text()) for b in BLOCKS]))
+    store.finalize()
+    store.close()
+
+
+def search(store, query: str, **kwargs):
+    return store.search(dense=toy_vector(query), text=query, **{"exclude_title": None, "k": 3, **kwargs})
+
+
+def test_build_reopen_and_search_in_every_mode(location):
+    root, url = location
+    build(location)
+    with open_index("geo", root=root, url=url) as store:
+        meta = store.meta
+        assert (meta.blocks, meta.documents, meta.complete, meta.dim) == (8, 4, True, DIM)
+        assert meta.embedder_model == "toy/bag-of-words" and meta.backend == ("server" if url else "edge")
+        assert store.count() == 8
+        assert store.size_on_disk() > 0
+        for mode in ("hybrid", "dense", "bm25"):
+            hits = search(store, "Sahara desert dry", mode=mode)
+            assert hits[0][0].id == "Desert-1", mode
+            assert hits[0][1] >= hits[-1][1]
+        assert search(store, "the and of", mode="bm25") == []  # stop words only
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "bm25"])
+def test_title_exclusion_really_excludes(location, mode):
+    root, url = location
+    build(location)
+    with open_index("geo", root=root, url=url) as store:
+        hits = search(store, "volcano lava Etna", mode=mode, exclude_title="Volcano", k=10)
+        titles = {block.document_title for block, _ in hits}
+        assert "Volcano" not in titles
+        if mode != "bm25":  # every other block is a dense neighbour
+            assert len(hits) == 6
+
+
+def test_bad_queries_and_vectors_are_explained(location):
+    root, url = location
+    build(location)
+    with open_index("geo", root=root, url=url) as store:
+        with pytest.raises(RetrievalError, match="32-dimensional"):
+            store.search(dense=None, text="ice", exclude_title=None, k=3)
+        with pytest.raises(RetrievalError, match="query text"):
+            store.search(dense=toy_vector("ice"), text=None, exclude_title=None, k=3, mode="bm25")
+        with pytest.raises(RetrievalError, match="32-dimensional"):
+            store.upsert(BLOCKS[:1], np.zeros((1, 8), dtype=np.float32))
+
+
+def test_open_list_and_delete_by_name(location):
+    root, url = location
+    with pytest.raises(RetrievalError, match="no index named geo .*available: none yet"):
+        open_index("geo", root=root, url=url)
+    build(location)
+    build(location, "geo2")
+    assert [m.name for m in list_indexes(root, url)] == ["geo", "geo2"]
+    with pytest.raises(RetrievalError, match="already exists"):
+        open_index("geo", root=root, url=url, create_meta=toy_meta())
+    with pytest.raises(RetrievalError, match="available: geo, geo2"):
+        open_index("nope", root=root, url=url)
+    with pytest.raises(RetrievalError, match="invalid index name"):
+        open_index("../escape", root=root, url=url)
+    delete_index("geo", root=root, url=url)
+    assert [m.name for m in list_indexes(root, url)] == ["geo2"]
+    with pytest.raises(RetrievalError, match="no index named geo"):
+        delete_index("geo", root=root, url=url)
+
+
+def test_unfinished_index_is_refused(location):
+    root, url = location
+    store = open_index("half", root=root, url=url, create_meta=toy_meta())
+    store.upsert(BLOCKS[:2], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:2]]))
+    store.close()
+    with pytest.raises(RetrievalError, match="never finished"):
+        open_index("half", root=root, url=url)
+    assert [m.complete for m in list_indexes(root, url)] == [False]
+
+
+def test_second_process_gets_a_clear_error(location):
+    root, url = location
+    build(location)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from claire.errors import RetrievalError\n"
+        "from claire.indexes.stores import open_index\n"
+        "try:\n"
+        f"    open_index('geo', root=Path({str(root)!r}), url={url!r})\n"
+        "except RetrievalError as error:\n"
+        "    print(error)\n"
+        "    sys.exit(3)\n"
+    )
+    with open_index("geo", root=root, url=url):
+        other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert other.returncode == 3, other.stderr
+    assert "in use by another process" in other.stdout
+    assert "Traceback" not in other.stderr
+
+
+def test_store_classes_open_their_locations_directly(tmp_path):
+    build((tmp_path / "indexes", None))
+    with EdgeStore(tmp_path / "indexes" / "geo") as store:
+        assert store.meta.name == "geo" and store.count() == 8
+    server = ServerStore(path=tmp_path / "qdrant", collection="geo")
+    assert not server.exists
+    server.create(toy_meta())
+    server.upsert(BLOCKS, np.stack([toy_vector(b.embed_text()) for b in BLOCKS]))
+    server.finalize()
+    assert server.meta.name == "geo"
+    assert [b.id for b, _ in search(server, "coral reef fish", k=2)] == ["Coral reef-1", "Coral reef-0"]
+    server.close()
