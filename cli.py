@@ -297,6 +297,287 @@ def check_command(
     raise typer.Exit(1 if assessment.verdict == "inconsistent" else 0)
 
 
+# -- evaluation ------------------------------------------------------------------------------
+DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json.")]
+ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="Claims in flight at once (eval.concurrency).")]
+
+
+def _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, system=None, concurrency=None, **more) -> Config:
+    config = resolve(config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
+                     **{"agent.system": system, "eval.concurrency": concurrency}, **more)
+    if config.llm.max_concurrency < config.eval.concurrency:  # the LLM limit must not starve the claims
+        config = config.with_overrides({"llm.max_concurrency": config.eval.concurrency})
+    return config
+
+
+@app.command("eval")
+def eval_command(
+    dataset: DatasetOpt,
+    out: Annotated[Path, typer.Option("--out", help="Run directory (re-running the same command resumes it).")],
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N claims.")] = None,
+    ids: Annotated[Optional[str], typer.Option("--ids", help="Only these claim ids (comma-separated).")] = None,
+    concurrency: ConcurrencyOpt = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Re-run only the claims that failed.")] = False,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Decision threshold (default 0.5; nli: a REFUTES count).")] = None,
+    threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps")] = None,
+    docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank")] = False,
+    tools: Annotated[Optional[str], typer.Option("--tools")] = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    refresh_cache: RefreshOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Evaluate a system on WikiCollide: predictions.jsonl, metrics.json, report.md, roc.png."""
+    from claire.agent.runtime import open_system
+    from claire.evals.dataset import load_wikicollide
+    from claire.evals.reporting import auroc_text
+    from claire.evals.runner import run_eval
+
+    config = _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, system, concurrency,
+                          **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
+                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools})
+    claims = load_wikicollide(dataset)
+    if ids:
+        wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        unknown = sorted(set(wanted) - {c.claim_id for c in claims})
+        if unknown:
+            raise ConfigError(f"--ids names claims not in {dataset}: {', '.join(unknown)}")
+        claims = [c for c in claims if c.claim_id in set(wanted)]
+    if limit is not None:
+        claims = claims[:limit]
+
+    async def go():
+        async with open_system(config) as system_:
+            return await run_eval(claims, system_, out, concurrency=config.eval.concurrency, config_public=config.public_dict(),
+                                  retry_errors=retry_errors, dataset=dataset, threshold=threshold,
+                                  threshold_from=threshold_from, console=err)
+
+    summary = run(go())
+    metrics = summary.metrics
+    console.print(f"[bold]{summary.system}[/] on {summary.total} claims ({summary.ran} run now, {summary.skipped} already done, "
+                  f"{summary.errors} errors) in {summary.wall_time_s:.1f} s")
+    console.print(f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}")
+    console.print(f"wrote {out}/predictions.jsonl, metrics.json, report.md" + (", roc.png" if (out / "roc.png").exists() else ""))
+
+
+@app.command("metrics")
+def metrics_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory of `claire eval`.")],
+    threshold: Annotated[Optional[float], typer.Option("--threshold")] = None,
+    threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
+    split: Annotated[Optional[str], typer.Option("--split", help="validation or test (default: from the dataset name).")] = None,
+) -> None:
+    """Recompute metrics, report and ROC plot from a run's predictions alone."""
+    from claire.evals.reporting import compare_runs
+    from claire.evals.runner import score_run
+
+    score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split)
+    console.print(compare_runs([run_dir]))
+    console.print(f"rewrote {run_dir}/metrics.json and report.md")
+
+
+@app.command("compare")
+def compare_command(run_dirs: Annotated[list[Path], typer.Argument(help="Run directories; deltas are against the first.")]) -> None:
+    """Side-by-side metrics of several runs, with deltas."""
+    from claire.evals.reporting import compare_runs
+
+    console.print(compare_runs(run_dirs))
+
+
+@app.command("sweep")
+def sweep_command(
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep YAML (see evals/sweeps/).")],
+    dataset: DatasetOpt,
+    out: Annotated[Path, typer.Option("--out", help="Sweep directory; one resumable run per cell.")],
+    limit: Annotated[Optional[int], typer.Option("--limit")] = None,
+    concurrency: ConcurrencyOpt = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells without running them.")] = False,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    refresh_cache: RefreshOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Run a grid of configurations (systems, tools, steps x docs, rerank, prompt variants, models)."""
+    from claire.agent.runtime import open_system
+    from claire.evals.sweep import plan_sweep, run_sweep
+
+    config = _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, None, concurrency)
+    if dry_run:
+        plan = plan_sweep(sweep_file, config)
+        console.print(f"sweep {plan.name}: {len(plan.cells)} cells")
+        for cell in plan.cells:
+            console.print(f"  {out / cell.dir_name}  ({cell.name})")
+        return
+    summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
+                            limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
+    console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")
+
+
+# -- passages --------------------------------------------------------------------------------
+def _passage_text(text: str | None, file: Path | None) -> str:
+    if (text is None) == (file is None):
+        raise ConfigError("give the passage with either --text or --file")
+    if file is not None:
+        try:
+            return file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"cannot read {file}: {error}") from None
+    return text or ""
+
+
+@app.command("extract")
+def extract_command(
+    title: Annotated[str, typer.Option("--title", help="The article the passage is from.")],
+    section: Annotated[str, typer.Option("--section")] = "",
+    text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Split a passage into atomic, self-contained facts."""
+    from claire.agent.extraction import extract_facts
+    from claire.agent.llm import LLMClient
+    from claire.agent.runtime import prompt_library
+
+    passage = _passage_text(text, file)
+    config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None))
+
+    async def go():
+        llm = LLMClient.from_config(config.llm)
+        try:
+            return await extract_facts(title=title, section=section, text=passage, llm=llm, prompts=prompt_library(config))
+        finally:
+            await llm.aclose()
+
+    facts = run(go())
+    if as_json:
+        print(json.dumps([{"fact": f.text, "block": f.block} for f in facts], indent=2, ensure_ascii=False))
+        return
+    if not facts:
+        err.print("no checkable facts were found in the text")
+        raise typer.Exit(1)
+    for number, fact in enumerate(facts, start=1):
+        console.print(f"{number:>3}. {fact.text}")
+
+
+@app.command("scan")
+def scan_command(
+    title: Annotated[str, typer.Option("--title", help="The article the passage is from (excluded from search).")],
+    section: Annotated[str, typer.Option("--section")] = "",
+    text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    max_facts: Annotated[Optional[int], typer.Option("--max-facts", help="Check at most N facts.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
+    concurrency: ConcurrencyOpt = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Extract every fact of a passage and check each one; flagged facts first."""
+    from rich.table import Table
+
+    from claire.evals.scan import run_scan
+
+    passage = _passage_text(text, file)
+    config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    result = run(run_scan(title=title, section=section, text=passage, config=config, out_dir=out,
+                          max_facts=max_facts, console=err))
+    table = Table(title=f"facts of {title}, most suspicious first", title_justify="left", expand=True)
+    table.add_column("score", justify="right", width=6)
+    table.add_column("verdict", width=13)
+    table.add_column("fact", ratio=3)
+    table.add_column("key evidence", ratio=1)
+    for row in result.rows:
+        style = "bold red" if row.verdict == "inconsistent" else ("yellow" if row.error else "")
+        table.add_row("—" if row.score is None else f"{row.score:.2f}", row.verdict or "error", row.fact,
+                      row.key_evidence or "—", style=style)
+    console.print(table)
+    console.print(f"{len(result.flagged)} of {len(result.rows)} facts flagged; report: {result.out_dir}/scan.md")
+
+
+# -- benchmarks ------------------------------------------------------------------------------
+@bench_app.command("llm")
+def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
+    """LLM-layer overhead per call, concurrency speed-up and cache-hit latency (local mock server)."""
+    from claire.evals.bench_llm import run_llm_bench
+
+    run_llm_bench(calls=calls, console=console)
+
+
+@bench_app.command("retrieval")
+def bench_retrieval(
+    n: Annotated[int, typer.Option("--n", help="Synthetic blocks for the embedded engine.")] = 100_000,
+    queries: Annotated[int, typer.Option("--queries")] = 200,
+    baseline_n: Annotated[Optional[int], typer.Option("--baseline-n", help="Blocks for the qdrant-client local-mode baseline.")] = None,
+) -> None:
+    """Upsert rate, HNSW build, size and query latency: embedded engine vs qdrant-client local mode."""
+    from claire.evals.bench_retrieval import run_retrieval_bench
+
+    run_retrieval_bench(n, queries=queries, baseline_n=baseline_n, console=console)
+
+
+@bench_app.command("retrieval-quality")
+def bench_retrieval_quality(
+    dataset: DatasetOpt,
+    k: Annotated[int, typer.Option("-k")] = 15,
+    rerank: Annotated[bool, typer.Option("--rerank", help="Also hybrid + RankGPT (needs an LLM).")] = False,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Recall@k and MRR of dense, BM25, hybrid (and hybrid + RankGPT) on a WikiCollide file's traces."""
+    import threading
+
+    from claire.agent.llm import LLMClient
+    from claire.agent.runtime import prompt_library
+    from claire.evals.bench_retrieval import run_retrieval_quality
+    from claire.tools.rankgpt import RankGPTReranker
+
+    reranker = None
+    if rerank:
+        config = resolve(config_file, sets, **common(model, base_url, False, False, None))
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True).start()
+        llm = LLMClient.from_config(config.llm)
+        ranker = RankGPTReranker(llm, prompt_library(config), window=config.retrieval.rerank_window,
+                                 step=config.retrieval.rerank_step, max_chars=config.retrieval.rerank_max_chars)
+
+        def reranker(query, hits):  # the bench is synchronous; the LLM client lives on its own loop
+            return asyncio.run_coroutine_threadsafe(ranker.rerank(query, hits), loop).result()
+
+    run_retrieval_quality(dataset, k=k, console=console, reranker=reranker)
+
+
+@bench_app.command("eval")
+def bench_eval(
+    claims: Annotated[int, typer.Option("--claims")] = 48,
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+) -> None:
+    """Batch-eval throughput at concurrency 1 and 16 vs the ideal, and a warm-cache re-run."""
+    from claire.evals.bench_eval import run_eval_bench
+
+    run_eval_bench(claims=claims, latency=latency, console=console)
+
+
 def main() -> None:
     """Console-script entry point: clear messages instead of tracebacks."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

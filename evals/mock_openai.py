@@ -28,6 +28,10 @@ from typing import Any, Callable
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # bursts of concurrent clients must not wait on a full backlog
+
+
 def _tokens(text: str) -> int:
     return max(len(text) // 4, 1)
 
@@ -41,7 +45,7 @@ class MockOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -126,6 +130,7 @@ class MockOpenAIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # small JSON answers must not wait 40 ms for an ACK
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 return None

@@ -84,6 +84,11 @@ class Retriever:
             )
         return [Hit(block, score, rank) for rank, (block, score) in enumerate(found, start=1)]
 
+    def has_document(self, title: str) -> bool:
+        """Whether the index holds any block of the article ``title``."""
+        with self._lock:
+            return self.store.count_title(title) > 0
+
     def close(self) -> None:
         with self._lock:
             self.store.close()

@@ -191,6 +191,10 @@ class IndexStore(ABC):
         """The number of blocks stored."""
 
     @abstractmethod
+    def count_title(self, title: str) -> int:
+        """The number of blocks of the article ``title``."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release the index (idempotent)."""
 
@@ -314,6 +318,10 @@ class EdgeStore(IndexStore):
 
     def count(self) -> int:
         return self._open_shard.count(edge.CountRequest(exact=True))
+
+    def count_title(self, title: str) -> int:
+        match = edge.Filter(must=[edge.FieldCondition(TITLE, match=edge.MatchValue(title))])
+        return self._open_shard.count(edge.CountRequest(exact=True, filter=match))
 
     def _query(self, dense, bm25, exclude_title, k, candidates):
         where = (
@@ -448,6 +456,11 @@ class ServerStore(IndexStore):
     def count(self) -> int:
         with _server_errors(self._where):
             return self._client.count(self.collection, exact=True).count
+
+    def count_title(self, title: str) -> int:
+        match = models.Filter(must=[models.FieldCondition(key=TITLE, match=models.MatchValue(value=title))])
+        with _server_errors(self._where):
+            return self._client.count(self.collection, count_filter=match, exact=True).count
 
     def _query(self, dense, bm25, exclude_title, k, candidates):
         where = (

@@ -125,8 +125,10 @@ def http_responder(verifier_score: float = 0.9, search_query: str = "Eiffel Towe
                     return {"tool_calls": [{"name": "search", "arguments": {"query": search_query}}]}
                 return {"tool_calls": [{"name": "report_inconsistency", "arguments": {"evidence": "[1] gives a different year"}}]}
             return {"content": f'search("{search_query}")' if first else "finish()"}
-        if kind == "verifier":
-            return {"content": f"<restated_claim>r</restated_claim><analysis>[1] disagrees.</analysis><inconsistency_score>{verifier_score}</inconsistency_score>"}
+        if kind == "verifier":  # the planted 1890 contradiction scores high, anything else low
+            fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+            score = verifier_score if "1890" in fact else 0.1
+            return {"content": f"<restated_claim>r</restated_claim><analysis>[1] disagrees.</analysis><inconsistency_score>{score}</inconsistency_score>"}
         if kind == "rankgpt":
             return {"content": "[2] > [1] > [3]"}
         if kind == "nli":

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +120,73 @@ def test_version_and_config_show_masks_secrets(demo_cache):
     result = claire("config", "show", "--json", cache=demo_cache, env={"OPENAI_API_KEY": "sk-very-secret-abcdef123456"})
     data = json.loads(result.stdout)
     assert data["llm"]["api_key"] == "****3456" and "very-secret" not in result.stdout
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "wikicollide_mini.json"
+
+
+def test_eval_writes_a_run_dir_and_resumes_for_free(server, demo_cache, tmp_path):
+    out = tmp_path / "run"
+    args = ("eval", "--dataset", str(FIXTURE), "--system", "claire", "--out", str(out), "--ids", "demo_1,demo_2,demo_6,demo_7",
+            "--base-url", server.base_url, "--no-rerank", "--concurrency", "2")
+    first = claire(*args, cache=demo_cache)
+    assert first.returncode == 0, first.stderr
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    record = json.loads(lines[0])
+    assert {"claim_id", "system", "score", "verdict", "label", "evidence_ids", "usage", "latency_s", "error", "trace"} <= set(record)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["auroc"] is not None and (out / "report.md").exists() and (out / "roc.png").exists()
+    config = json.loads((out / "config.json").read_text())
+    assert config["system"] == "claire"
+    calls = server.calls
+    again = claire(*args, cache=demo_cache)
+    assert again.returncode == 0, again.stderr
+    assert server.calls == calls  # every claim was already done: no LLM call
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 4
+    recomputed = claire("metrics", str(out), cache=demo_cache)
+    assert recomputed.returncode == 0 and "AUROC" in recomputed.stdout
+
+
+def test_eval_rejects_a_malformed_dataset(demo_cache, tmp_path):
+    bad = tmp_path / "dev.json"
+    bad.write_text(json.dumps([{"claim": {"claim_id": "x"}, "label": "maybe"}]))
+    result = claire("eval", "--dataset", str(bad), "--out", str(tmp_path / "o"), cache=demo_cache, env={"OPENAI_API_KEY": "k"})
+    assert result.returncode == 2 and "record 0" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o" / "predictions.jsonl").exists()
+
+
+def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
+    text = "The Eiffel Tower was completed in 1890. It stands in Paris and is made of wrought iron."
+    out = tmp_path / "scan"
+    result = claire("scan", "--title", "Paris", "--text", text, "--out", str(out), "--base-url", server.base_url,
+                    "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    report = (out / "scan.md").read_text()
+    assert "2 facts checked; 1 flagged" in report
+    assert "## The Eiffel Tower was completed in 1890." in report
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+
+
+def test_scan_of_an_article_missing_from_the_index_says_nothing_is_excluded(server, demo_cache, tmp_path):
+    result = claire("scan", "--title", "Atlantis", "--text", "The Eiffel Tower was completed in 1890.", "--out", str(tmp_path / "s"),
+                    "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    assert "not in the index" in result.stderr.replace("\n", " ")
+
+
+def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
+    result = claire("extract", "--title", "Eiffel Tower", "--text", "Some text.", "--json", "--base-url", server.base_url,
+                    "--no-cache", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    assert [f["fact"] for f in json.loads(result.stdout)] == ["The Eiffel Tower was completed in 1890.", "The Eiffel Tower is in Paris."]
+    empty = claire("extract", "--title", "X", "--text", "   ", "--base-url", server.base_url, cache=demo_cache)
+    assert empty.returncode == 2 and "text is empty" in empty.stderr
+
+
+@pytest.mark.parametrize("sweep", sorted((Path(__file__).parents[1] / "evals" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_sweeps_plan_against_the_real_config(sweep, demo_cache, tmp_path):
+    result = claire("sweep", str(sweep), "--dataset", str(FIXTURE), "--out", str(tmp_path), "--dry-run", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()

@@ -162,3 +162,14 @@ def test_store_classes_open_their_locations_directly(tmp_path):
     assert server.meta.name == "geo"
     assert [b.id for b, _ in search(server, "coral reef fish", k=2)] == ["Coral reef-1", "Coral reef-0"]
     server.close()
+
+
+def test_count_title_on_both_backends(tmp_path):
+    blocks = [Block(id=f"b{i}", document_title="Alpha" if i < 2 else "Beta", content=f"text {i}") for i in range(3)]
+    dense = np.eye(3, 4, dtype=np.float32)
+    for store in (EdgeStore(tmp_path / "edge"), ServerStore(path=str(tmp_path / "local"), collection="t")):
+        store.create(IndexMeta(name="t", embedder="e", embedder_model="e", dim=4))
+        store.upsert(blocks, dense)
+        store.finalize()
+        assert store.count_title("Alpha") == 2 and store.count_title("Beta") == 1 and store.count_title("Gamma") == 0
+        store.close()

@@ -1,0 +1,142 @@
+"""Batch-evaluation throughput against the local mock server (real HTTP, no model).
+
+A tiny stand-in agent makes ``CALLS_PER_CLAIM`` sequential LLM calls per claim through a real
+``LLMClient``; every answer takes ``latency`` seconds. Throughput at each concurrency is compared
+with the ideal (every round of ``concurrency`` claims taking exactly ``CALLS_PER_CLAIM x
+latency``); the target is at least 0.8 of ideal at 16. A second run over the warm LLM cache
+must make no server calls at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import tempfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from claire.agent.llm import LLMClient
+from claire.agent.system import Assessment, Claim
+from claire.config import LLMConfig
+from claire.evals.bench_llm import ServerProcess
+from claire.evals.runner import RunSummary, run_eval
+
+CALLS_PER_CLAIM = 3
+TARGET_FRACTION = 0.8
+
+
+class TinyAgent:
+    """A System that researches in ``CALLS_PER_CLAIM`` sequential LLM calls and reads the last
+    answer as its inconsistency score."""
+
+    name = "bench"
+
+    def __init__(self, client: LLMClient):
+        self.client = client
+
+    async def assess(self, claim: Claim) -> Assessment:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": f"Is this consistent with the corpus? {claim.text}"}]
+        for step in range(CALLS_PER_CLAIM):
+            response = await self.client.chat(messages)
+            messages = [*messages, {"role": "assistant", "content": response.content},
+                        {"role": "user", "content": f"Step {step + 2}: continue."}]
+        assessment = Assessment(
+            claim_id=claim.claim_id, system=self.name, claim_text=claim.text, score=float(response.content), threshold=0.5
+        )
+        assessment.decide()
+        return assessment
+
+
+def _score_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A deterministic 'score' in [0, 1] from the request, so runs are reproducible."""
+    return {"content": f"{zlib.crc32(json.dumps(body['messages']).encode()) % 1000 / 1000:.3f}"}
+
+
+def _claims(count: int) -> list[Claim]:
+    return [
+        Claim(claim_id=f"bench_{i:04d}", text=f"Synthetic claim {i}: the bridge opened in {1900 + i}.",
+              label="inconsistent" if i % 2 else "consistent")
+        for i in range(count)
+    ]
+
+
+async def _run_once(server: ServerProcess, claims: list[Claim], out_dir: Path, cache: Path, concurrency: int,
+                    max_concurrency: int) -> tuple[RunSummary, int]:
+    config = LLMConfig(model="bench-model", base_url=server.base_url, api_key="bench-key", cache=True,
+                       cache_path=cache, max_concurrency=max_concurrency)
+    client = LLMClient.from_config(config)
+    before = server.calls
+    try:
+        summary = await run_eval(claims, TinyAgent(client), out_dir, concurrency=concurrency, show_progress=False)
+    finally:
+        await client.aclose()
+    return summary, server.calls - before
+
+
+async def _run(claims: int, latency: float, concurrencies: tuple[int, ...]) -> dict[str, Any]:
+    items = _claims(claims)
+    runs = []
+    with ServerProcess(_score_answer, latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        top = max(concurrencies)
+        for concurrency in concurrencies:
+            summary, calls = await _run_once(server, items, root / f"run-c{concurrency}", root / f"cache-c{concurrency}.sqlite",
+                                             concurrency, top)
+            ideal_s = math.ceil(claims / concurrency) * CALLS_PER_CLAIM * latency
+            runs.append({
+                "concurrency": concurrency,
+                "wall_s": summary.wall_time_s,
+                "claims_per_min": 60 * claims / summary.wall_time_s,
+                "ideal_claims_per_min": 60 * claims / ideal_s,
+                "fraction_of_ideal": ideal_s / summary.wall_time_s,
+                "server_calls": calls,
+                "errors": summary.errors,
+            })
+        warm, warm_calls = await _run_once(server, items, root / "run-warm", root / f"cache-c{top}.sqlite", top, top)
+    return {
+        "claims": claims,
+        "latency_s": latency,
+        "calls_per_claim": CALLS_PER_CLAIM,
+        "runs": runs,
+        "target_fraction": TARGET_FRACTION,
+        "warm_cache": {
+            "concurrency": top,
+            "wall_s": warm.wall_time_s,
+            "claims_per_min": 60 * claims / warm.wall_time_s,
+            "server_calls": warm_calls,
+            "cached_calls": warm.metrics["usage"]["cached_calls"],
+            "errors": warm.errors,
+        },
+    }
+
+
+def run_eval_bench(
+    *, claims: int = 48, latency: float = 0.2, concurrencies: tuple[int, ...] = (1, 16), console: Console | None = None
+) -> dict[str, Any]:
+    """Benchmark batch evaluation throughput and the warm-cache re-run; prints a table and
+    returns the figures."""
+    result = asyncio.run(_run(claims, latency, tuple(concurrencies)))
+    table = Table(title=f"Batch eval: {claims} claims x {CALLS_PER_CLAIM} LLM calls, {latency * 1000:g} ms per answer")
+    for column in ("Concurrency", "Wall", "Claims/min", "Ideal", "Of ideal", "LLM calls", "Errors"):
+        table.add_column(column, justify="left" if column == "Concurrency" else "right")
+    top = max(concurrencies)
+    for run in result["runs"]:
+        mark = ("  ✓" if run["fraction_of_ideal"] >= TARGET_FRACTION else "  ✗") if run["concurrency"] == top else ""
+        table.add_row(
+            str(run["concurrency"]), f"{run['wall_s']:.2f} s", f"{run['claims_per_min']:.0f}",
+            f"{run['ideal_claims_per_min']:.0f}", f"{run['fraction_of_ideal']:.2f}{mark}", str(run["server_calls"]),
+            str(run["errors"]),
+        )
+    warm = result["warm_cache"]
+    table.add_row(
+        f"{top}, warm cache", f"{warm['wall_s']:.2f} s", f"{warm['claims_per_min']:.0f}", "", "",
+        f"{warm['server_calls']} {'✓' if warm['server_calls'] == 0 else '✗'}", str(warm["errors"]),
+    )
+    table.caption = f"Target: at least {TARGET_FRACTION:g} of ideal at concurrency {top}; no server calls over a warm cache."
+    (console or Console()).print(table)
+    return result

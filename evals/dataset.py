@@ -1,0 +1,159 @@
+"""The WikiCollide dataset: reading its records into validated models and CLAIRE claims.
+
+The published format is a JSON array of records::
+
+    {"claim": {"claim_id", "claim_text", "claim_context_block": {content, document_title,
+     section_title, last_edit_date, url}}, "label": "consistent" | "inconsistent",
+     "label_reasoning", "inconsistency_type" (optional), "agent_trace": [{action_name,
+     action_argument, action_output}]}
+
+JSONL (one record a line) is read too. A file is read whole or not at all: the first problem
+raises :class:`claire.errors.DatasetError` naming the file, the record, its claim_id and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from claire.agent.system import Claim, ContextBlock, TraceItem
+from claire.errors import DatasetError
+
+Split = Literal["validation", "test"]
+
+
+class ContextRecord(BaseModel):
+    content: str
+    document_title: str
+    section_title: str = ""
+    last_edit_date: str | None = None
+    url: str | None = None
+
+    @field_validator("content", "document_title")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("section_title", mode="before")
+    @classmethod
+    def _section_or_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class ClaimRecord(BaseModel):
+    claim_id: str
+    claim_text: str
+    claim_context_block: ContextRecord
+
+    @field_validator("claim_id", "claim_text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class WikiCollideRecord(BaseModel):
+    """One record as published, validated; ``agent_trace`` is the dataset's gold research trace."""
+
+    claim: ClaimRecord
+    label: Literal["consistent", "inconsistent"]
+    label_reasoning: str | None = None
+    inconsistency_type: str | None = None
+    agent_trace: list[TraceItem] = Field(default_factory=list)
+
+    def to_claim(self) -> Claim:
+        context = self.claim.claim_context_block
+        return Claim(
+            claim_id=self.claim.claim_id,
+            text=self.claim.claim_text,
+            context=ContextBlock(**context.model_dump()),
+            label=self.label,
+            inconsistency_type=self.inconsistency_type,
+        )
+
+
+def _raw_records(path: Path) -> list[tuple[str, Any]]:
+    """(where, raw record) pairs from a JSON array or a JSONL file."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DatasetError(f"dataset file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"cannot read dataset file {path}: {error}") from None
+    if text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise DatasetError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+        return [(f"record {index}", record) for index, record in enumerate(data)]
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"record {len(records)} (line {number})"
+        try:
+            records.append((where, json.loads(line)))
+        except json.JSONDecodeError as error:
+            raise DatasetError(
+                f"{path}: {where}: not valid JSON ({error.msg}); expected a JSON array of records "
+                "or JSONL with one record a line"
+            ) from None
+    return records
+
+
+def _problems(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"])
+        problem = "missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
+        parts.append(f"field {field}: {problem}")
+    return "; ".join(parts)
+
+
+def load_records(path: str | Path) -> list[WikiCollideRecord]:
+    """Every record of a WikiCollide file (JSON array or JSONL), validated, gold traces kept."""
+    path = Path(path)
+    raw = _raw_records(path)
+    if not raw:
+        raise DatasetError(f"{path}: no records")
+    records: list[WikiCollideRecord] = []
+    first_index: dict[str, str] = {}
+    for where, value in raw:
+        claim = value.get("claim") if isinstance(value, dict) else None
+        claim_id = claim.get("claim_id") if isinstance(claim, dict) else None
+        label = f"{where} (claim_id {claim_id})" if isinstance(claim_id, str) else where
+        if not isinstance(value, dict):
+            raise DatasetError(f"{path}: {label}: expected a JSON object, got {type(value).__name__}")
+        try:
+            record = WikiCollideRecord.model_validate(value)
+        except ValidationError as error:
+            raise DatasetError(f"{path}: {label}: {_problems(error)}") from None
+        if record.claim.claim_id in first_index:
+            raise DatasetError(
+                f"{path}: {label}: field claim.claim_id: duplicate of {first_index[record.claim.claim_id]}"
+            )
+        first_index[record.claim.claim_id] = where
+        records.append(record)
+    return records
+
+
+def load_wikicollide(path: str | Path) -> list[Claim]:
+    """The claims of a WikiCollide file, with gold labels and inconsistency types."""
+    return [record.to_claim() for record in load_records(path)]
+
+
+def infer_split(path: str | Path) -> Split | None:
+    """"validation" for dev/val files, "test" for test files (by file name), else None."""
+    words = set(re.split(r"[^a-z]+", Path(path).stem.lower()))
+    if words & {"dev", "val", "valid", "validation"}:
+        return "validation"
+    if "test" in words:
+        return "test"
+    return None

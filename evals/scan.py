@@ -1,0 +1,143 @@
+"""Whole-passage scanning: extract the atomic facts of a passage, check each against the corpus
+(excluding the article itself) with any system, and rank them by inconsistency score.
+
+The results are an ordinary run directory (predictions.jsonl, metrics.json, ...) so a scan can
+be resumed and compared like an evaluation; ``scan.md`` adds each flagged fact's evidence and
+reasoning for an editor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from claire.agent.extraction import extract_facts
+from claire.agent.llm import LLMClient
+from claire.agent.runtime import open_retrieval, open_system, prompt_library
+from claire.agent.system import Claim, ContextBlock
+from claire.config import Config
+from claire.errors import ClaireError
+from claire.evals.predictions import load_predictions
+from claire.evals.runner import run_eval
+
+
+@dataclass
+class ScanRow:
+    claim_id: str
+    fact: str
+    score: float | None
+    verdict: str | None
+    key_evidence: str | None
+    error: str | None
+    reasoning: str | None
+    passages: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ScanResult:
+    out_dir: Path
+    title: str
+    title_in_index: bool | None
+    rows: list[ScanRow]
+
+    @property
+    def flagged(self) -> list[ScanRow]:
+        return [row for row in self.rows if row.verdict == "inconsistent"]
+
+
+def fact_id(text: str) -> str:
+    """A stable id for a fact, so a re-run of the same scan resumes instead of starting over."""
+    return "fact-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
+
+
+def default_out_dir(title: str) -> Path:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "article"
+    return Path("runs") / f"scan-{slug}"
+
+
+def _passages(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[Any, dict[str, Any]] = {}
+    for item in trace:
+        if item.get("action_name") == "search" and isinstance(item.get("action_output"), list):
+            for passage in item["action_output"]:
+                seen.setdefault(passage.get("n"), passage)
+    return [seen[n] for n in sorted(seen, key=lambda n: (n is None, n))]
+
+
+def _row(prediction: dict[str, Any]) -> ScanRow:
+    passages = _passages(prediction.get("trace") or [])
+    reasoning = prediction.get("reasoning") or ""
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", reasoning)]
+    by_n = {p.get("n"): p for p in passages}
+    key = next((by_n[n] for n in cited if n in by_n), passages[0] if passages else None)
+    return ScanRow(
+        claim_id=prediction["claim_id"], fact=prediction.get("claim_text", ""), score=prediction.get("score"),
+        verdict=prediction.get("verdict"), key_evidence=key.get("document_title") if key else None,
+        error=prediction.get("error"), reasoning=reasoning or None,
+        passages=[by_n[n] for n in dict.fromkeys(cited) if n in by_n],
+    )
+
+
+def render_scan_report(result: ScanResult, system: str) -> str:
+    lines = [f"# Scan of “{result.title}” with {system}", ""]
+    if result.title_in_index is False:
+        lines += [f"The article “{result.title}” is not in the index, so nothing was excluded from search.", ""]
+    lines += [f"{len(result.rows)} facts checked; {len(result.flagged)} flagged as inconsistent.", "",
+              "| score | verdict | fact | key evidence |", "|---:|---|---|---|"]
+    for row in result.rows:
+        score = "—" if row.score is None else f"{row.score:.2f}"
+        lines.append(f"| {score} | {row.verdict or 'error'} | {row.fact} | {row.key_evidence or '—'} |")
+    for row in result.flagged:
+        lines += ["", f"## {row.fact}", "", f"Inconsistency score {row.score:.2f}.", ""]
+        for passage in row.passages:
+            where = f"{passage.get('document_title')} > {passage.get('section_title')}".rstrip(" >")
+            link = f" ({passage['url']})" if passage.get("url") else ""
+            lines += [f"> [{passage.get('n')}] **{where}**{link}: {passage.get('content')}", ">"]
+        if row.reasoning:
+            lines += ["", row.reasoning]
+    return "\n".join(lines) + "\n"
+
+
+async def run_scan(
+    *,
+    title: str,
+    text: str,
+    config: Config,
+    section: str = "",
+    out_dir: Path | None = None,
+    max_facts: int | None = None,
+    show_progress: bool = True,
+    console: Console | None = None,
+) -> ScanResult:
+    out_dir = Path(out_dir) if out_dir else default_out_dir(title)
+    llm = LLMClient.from_config(config.llm)
+    retriever = open_retrieval(config)
+    try:
+        facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
+        if not facts:
+            raise ClaireError("no checkable facts were found in the text")
+        facts = facts[:max_facts] if max_facts else facts
+        claims = [Claim(claim_id=fact_id(f.text), text=f.text,
+                        context=ContextBlock(document_title=title, section_title=section, content=f.block)) for f in facts]
+        has_document = getattr(retriever, "has_document", None)
+        title_in_index = has_document(title) if has_document else None
+        if title_in_index is False and console is not None:
+            console.print(f"[yellow]note:[/] the article “{title}” is not in the index, so nothing is excluded from search")
+        async with open_system(config, llm=llm, retriever=retriever) as system:
+            await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency,
+                           config_public=config.public_dict(), show_progress=show_progress, console=console)
+            name = system.name
+    finally:
+        retriever.close()
+        await llm.aclose()
+    wanted = {claim.claim_id for claim in claims}
+    rows = [_row(p) for p in load_predictions(out_dir) if p["claim_id"] in wanted]
+    rows.sort(key=lambda row: (row.score is None, -(row.score or 0.0)))
+    result = ScanResult(out_dir=out_dir, title=title, title_in_index=title_in_index, rows=rows)
+    (out_dir / "scan.md").write_text(render_scan_report(result, name), encoding="utf-8")
+    return result

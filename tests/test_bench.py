@@ -1,0 +1,32 @@
+"""The benchmarks run end to end with tiny parameters (their figures are checked for shape,
+not speed: timing targets belong to real benchmark runs, not to CI)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from claire.evals.bench_eval import CALLS_PER_CLAIM, run_eval_bench
+from claire.evals.bench_llm import run_llm_bench
+
+
+def test_eval_bench_counts_calls_and_the_warm_cache_makes_none():
+    console = Console(record=True, width=160)
+    result = run_eval_bench(claims=4, latency=0.01, concurrencies=(1, 4), console=console)
+    assert [run["concurrency"] for run in result["runs"]] == [1, 4]
+    for run in result["runs"]:
+        assert run["server_calls"] == 4 * CALLS_PER_CLAIM and run["errors"] == 0
+        assert run["claims_per_min"] > 0 and 0 < run["fraction_of_ideal"] <= 1.0
+    warm = result["warm_cache"]
+    assert warm["server_calls"] == 0 and warm["cached_calls"] == 4 * CALLS_PER_CLAIM and warm["errors"] == 0
+    assert "4, warm cache" in console.export_text()
+
+
+def test_llm_bench_reports_overhead_scaling_and_cache_hits():
+    console = Console(record=True, width=160)
+    result = run_llm_bench(calls=20, console=console)
+    overhead, scaling, cache = result["overhead"], result["scaling"], result["cache_hit"]
+    assert overhead["client_p50_ms"] > 0 and overhead["raw_p50_ms"] > 0
+    assert overhead["overhead_p50_ms"] == overhead["client_p50_ms"] - overhead["raw_p50_ms"]
+    assert scaling["calls_c32"] == 20 and scaling["calls_per_s_c1"] > 0 and scaling["speedup"] > 1
+    assert cache["server_calls"] == 0 and cache["p50_ms"] > 0
+    assert "overhead p50 / p95" in console.export_text()
