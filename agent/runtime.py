@@ -16,10 +16,10 @@ from claire.agent.llm import LLMClient
 from claire.agent.system import System
 from claire.config import Config
 from claire.errors import ConfigError
-from claire.indexes.registry import open_searcher
+from claire.indexes.registry import Searcher, open_searcher
 from claire.prompts import PromptLibrary, library
 from claire.tools.rankgpt import RankGPTReranker
-from claire.tools.search import Searcher, SearchTool
+from claire.tools.search import SearchTool
 
 def prompt_library(config: Config) -> PromptLibrary:
     return library(config.prompts.set, config.prompts.variants)

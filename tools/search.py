@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, Protocol
 
+from claire.indexes.registry import Searcher
 from claire.indexes.retriever import Hit
 from claire.tools.rankgpt import RankGPTReranker
-
-
-class Searcher(Protocol):
-    """Anything with the retriever's search signature (the Qdrant retriever, WikiChat...)."""
-
-    def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **options: Any) -> list[Hit]: ...
 
 
 class SearchTool:
