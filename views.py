@@ -8,7 +8,6 @@ import asyncio
 from typing import Any
 
 from rich.console import Console, Group
-from rich.live import Live
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.prompt import Prompt
@@ -49,39 +48,43 @@ def hits_table(hits: list[Any], query: str) -> Table:
 
 
 class CheckView:
-    """Runs one check with a live table of steps, then renders the verdict."""
+    """Runs one check, printing each step as it happens, then renders the verdict."""
 
     def __init__(self, console: Console, claim: Claim, config: Config, *, quiet: bool = False):
         self.console = console
         self.claim = claim
         self.config = config
         self.quiet = quiet
-        self.steps = Table(expand=True, title=f"checking with {config.agent.system}", title_justify="left")
-        for name, kwargs in (("#", {"width": 3, "justify": "right"}), ("action", {"width": 20}), ("argument", {"ratio": 2}),
-                             ("observation", {"ratio": 3}), ("docs", {"width": 5, "justify": "right"})):
-            self.steps.add_column(name, **kwargs)
-        self.live: Live | None = None
         self.count = 0
+        self.status: Any = None
+        self.llm_total: Usage | None = None
 
     def on_step(self, event: dict[str, Any]) -> None:
         item = event["item"]
         self.count += 1
-        self.steps.add_row(str(self.count), item["action_name"], one_line(item["action_argument"], 60),
-                           one_line(event.get("observation") or item["action_output"]), str(event["documents"]))
+        output = item["action_output"] if item["action_name"] in ("search", "verifier", "nli") else event.get("observation") or item["action_output"]
+        tokens = f" · {self.llm_total.total_tokens} tokens" if self.llm_total else ""
+        line = Text.assemble(
+            (f"{self.count:>3} ", "dim"), (f"{item['action_name']:<21}", "bold cyan"),
+            (one_line(item["action_argument"], 48) + "  ", ""), ("→ " + one_line(output, 70), "dim"),
+            (f"  [{event['documents']} docs{tokens}]", "dim"),
+        )
+        self.console.print(line, overflow="ellipsis", no_wrap=True)
 
     async def review(self, request: dict[str, Any]) -> str:
         """Ask the person about a reported inconsistency (the graph is paused meanwhile)."""
-        if self.live:
-            self.live.stop()
+        if self.status:
+            self.status.stop()
         self.console.print(Panel(request["evidence"], title="the agent reports an inconsistency", border_style="yellow"))
-        choice = await asyncio.to_thread(Prompt.ask, "accept, reject, or type a comment", console=self.console, default="accept")
-        if self.live:
-            self.live.start()
-        if choice.strip().lower() in ("a", "accept", "y", "yes"):
+        choice = await asyncio.to_thread(Prompt.ask, "\\[a]ccept, \\[r]eject, or type a comment", console=self.console, default="accept")
+        if self.status:
+            self.status.start()
+        answer = choice.strip()
+        if answer.lower() in ("a", "accept", "y", "yes"):
             return "accepted: the reviewer agrees this is a contradiction."
-        if choice.strip().lower() in ("r", "reject", "n", "no"):
+        if answer.lower() in ("r", "reject", "n", "no"):
             return "rejected: the reviewer does not think this is a contradiction; keep researching."
-        return f"comment: {choice.strip()}"
+        return f"comment: {answer}"
 
     async def run(self) -> Assessment:
         reviewer = self.review if self.config.agent.review else None
@@ -89,8 +92,10 @@ class CheckView:
         async with open_system(self.config, reviewer=reviewer, on_step=on_step) as system:
             if self.quiet:
                 return await system.assess(self.claim)
-            with Live(self.steps, console=self.console, refresh_per_second=8, transient=False) as live:
-                self.live = live
+            self.llm_total = getattr(system, "llm", None) and system.llm.total
+            self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
+            with self.console.status("researching…") as status:
+                self.status = status
                 return await system.assess(self.claim)
 
     def final(self, a: Assessment) -> None:
@@ -112,7 +117,7 @@ class CheckView:
         cited = self._cited(a)
         if a.evidence:
             table = Table(title="evidence", title_justify="left", show_lines=True, expand=True)
-            table.add_column("[n]", width=4, justify="right")
+            table.add_column("\\[n]", width=4, justify="right")
             table.add_column("article > section", ratio=1)
             table.add_column("passage", ratio=3)
             for e in a.evidence:

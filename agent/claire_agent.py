@@ -46,6 +46,7 @@ class ResearchState(TypedDict, total=False):
     explanations: list[dict[str, str]]
     reported: list[str]
     pending: dict[str, Any] | None  # the action the controller chose, not yet run
+    awaiting_review: bool  # a new inconsistency was just reported in an interactive run
     finished: bool
     stop_reason: str
     score: float | None
@@ -176,6 +177,7 @@ class ClaireAgent:
                 update["errors"].append(f"{action.name}: {error}")
         item = {"action_name": action.name, "action_argument": action.argument or None, "action_output": output}
         update.update(
+            awaiting_review=self.reviewer is not None and len(update["reported"]) > len(state.get("reported", [])),
             steps=state.get("steps", 0) + 1,
             history=state.get("history", []) + [{"action": action.name, "argument": action.argument, "observation": observation}],
             trace=state.get("trace", []) + [item],
@@ -222,8 +224,7 @@ class ClaireAgent:
         return "Research finished.", None, True  # finish
 
     def _after_tools(self, state: ResearchState) -> str:
-        last = state["trace"][-1]["action_name"] if state.get("trace") else ""
-        if last == "report_inconsistency" and self.reviewer is not None and state.get("reported"):
+        if state.get("awaiting_review"):
             return "review"
         return "verifier" if state.get("finished") else "controller"
 
@@ -234,7 +235,7 @@ class ClaireAgent:
         history[-1] = {**history[-1], "observation": history[-1]["observation"] + "\n" + observation}
         item = {"action_name": "human_review", "action_argument": state["reported"][-1], "action_output": str(answer)}
         self._emit(state, item)
-        return {"history": history, "trace": state["trace"] + [item]}
+        return {"history": history, "trace": state["trace"] + [item], "awaiting_review": False}
 
     async def _verifier(self, state: ResearchState) -> dict[str, Any]:
         claim = self._claim(state)
