@@ -571,11 +571,12 @@ def bench_retrieval_quality(
 def bench_eval(
     claims: Annotated[int, typer.Option("--claims")] = 48,
     latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+    system: Annotated[str, typer.Option("--system", help="tiny (a 3-call stand-in), or the real claire / rav on the demo index.")] = "tiny",
 ) -> None:
     """Batch-eval throughput at concurrency 1 and 16 vs the ideal, and a warm-cache re-run."""
     from claire.evals.bench_eval import run_eval_bench
 
-    run_eval_bench(claims=claims, latency=latency, console=console)
+    run_eval_bench(claims=claims, latency=latency, system=system, console=console)
 
 
 def main() -> None:

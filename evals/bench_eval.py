@@ -1,7 +1,9 @@
 """Batch-evaluation throughput against the local mock server (real HTTP, no model).
 
-A tiny stand-in agent makes ``CALLS_PER_CLAIM`` sequential LLM calls per claim through a real
-``LLMClient``; every answer takes ``latency`` seconds. Throughput at each concurrency is compared
+By default a tiny stand-in agent makes ``CALLS_PER_CLAIM`` sequential LLM calls per claim
+through a real ``LLMClient``; ``system="claire"`` or ``"rav"`` runs the real system instead, on
+the demo index (CLAIRE: search, finish, verify = 3 calls; rav: 1 call, reranking off), so the
+figure includes real retrieval. Every answer takes ``latency`` seconds. Throughput at each concurrency is compared
 with the ideal (every round of ``concurrency`` claims taking exactly ``CALLS_PER_CLAIM x
 latency``); the target is at least 0.8 of ideal at 16. A second run over the warm LLM cache
 must make no server calls at all.
@@ -21,12 +23,15 @@ from rich.console import Console
 from rich.table import Table
 
 from claire.agent.llm import LLMClient
+from claire.agent.runtime import open_system
 from claire.agent.system import Assessment, Claim
-from claire.config import LLMConfig
+from claire.config import Config, LLMConfig
+from claire.errors import ConfigError
 from claire.evals.bench_llm import ServerProcess
 from claire.evals.runner import RunSummary, run_eval
 
 CALLS_PER_CLAIM = 3
+CALLS = {"tiny": CALLS_PER_CLAIM, "claire": 3, "rav": 1}
 TARGET_FRACTION = 0.8
 
 
@@ -52,6 +57,18 @@ class TinyAgent:
         return assessment
 
 
+def _agent_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A model for the real systems: search for the claim, then finish; verify with a score."""
+    if body.get("tools"):
+        prompt = body["messages"][-1]["content"]
+        if "Your research so far" not in prompt:
+            fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+            return {"tool_calls": [{"name": "search", "arguments": {"query": fact}}]}
+        return {"tool_calls": [{"name": "finish", "arguments": {}}]}
+    score = _score_answer(body)["content"]
+    return {"content": f"<analysis>bench</analysis><inconsistency_score>{score}</inconsistency_score>"}
+
+
 def _score_answer(body: dict[str, Any]) -> dict[str, Any]:
     """A deterministic 'score' in [0, 1] from the request, so runs are reproducible."""
     return {"content": f"{zlib.crc32(json.dumps(body['messages']).encode()) % 1000 / 1000:.3f}"}
@@ -66,28 +83,35 @@ def _claims(count: int) -> list[Claim]:
 
 
 async def _run_once(server: ServerProcess, claims: list[Claim], out_dir: Path, cache: Path, concurrency: int,
-                    max_concurrency: int) -> tuple[RunSummary, int]:
+                    max_concurrency: int, system: str) -> tuple[RunSummary, int]:
     config = LLMConfig(model="bench-model", base_url=server.base_url, api_key="bench-key", cache=True,
                        cache_path=cache, max_concurrency=max_concurrency)
     client = LLMClient.from_config(config)
     before = server.calls
     try:
-        summary = await run_eval(claims, TinyAgent(client), out_dir, concurrency=concurrency, show_progress=False)
+        if system == "tiny":
+            summary = await run_eval(claims, TinyAgent(client), out_dir, concurrency=concurrency, show_progress=False)
+        else:
+            full = Config().with_overrides({"agent.system": system, "retrieval.rerank": False})
+            async with open_system(full, llm=client) as real:
+                summary = await run_eval(claims, real, out_dir, concurrency=concurrency, show_progress=False)
     finally:
         await client.aclose()
     return summary, server.calls - before
 
 
-async def _run(claims: int, latency: float, concurrencies: tuple[int, ...]) -> dict[str, Any]:
+async def _run(claims: int, latency: float, concurrencies: tuple[int, ...], system: str) -> dict[str, Any]:
     items = _claims(claims)
+    calls_per_claim = CALLS[system]
     runs = []
-    with ServerProcess(_score_answer, latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
+    responder = _score_answer if system == "tiny" else _agent_answer
+    with ServerProcess(responder, latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         top = max(concurrencies)
         for concurrency in concurrencies:
             summary, calls = await _run_once(server, items, root / f"run-c{concurrency}", root / f"cache-c{concurrency}.sqlite",
-                                             concurrency, top)
-            ideal_s = math.ceil(claims / concurrency) * CALLS_PER_CLAIM * latency
+                                             concurrency, top, system)
+            ideal_s = math.ceil(claims / concurrency) * calls_per_claim * latency
             runs.append({
                 "concurrency": concurrency,
                 "wall_s": summary.wall_time_s,
@@ -97,11 +121,12 @@ async def _run(claims: int, latency: float, concurrencies: tuple[int, ...]) -> d
                 "server_calls": calls,
                 "errors": summary.errors,
             })
-        warm, warm_calls = await _run_once(server, items, root / "run-warm", root / f"cache-c{top}.sqlite", top, top)
+        warm, warm_calls = await _run_once(server, items, root / "run-warm", root / f"cache-c{top}.sqlite", top, top, system)
     return {
+        "system": system,
         "claims": claims,
         "latency_s": latency,
-        "calls_per_claim": CALLS_PER_CLAIM,
+        "calls_per_claim": calls_per_claim,
         "runs": runs,
         "target_fraction": TARGET_FRACTION,
         "warm_cache": {
@@ -116,12 +141,16 @@ async def _run(claims: int, latency: float, concurrencies: tuple[int, ...]) -> d
 
 
 def run_eval_bench(
-    *, claims: int = 48, latency: float = 0.2, concurrencies: tuple[int, ...] = (1, 16), console: Console | None = None
+    *, claims: int = 48, latency: float = 0.2, concurrencies: tuple[int, ...] = (1, 16), system: str = "tiny",
+    console: Console | None = None,
 ) -> dict[str, Any]:
     """Benchmark batch evaluation throughput and the warm-cache re-run; prints a table and
     returns the figures."""
-    result = asyncio.run(_run(claims, latency, tuple(concurrencies)))
-    table = Table(title=f"Batch eval: {claims} claims x {CALLS_PER_CLAIM} LLM calls, {latency * 1000:g} ms per answer")
+    if system not in CALLS:
+        raise ConfigError(f"unknown bench system '{system}'; allowed: {', '.join(CALLS)}")
+    result = asyncio.run(_run(claims, latency, tuple(concurrencies), system))
+    table = Table(title=f"Batch eval ({system}): {claims} claims x {result['calls_per_claim']} LLM calls, "
+                        f"{latency * 1000:g} ms per answer")
     for column in ("Concurrency", "Wall", "Claims/min", "Ideal", "Of ideal", "LLM calls", "Errors"):
         table.add_column(column, justify="left" if column == "Concurrency" else "right")
     top = max(concurrencies)

@@ -43,6 +43,7 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 DENSE = "dense"
 BM25 = "bm25"
 TITLE = "document_title"
+TIE_MARGIN = 10
 RRF_K = 60
 FORMAT = 1
 _META_KEY = "claire_index"
@@ -183,8 +184,12 @@ class IndexStore(ABC):
                 terms = None  # only stop words: nothing for BM25 to match
                 if mode == "bm25":
                     return []
-        found = self._query(vector, terms, exclude_title, k, max(candidates, k))
-        return [(Block.model_validate(payload), score) for payload, score in found]
+        # Fused scores tie exactly (RRF), and the engine orders ties arbitrarily: fetch a margin,
+        # order by (score, id) and cut, so the same query always gives the same ranking.
+        found = self._query(vector, terms, exclude_title, k + TIE_MARGIN, max(candidates, k + TIE_MARGIN))
+        ranked = sorted(((Block.model_validate(payload), score) for payload, score in found),
+                        key=lambda pair: (-round(pair[1], 9), pair[0].id))
+        return ranked[:k]
 
     @abstractmethod
     def count(self) -> int:

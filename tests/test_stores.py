@@ -173,3 +173,23 @@ def test_count_title_on_both_backends(tmp_path):
         store.finalize()
         assert store.count_title("Alpha") == 2 and store.count_title("Beta") == 1 and store.count_title("Gamma") == 0
         store.close()
+
+
+def test_tied_fused_scores_are_ordered_by_id_so_rankings_repeat(tmp_path):
+    # "tie-b" is first by dense similarity and second by BM25, "tie-a" the other way round:
+    # their RRF scores tie exactly, and the engine alone would order them arbitrarily
+    blocks = [
+        Block(id="tie-b", document_title="B", content="a bridge"),
+        Block(id="tie-a", document_title="A", content="a bridge over the river bridge"),
+        Block(id="other", document_title="C", content="nothing relevant here"),
+    ]
+    dense = np.array([[1, 0, 0, 0], [0.9, 0.436, 0, 0], [0, 0, 1, 0]], dtype=np.float32)
+    store = EdgeStore(tmp_path / "edge")
+    store.create(IndexMeta(name="t", embedder="e", embedder_model="e", dim=4))
+    store.upsert(blocks, dense)
+    store.finalize()
+    for _ in range(5):
+        found = store.search(dense=dense[0], text="river bridge", exclude_title=None, k=2, mode="hybrid")
+        assert [b.id for b, _ in found] == ["tie-a", "tie-b"]
+        assert found[0][1] == found[1][1]
+    store.close()
