@@ -69,6 +69,7 @@ class PromptLibrary:
         )
         self._env.filters["truncate_chars"] = _truncate_chars
         self._env.filters["as_data"] = _as_data
+        self._infos: dict[str, TemplateInfo] = {}
         for name, variant in self.variants.items():
             self.info(name)  # fail early on a variant that does not exist
 
@@ -77,6 +78,12 @@ class PromptLibrary:
         return f"{name}.{variant}.j2" if variant else f"{name}.j2"
 
     def info(self, name: str) -> TemplateInfo:
+        """The template's path and declared inputs, checked once per library (parsing is slow)."""
+        if name not in self._infos:
+            self._infos[name] = self._check(name)
+        return self._infos[name]
+
+    def _check(self, name: str) -> TemplateInfo:
         file_name = self.file_name(name)
         try:
             source, filename, _ = self._env.loader.get_source(self._env, file_name)  # type: ignore[union-attr]
