@@ -1,0 +1,51 @@
+"""Opt-in checks against a real model (slow; skipped unless asked for):
+
+- ``CLAIRE_TEST_GGUF=/path/model.gguf`` runs the in-process llama.cpp backend (extra ``local``);
+- ``CLAIRE_LOCAL_LLM_URL=http://127.0.0.1:8765/v1`` (from ``../shared/scripts/local-llm.sh``) runs
+  one CLAIRE check end to end against that server on the demo index.
+
+Neither asserts the model judges well (small local models do not); they assert the real path works
+and the agent copes with real, messy output: an Assessment always comes back.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from claire.agent.llm import LLMClient
+from claire.agent.runtime import open_system
+from claire.agent.system import Claim, ContextBlock
+from claire.config import LLMConfig, load_config
+
+GGUF = os.environ.get("CLAIRE_TEST_GGUF")
+SERVER = os.environ.get("CLAIRE_LOCAL_LLM_URL")
+
+
+@pytest.mark.local_llm
+@pytest.mark.skipif(not GGUF or not Path(GGUF).is_file(), reason="set CLAIRE_TEST_GGUF to a .gguf file to run")
+async def test_in_process_llama_cpp_backend(tmp_path):
+    pytest.importorskip("llama_cpp")
+    config = LLMConfig(provider="local", model="local", local_model_path=GGUF, max_tokens=16, cache=False)
+    client = LLMClient.from_config(config)
+    response = await client.chat([{"role": "user", "content": "Answer with one word: what colour is the sky?"}])
+    assert response.content.strip() and response.completion_tokens > 0
+    assert client.total.calls == 1
+
+
+@pytest.mark.local_llm
+@pytest.mark.skipif(not SERVER, reason="set CLAIRE_LOCAL_LLM_URL to a running local OpenAI-compatible server")
+async def test_claire_check_against_a_real_small_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    config = load_config(overrides={
+        "llm.base_url": SERVER, "llm.model": "local", "llm.timeout": 900.0, "llm.max_tokens": 400, "llm.cache": False,
+        "agent.max_steps": 3, "agent.docs_per_query": 5, "retrieval.rerank": False,
+    })
+    claim = Claim(claim_id="apollo", text="Michael Collins walked on the Moon with Neil Armstrong during Apollo 11.",
+                  context=ContextBlock(document_title="Neil Armstrong"))
+    async with open_system(config) as system:
+        result = await system.assess(claim)
+    assert result.trace and result.trace[-1].action_name in ("verifier", "budget_exhausted")
+    assert result.score is not None or result.error
