@@ -115,6 +115,7 @@ def index_build(
     name: Annotated[str, typer.Option("--name", help="Index name.")] = ...,
     embedder: Annotated[str, typer.Option("--embedder", help="minilm (offline default), mgte, or a sentence-transformers id/path.")] = "minilm",
     from_wikicollide: Annotated[Optional[Path], typer.Option("--from-wikicollide", help="Build from a WikiCollide dataset's passages.")] = None,
+    from_article: Annotated[Optional[list[Path]], typer.Option("--from-article", help="Plain article text (## headings start sections); repeatable. The file name is the title.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad corpus lines (counted) instead of stopping.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Rebuild an existing index of that name.")] = False,
     path: PathOpt = None,
@@ -123,13 +124,17 @@ def index_build(
     sets: SetOpt = None,
 ) -> None:
     """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
-    from claire.indexes.corpus import blocks_from_wikicollide, read_corpus
+    from claire.indexes.corpus import blocks_from_article, blocks_from_wikicollide, read_corpus
     from claire.indexes.retriever import build_index
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
-    if (corpus is None) == (from_wikicollide is None):
-        raise ConfigError("give either a CORPUS.jsonl or --from-wikicollide DATASET.json")
-    if from_wikicollide is not None:
+    if sum(source is not None for source in (corpus, from_wikicollide, from_article)) != 1:
+        raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, or --from-article FILE")
+    if from_article:
+        blocks, invalid = [], 0
+        for article in from_article:
+            blocks += blocks_from_article(article.stem.replace("_", " "), _passage_text(None, article))
+    elif from_wikicollide is not None:
         blocks, invalid = blocks_from_wikicollide(from_wikicollide), 0
     else:
         loaded = read_corpus(corpus, skip_invalid=skip_invalid)

@@ -190,3 +190,19 @@ def test_shipped_sweeps_plan_against_the_real_config(sweep, demo_cache, tmp_path
     result = claire("sweep", str(sweep), "--dataset", str(FIXTURE), "--out", str(tmp_path), "--dry-run", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
+
+
+def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
+    article = tmp_path / "Harbour_Bridge.txt"
+    article.write_text("The bridge opened in 1932.\n\n## Design\n\nIt is a steel arch bridge.\n\n| span | value |\n| --- | --- |\n| main | 503 m |\n")
+    built = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    assert built.returncode == 0, built.stderr
+    assert "3 blocks from 1 articles" in built.stdout
+    found = claire("search", "steel arch", "--index", "harbour", "--path", str(tmp_path / "idx"), "--json", cache=demo_cache)
+    hits = json.loads(found.stdout)
+    assert hits[0]["document_title"] == "Harbour Bridge" and hits[0]["section_title"] == "Design"
+    assert any(h["block_type"] == "table" for h in hits)
+    listed = claire("index", "list", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    assert "harbour" in listed.stdout
+    again = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    assert again.returncode == 2 and "--replace" in again.stderr
