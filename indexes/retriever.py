@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -23,6 +24,8 @@ from claire.errors import DatasetError, RetrievalError
 from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
 from claire.indexes.embedders import Embedder, load_embedder
 from claire.indexes.stores import IndexMeta, IndexStore, SearchMode, delete_index, list_indexes, open_index
+
+QUERY_CACHE_SIZE = 4096
 
 
 @dataclass
@@ -60,6 +63,18 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self._lock = threading.Lock()
+        # Embedding a query costs tens of ms on a CPU; sweeps and re-runs repeat the same queries.
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _query_vector(self, query: str) -> np.ndarray:
+        vector = self._vectors.get(query)
+        if vector is None:
+            vector = self._vectors[query] = self.embedder.encode_query(query)
+            if len(self._vectors) > QUERY_CACHE_SIZE:
+                self._vectors.popitem(last=False)
+        else:
+            self._vectors.move_to_end(query)
+        return vector
 
     @property
     def meta(self) -> IndexMeta:
@@ -78,7 +93,7 @@ class Retriever:
         if not query.strip():
             raise RetrievalError("the search query is empty")
         with self._lock:
-            dense = self.embedder.encode_query(query) if mode != "bm25" else None
+            dense = self._query_vector(query) if mode != "bm25" else None
             found = self.store.search(
                 dense=dense, text=query, exclude_title=exclude_title, k=k, mode=mode, candidates=candidates
             )

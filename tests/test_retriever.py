@@ -181,3 +181,17 @@ def test_demo_index_is_built_once_and_opened_by_the_registry(tmp_path, monkeypat
         open_searcher("elastic", root=root)
     assert isinstance(wikichat, WikiChatRetriever)
     wikichat.close()
+
+
+def test_repeated_queries_are_embedded_once(tmp_path):
+    blocks = [Block(id=f"b{i}", document_title=f"T{i}", content=f"river bridge number {i}") for i in range(3)]
+    build_index(blocks, name="q", embedder="minilm", root=tmp_path, show_progress=False)
+    with open_retriever("q", root=tmp_path) as retriever:
+        calls = []
+        encode = retriever.embedder.encode_query
+        retriever.embedder.encode_query = lambda text: calls.append(text) or encode(text)
+        first = retriever.search("bridge", k=2)
+        second = retriever.search("bridge", k=2)
+        retriever.search("river", k=2)
+        assert calls == ["bridge", "river"]
+        assert [h.block.id for h in first] == [h.block.id for h in second]
