@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from claire import __version__
 from claire.config import Config, load_config, parse_assignment
@@ -140,7 +141,7 @@ def index_build(
         loaded = read_corpus(corpus, skip_invalid=skip_invalid)
         blocks, invalid = loaded.blocks, loaded.invalid
         for message in loaded.errors[:10]:
-            err.print(f"[yellow]skipped[/] {message}")
+            err.print(f"[yellow]skipped[/] {escape(message)}")
     summary = build_index(
         blocks, name=name, embedder=embedder, root=config.retrieval.index_root(), url=config.retrieval.url,
         api_key=_qdrant_key(config), replace=replace,
@@ -197,7 +198,7 @@ def search_command(
     query: Annotated[str, typer.Argument(help="What to search for.")],
     k: Annotated[int, typer.Option("-k", help="Number of results.")] = 10,
     exclude_title: Annotated[Optional[str], typer.Option("--exclude-title", help="Leave out this article.")] = None,
-    rerank: Annotated[bool, typer.Option("--rerank/--no-rerank", help="RankGPT reranking with the LLM.")] = False,
+    rerank: Annotated[bool, typer.Option("--rerank", help="Rerank with RankGPT through the LLM (search never reranks otherwise).")] = False,
     mode: Annotated[Optional[str], typer.Option("--mode", help="hybrid (default), dense or bm25.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     index: IndexOpt = None,
@@ -218,7 +219,7 @@ def search_command(
                      **{"retrieval.rerank": rerank, "retrieval.mode": mode})
 
     async def go() -> list[Any]:
-        llm = LLMClient.from_config(config.llm) if rerank else None
+        llm = LLMClient.from_config(config.llm) if config.retrieval.rerank else None
         retriever = open_retrieval(config)
         try:
             tool = search_tool(config, retriever, llm, prompt_library(config))  # type: ignore[arg-type]
@@ -268,10 +269,9 @@ def check_command(
     if not fact.strip():
         raise ConfigError("the fact is empty: give the sentence to check")
     if context_file is not None:
-        try:
-            context = context_file.read_text(encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(f"cannot read --context-file {context_file}: {error.strerror}") from None
+        context = _passage_text(None, context_file)
+    if trace_out is not None and not trace_out.parent.is_dir():
+        raise ConfigError(f"--trace-out: the folder {trace_out.parent} does not exist")
     interactive = sys.stdin.isatty() and not as_json and not no_review
     config = resolve(
         config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
@@ -281,10 +281,12 @@ def check_command(
             "agent.docs_per_query": docs_per_query,
             "retrieval.rerank": False if no_rerank else None,
             "agent.tools": tools,
-            "agent.report": False if no_report else True,
+            "agent.report": False if no_report else None,
             "agent.review": interactive,
         },
     )
+    if config.agent.report is None:  # the two-sided report is on by default for a single check
+        config = config.with_overrides({"agent.report": True})
     claim = Claim(claim_id="cli", text=fact.strip(),
                   context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
     from claire.views import CheckView
@@ -292,7 +294,10 @@ def check_command(
     view = CheckView(console, claim, config, quiet=as_json)
     assessment = run(view.run())
     if trace_out is not None:
-        trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
+        try:
+            trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
+        except OSError as error:
+            err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(error.strerror or str(error))}")
     if as_json:
         print(assessment.model_dump_json(indent=2))
     else:
@@ -310,8 +315,9 @@ ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="Cl
 def _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, system=None, concurrency=None, **more) -> Config:
     config = resolve(config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
                      **{"agent.system": system, "eval.concurrency": concurrency}, **more)
-    if config.llm.max_concurrency < config.eval.concurrency:  # the LLM limit must not starve the claims
-        config = config.with_overrides({"llm.max_concurrency": config.eval.concurrency})
+    if config.llm.max_concurrency < config.eval.concurrency:
+        err.print(f"[yellow]note:[/] {config.eval.concurrency} claims in flight but at most {config.llm.max_concurrency} "
+                  "LLM calls at once (llm.max_concurrency); raise it if your endpoint allows")
     return config
 
 
@@ -341,12 +347,17 @@ def eval_command(
     """Evaluate a system on WikiCollide: predictions.jsonl, metrics.json, report.md, roc.png."""
     from claire.agent.runtime import open_system
     from claire.evals.dataset import load_wikicollide
+    from claire.evals.metrics import resolve_threshold
     from claire.evals.reporting import auroc_text
     from claire.evals.runner import run_eval
 
     config = _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, system, concurrency,
                           **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
                              "retrieval.rerank": False if no_rerank else None, "agent.tools": tools})
+    if threshold is not None or threshold_from is not None:
+        # the systems decide their verdicts with it, and config.json records it for `claire metrics`
+        value, _ = resolve_threshold(config.agent.system, threshold=threshold, threshold_from=threshold_from)
+        config = config.with_overrides({"baselines.nli_threshold" if config.agent.system == "nli" else "agent.threshold": value})
     claims = load_wikicollide(dataset)
     if ids:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
@@ -360,8 +371,7 @@ def eval_command(
     async def go():
         async with open_system(config) as system_:
             return await run_eval(claims, system_, out, concurrency=config.eval.concurrency, config_public=config.public_dict(),
-                                  retry_errors=retry_errors, dataset=dataset, threshold=threshold,
-                                  threshold_from=threshold_from, console=err)
+                                  retry_errors=retry_errors, dataset=dataset, console=err)
 
     summary = run(go())
     metrics = summary.metrics
@@ -369,6 +379,9 @@ def eval_command(
                   f"{summary.errors} errors) in {summary.wall_time_s:.1f} s")
     console.print(f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}")
     console.print(f"wrote {out}/predictions.jsonl, metrics.json, report.md" + (", roc.png" if (out / "roc.png").exists() else ""))
+    if summary.total and summary.errors >= summary.total:
+        err.print("[red]error:[/] no claim could be scored; see the error column of predictions.jsonl")
+        raise typer.Exit(2)
 
 
 @app.command("metrics")
@@ -590,11 +603,17 @@ def main() -> None:
     try:
         app()
     except ClaireError as error:
-        err.print(f"[bold red]error:[/] {error}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
+    except Exception as error:  # a bug: one line for the person, the traceback on request
+        if os.environ.get("CLAIRE_DEBUG"):
+            raise
+        err.print(f"[bold red]internal error:[/] {escape(f'{type(error).__name__}: {error}')} "
+                  "(set CLAIRE_DEBUG=1 for the traceback, and please report it)", highlight=False)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

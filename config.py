@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from claire.errors import ConfigError
 
@@ -40,6 +40,7 @@ class LLMConfig(_Section):
     api_key_env: str = "OPENAI_API_KEY"
     azure_api_version: str = "2024-10-21"
     local_model_path: Path | None = None
+    local_n_ctx: int = Field(8192, ge=512)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(1500, ge=1)
     timeout: float = Field(60.0, gt=0)
@@ -78,6 +79,12 @@ class RetrievalConfig(_Section):
     rerank_max_chars: int = Field(600, ge=50)
     wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
 
+    @model_validator(mode="after")
+    def _step_fits_window(self) -> "RetrievalConfig":
+        if self.rerank_step > self.rerank_window:
+            raise ValueError(f"rerank_step ({self.rerank_step}) must not exceed rerank_window ({self.rerank_window})")
+        return self
+
     def index_root(self) -> Path:
         return self.path or cache_dir() / "indexes"
 
@@ -90,7 +97,7 @@ class AgentConfig(_Section):
     tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES))
     stop_on_report: bool = True
     threshold: float = Field(0.5, ge=0.0, le=1.0)
-    report: bool = False
+    report: bool | None = None  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = False
 
     @field_validator("tools", mode="before")
@@ -113,7 +120,7 @@ class AgentConfig(_Section):
 
 class BaselineConfig(_Section):
     k: int = Field(20, ge=1, le=200)
-    nli_threshold: int = Field(1, ge=0)
+    nli_threshold: float = Field(1, ge=0)  # a number of REFUTES passages
 
 
 class PromptsConfig(_Section):
@@ -193,7 +200,8 @@ def _format_errors(error: ValidationError, source: str) -> str:
                 else Config.model_fields
             )
             message = f"unknown setting; allowed: {', '.join(allowed)}"
-        lines.append(f"  {where}: {message} (got {item.get('input')!r})")
+        got = item.get("input")
+        lines.append(f"  {where}: {message}" + ("" if isinstance(got, dict) else f" (got {got!r})"))
     return "\n".join(lines)
 
 
@@ -211,7 +219,7 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
             continue
         section, _, field = name[len(ENV_PREFIX):].lower().partition("__")
         if section in Config.model_fields:
-            data.setdefault(section, {})[field] = value
+            data.setdefault(section, {})[field] = _toml_value(value)
     if environ.get("OPENAI_BASE_URL") and "base_url" not in data.get("llm", {}):
         data.setdefault("llm", {})["base_url"] = environ["OPENAI_BASE_URL"]
     return data
@@ -247,13 +255,17 @@ def load_config(
     return config
 
 
+def _toml_value(raw: str) -> Any:
+    """A value read as TOML when it can be (numbers, booleans, lists, tables), else the string."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
-    """Parse ``section.field=value`` from ``--set``; the value is read as TOML when it can be."""
+    """Parse ``section.field=value`` from ``--set``."""
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set expects section.field=value, got {text!r}")
-    try:
-        value = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
-    return key.strip(), value
+    return key.strip(), _toml_value(raw)

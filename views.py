@@ -32,16 +32,17 @@ def one_line(value: Any, limit: int = 90) -> str:
 
 
 def hits_table(hits: list[Any], query: str) -> Table:
-    table = Table(title=f"results for: {query}", title_justify="left", show_lines=True, expand=True)
+    table = Table(title=Text(f"results for: {query}"), title_justify="left", show_lines=True, expand=True)
     table.add_column("#", justify="right", width=3)
     table.add_column("score", justify="right", width=7)
     table.add_column("article > section", ratio=1, overflow="fold")
     table.add_column("passage", ratio=3)
     for hit in hits:
         block = hit.block
-        where = f"[bold]{block.document_title}[/]\n{block.section_title}" + (f"\n[dim]{block.block_type}[/]" if block.block_type != "text" else "")
+        where = Text.assemble((block.document_title, "bold"), "\n" + block.section_title,
+                              ("\n" + block.block_type, "dim") if block.block_type != "text" else "")
         content = block.content if len(block.content) <= 400 else block.content[:399] + "…"
-        table.add_row(str(hit.rank), f"{hit.score:.3f}", where, content)
+        table.add_row(str(hit.rank), f"{hit.score:.3f}", where, Text(content))
     if not hits:
         table.add_row("", "", "no results", "")
     return table
@@ -75,7 +76,7 @@ class CheckView:
         """Ask the person about a reported inconsistency (the graph is paused meanwhile)."""
         if self.status:
             self.status.stop()
-        self.console.print(Panel(request["evidence"], title="the agent reports an inconsistency", border_style="yellow"))
+        self.console.print(Panel(Text(request["evidence"]), title="the agent reports an inconsistency", border_style="yellow"))
         choice = await asyncio.to_thread(Prompt.ask, "\\[a]ccept, \\[r]eject, or type a comment", console=self.console, default="accept")
         if self.status:
             self.status.start()
@@ -113,7 +114,7 @@ class CheckView:
             body.append(Text.assemble(("Restated: ", "bold"), a.restated_claim))
         c.print(Panel(Group(*body), title="CLAIRE verdict", border_style=colour))
         if a.error:
-            c.print(f"[red]error:[/] {a.error}")
+            c.print(Text.assemble(("error: ", "red"), a.error))
         cited = self._cited(a)
         if a.evidence:
             table = Table(title="evidence", title_justify="left", show_lines=True, expand=True)
@@ -123,15 +124,17 @@ class CheckView:
             for e in a.evidence:
                 if cited and e.n not in cited:
                     continue
-                link = f"\n[link={e.url}]{e.url}[/link]" if e.url else ""
-                table.add_row(str(e.n), f"[bold]{e.document_title}[/]\n{e.section_title}{link}", e.content[:500])
+                where = Text.assemble((e.document_title, "bold"), "\n" + e.section_title)
+                if e.url:
+                    where.append("\n" + e.url, style=f"link {e.url}")
+                table.add_row(str(e.n), where, Text(e.content[:500]))
             c.print(table)
             if cited:
                 c.print(f"[dim]{len(a.evidence) - len([e for e in a.evidence if e.n in cited])} more passages were read but not cited[/]")
         for note in a.clarifications:
-            c.print(Panel(note["text"], title=f"clarified: {note['entity']}", border_style="blue"))
+            c.print(Panel(Text(note["text"]), title=Text(f"clarified: {note['entity']}"), border_style="blue"))
         for item in a.reported:
-            c.print(Panel(item, title="reported inconsistency", border_style="red"))
+            c.print(Panel(Text(item), title="reported inconsistency", border_style="red"))
         if a.reasoning:
             c.print(Panel(Markdown(a.reasoning), title="verifier analysis"))
         if a.report:

@@ -21,23 +21,34 @@ from claire.prompts import PromptLibrary
 from claire.tools.search import SearchTool
 
 NLI_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+_EXACT = re.compile(r"NOT ENOUGH INFO|SUPPORTS|REFUTES")
 _SYNONYMS = [
     ("NOT ENOUGH INFO", re.compile(r"not\s*enough|insufficient|unknown|neutral|cannot\s+(?:be\s+)?(?:determined|verified)|\bnei\b|unrelated|irrelevant", re.I)),
     ("REFUTES", re.compile(r"refute|contradict|\bfalse\b|disprove|inconsistent|conflict", re.I)),
     ("SUPPORTS", re.compile(r"support|entail|confirm|\btrue\b|consistent|agree", re.I)),
 ]
+_NEGATED = re.compile(r"\b(?:not|no|never|neither|nor|doesn'?t|isn'?t|cannot|can'?t)\W+(?:\w+\W+){0,2}$", re.I)
+_NEGATED_LABEL = re.compile(r"\b(?:NOT|NO|NEVER)\W*$")
 _LABEL_TAG = re.compile(r"<\s*label\s*>(.*?)<\s*/\s*label\s*>", re.I | re.S)
 _REASON_TAG = re.compile(r"<\s*reason\s*>(.*?)(?:<\s*/\s*reason\s*>|$)", re.I | re.S)
 
 
 def parse_nli_label(text: str) -> str | None:
-    """SUPPORTS / REFUTES / NOT ENOUGH INFO from a model answer, leniently; None if unreadable."""
+    """SUPPORTS / REFUTES / NOT ENOUGH INFO from a model answer, leniently; None if unreadable.
+
+    The label as written (in its tag, else the answer's first lines) wins; otherwise synonyms
+    are read, a negated one ("does not contradict") counting as NOT ENOUGH INFO.
+    """
     tags = _LABEL_TAG.findall(text or "")
     candidates = [tags[-1]] if tags else [line for line in (text or "").splitlines() if line.strip()][:2]
     for candidate in candidates:
+        exact = set(_EXACT.findall(candidate.upper() if tags else candidate))
+        if len(exact) == 1 and not _NEGATED_LABEL.search(candidate.upper().split(next(iter(exact)))[0]):
+            return exact.pop()
         for label, pattern in _SYNONYMS:
-            if pattern.search(candidate):
-                return label
+            match = pattern.search(candidate)
+            if match:
+                return "NOT ENOUGH INFO" if _NEGATED.search(candidate[: match.start()]) else label
     return None
 
 
@@ -135,6 +146,8 @@ class NLIPipeline(_SearchOnce):
         if evidence and len(failed) == len(evidence):
             assessment.error = f"every NLI call failed: {failed[0]['error']}"
             return
+        if failed:  # a count over fewer passages is not comparable: an error, retried by --retry-errors
+            assessment.error = f"{len(failed)} of {len(evidence)} NLI calls failed: {failed[0]['error']}"
         counts = {label: sum(1 for j in judgements if (j["label"] or "NOT ENOUGH INFO") == label) for label in NLI_LABELS}
         refuting = [j["n"] for j in judgements if j["label"] == "REFUTES"]
         assessment.score = float(counts["REFUTES"])
@@ -142,7 +155,7 @@ class NLIPipeline(_SearchOnce):
             "counts": counts,
             "refutes_fraction": counts["REFUTES"] / len(evidence) if evidence else 0.0,
             "refuting_passages": refuting,
-            "unparsed": [j["n"] for j in judgements if j["error"]],
+            "unparsed": [j["n"] for j in judgements if j["error"] and j not in failed],
         }
         assessment.reasoning = "\n".join(
             f"[{j['n']}] {j['label'] or 'NOT ENOUGH INFO'}: {j['reason']}" for j in judgements if j["label"] in ("REFUTES", "SUPPORTS")

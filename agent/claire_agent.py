@@ -209,7 +209,8 @@ class ClaireAgent:
             return "\n".join(lines), passages, False
         if action.name == "clarify_entity":
             note, _ = await clarify_entity(
-                action.argument, claim=claim.text, search=self.search_tool, llm=self.llm, prompts=self.prompts, k=agent.clarify_k
+                action.argument, claim=claim.text, search=self.search_tool, llm=self.llm, prompts=self.prompts,
+                k=agent.clarify_k, exclude_title=claim.context.document_title or None,
             )
             update["clarifications"].append({"entity": action.argument, "text": note})
             return note, note, False
@@ -284,7 +285,10 @@ class ClaireAgent:
         return self._assessment(claim, state, usage.to_dict(), time.perf_counter() - started)
 
     def _assessment(self, claim: Claim, state: dict[str, Any], usage: dict[str, Any], latency: float) -> Assessment:
-        errors = state.get("errors", [])
+        # A failed research step makes the result unreliable even with a score: it is an error, so
+        # metrics leave it out and --retry-errors runs it again. A failed report is only a warning.
+        warnings = [e for e in state.get("errors", []) if e.startswith("report:")]
+        errors = [e for e in state.get("errors", []) if not e.startswith("report:")]
         assessment = Assessment(
             claim_id=claim.claim_id,
             system=self.name,
@@ -298,11 +302,11 @@ class ClaireAgent:
             restated_claim=state.get("restated_claim"),
             reasoning=state.get("reasoning"),
             report=state.get("report"),
-            details={"steps": state.get("steps", 0), "stop_reason": state.get("stop_reason"), "warnings": errors if state.get("score") is not None else []},
+            details={"steps": state.get("steps", 0), "stop_reason": state.get("stop_reason"), "warnings": warnings},
             trace=[TraceItem.model_validate(item) for item in state.get("trace", [])],
             usage=usage,
             latency_s=round(latency, 3),
-            error=None if state.get("score") is not None else ("; ".join(errors) or "no score was produced"),
+            error="; ".join(errors) or (None if state.get("score") is not None else "no score was produced"),
         )
         assessment.decide()
         return assessment

@@ -68,7 +68,7 @@ class LLMClient:
             if config.provider == "local":
                 if not config.local_model_path:
                     raise LLMError("the local provider needs llm.local_model_path (a .gguf file)")
-                backend = LlamaCppBackend(str(config.local_model_path))
+                backend = LlamaCppBackend(str(config.local_model_path), n_ctx=config.local_n_ctx)
             else:
                 backend = OpenAIBackend(
                     api_key=config.resolved_api_key(),
@@ -135,7 +135,8 @@ class LLMClient:
             max_tokens=max_tokens or self.max_tokens,
             timeout=self.timeout,
         )
-        key = cache_key(request.cache_fields(self.backend.name)) if self.cache is not None and use_cache else None
+        key = (cache_key(request.cache_fields(self.backend.name, self.backend.endpoint))
+               if self.cache is not None and use_cache else None)
         if key and not self.refresh_cache:
             hit = await self.cache.get(key)  # type: ignore[union-attr]
             if hit is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterable, Protocol
 
 import httpx
@@ -63,9 +65,10 @@ class ChatRequest:
     max_tokens: int = 1500
     timeout: float = 60.0
 
-    def cache_fields(self, provider: str) -> dict[str, Any]:
+    def cache_fields(self, provider: str, endpoint: str) -> dict[str, Any]:
         return {
             "provider": provider,
+            "endpoint": endpoint,
             "model": self.model,
             "messages": self.messages,
             "tools": self.tools,
@@ -106,7 +109,10 @@ def _retry_after(headers: httpx.Headers | None) -> float | None:
         try:
             return max(float(value), 0.0)
         except ValueError:
-            return None
+            try:  # the HTTP-date form
+                return max((parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds(), 0.0)
+            except (TypeError, ValueError):
+                return None
     return None
 
 
@@ -284,11 +290,13 @@ class LlamaCppBackend:
     name = "local"
 
     def __init__(self, model_path: str, *, n_ctx: int = 8192, chat_format: str | None = None):
+        self.model_path = str(model_path)
         try:
             import llama_cpp
         except ImportError:
             raise LLMError("the local backend needs llama-cpp-python: pip install 'claire[local]'") from None
         self.endpoint = f"llama.cpp:{model_path}"
+        self.n_ctx = n_ctx
         try:
             self._llama = llama_cpp.Llama(
                 model_path=str(model_path), n_ctx=n_ctx, chat_format=chat_format or "chatml-function-calling", verbose=False
@@ -307,7 +315,11 @@ class LlamaCppBackend:
             kwargs["tools"] = request.tools
             kwargs["tool_choice"] = request.tool_choice or "auto"
         async with self._lock:
-            data = await asyncio.to_thread(self._llama.create_chat_completion, **kwargs)
+            try:
+                data = await asyncio.to_thread(self._llama.create_chat_completion, **kwargs)
+            except ValueError as error:  # llama.cpp reports a prompt longer than its context this way
+                raise LLMError(f"the local model could not take this prompt: {error} (raise llm.local_n_ctx, or "
+                               "lower agent.docs_per_query / agent.max_steps)") from None
         return response_from_openai_dict(dict(data), request.model)
 
     async def aclose(self) -> None:

@@ -2,7 +2,7 @@
 
 ``claire`` (the agent), ``rav`` (retrieve-and-verify) and ``nli`` (the NLI pipeline) all
 implement ``async assess(claim) -> Assessment``, so evaluation, sweeps and the CLI never
-special-case a system. ``build_system`` makes one from the resolved configuration.
+special-case a system. ``agent.runtime.open_system`` makes one from the resolved configuration.
 """
 
 from __future__ import annotations

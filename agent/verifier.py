@@ -16,8 +16,11 @@ from claire.agent.system import Claim
 from claire.prompts import PromptLibrary
 
 _SCORE_TAG = re.compile(r"<\s*inconsistency_score\s*>\s*(.*?)\s*<\s*/\s*inconsistency_score\s*>", re.IGNORECASE | re.DOTALL)
-_SCORE_LINE = re.compile(r"inconsistency[_ ]score\W{0,5}([-+]?\d*\.?\d+\s*%?)", re.IGNORECASE)
-_NUMBER = re.compile(r"[-+]?\d*\.?\d+\s*%?")
+_SCORE_LINE = re.compile(r"inconsistency[_ ]score\W{0,5}([-+]?\d[^\n]{0,20})", re.IGNORECASE)
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_FRACTION = re.compile(rf"({_NUMBER})\s*(?:/|out\s+of)\s*({_NUMBER})", re.IGNORECASE)
+_PERCENT = re.compile(rf"({_NUMBER})\s*%")
+_PLAIN = re.compile(_NUMBER)
 
 
 def _tag(text: str, name: str) -> str | None:
@@ -27,14 +30,20 @@ def _tag(text: str, name: str) -> str | None:
 
 
 def _to_score(raw: str) -> float | None:
-    match = _NUMBER.search(raw)
-    if not match:
+    """0.7, 70%, 7/10 and "7 out of 10" all read as 0.7; anything else outside [0, 1] is unusable
+    (asked again) rather than guessed at. Slightly negative values clamp to 0."""
+    if match := _FRACTION.search(raw):
+        numerator, denominator = float(match.group(1)), float(match.group(2))
+        value = numerator / denominator if denominator > 0 else None
+    elif match := _PERCENT.search(raw):
+        value = float(match.group(1)) / 100
+    elif match := _PLAIN.search(raw):
+        value = float(match.group())
+    else:
         return None
-    token = match.group().replace(" ", "")
-    value = float(token.rstrip("%"))
-    if token.endswith("%") or 1.0 < value <= 100.0:
-        value /= 100.0
-    return min(max(value, 0.0), 1.0)
+    if value is None or value > 1.0:
+        return None
+    return max(value, 0.0)
 
 
 def parse_score(text: str) -> float | None:

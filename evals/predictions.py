@@ -9,6 +9,7 @@ When a claim has several lines (a retried error), the last one counts.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import tempfile
@@ -120,7 +121,17 @@ class PredictionLog:
 
     def __init__(self, run_dir: Path):
         self.path = Path(run_dir) / PREDICTIONS
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"cannot use {run_dir} as a run directory: {error.strerror}") from None
+        # one process per run directory: a second one would append to a file the first may replace
+        self._lock_fd = os.open(self.path.parent / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise ConfigError(f"{run_dir} is in use by another claire process; wait for it or choose another --out") from None
         self.latest, self._lines, good, missing_newline = _read(self.path)
         if self.path.exists() and (good < self.path.stat().st_size or missing_newline):
             with open(self.path, "r+b") as handle:
@@ -158,6 +169,7 @@ class PredictionLog:
                 handle.write(payload)
                 handle.flush()
                 os.fsync(handle.fileno())
+            os.chmod(temp, 0o644)
             os.replace(temp, self.path)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
@@ -168,6 +180,7 @@ class PredictionLog:
 
     def close(self) -> None:
         os.close(self._fd)
+        os.close(self._lock_fd)  # releases the run-directory lock
 
 
 def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
@@ -180,9 +193,14 @@ def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: not readable JSON ({error}); delete it or use another --out") from None
 
 
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so a reader never sees half a file."""
+    temp = path.with_name(f".{path.name}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)
+
+
 def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:
     path = Path(run_dir) / CONFIG
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_suffix(".json.tmp")
-    temp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temp, path)
+    write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

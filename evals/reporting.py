@@ -17,7 +17,7 @@ from rich.table import Table
 
 from claire.errors import ConfigError
 from claire.evals.metrics import roc_points
-from claire.evals.predictions import PREDICTIONS, load_predictions
+from claire.evals.predictions import PREDICTIONS, load_predictions, write_atomically
 
 METRICS = "metrics.json"
 REPORT = "report.md"
@@ -148,8 +148,8 @@ def plot_roc(curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, 
 def write_run_outputs(out_dir: str | Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
     """Write metrics.json, report.md and (when AUROC is defined) roc.png into a run directory."""
     out_dir = Path(out_dir)
-    (out_dir / METRICS).write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out_dir / REPORT).write_text(render_report(metrics, predictions), encoding="utf-8")
+    write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out_dir / REPORT, render_report(metrics, predictions))
     roc = out_dir / ROC
     label = f"{metrics.get('system') or 'run'} (AUROC {pct(metrics.get('auroc'))})"
     if not plot_roc([(label, predictions)], roc, title=f"ROC — {metrics.get('system') or out_dir.name}"):

@@ -61,10 +61,45 @@ def pending_claims(claims: list[Claim], out_dir: str | Path, *, retry_errors: bo
     return _todo(claims, {p["claim_id"]: p["error"] for p in done}, retry_errors)
 
 
-def _check_run_dir(out_dir: Path, system: str, dataset: Path | None) -> None:
+# Settings that do not change what a system answers: a run may resume with other values.
+NEUTRAL_SETTINGS = {
+    "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
+    "llm.api_key_env", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
+    "retrieval.qdrant_api_key", "retrieval.path", "agent.review",
+}
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "variants":
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_differences(stored: dict[str, Any] | None, current: dict[str, Any] | None) -> list[str]:
+    """Settings that changed between a run directory's config and this one (neutral ones ignored)."""
+    if not stored or not current:
+        return []
+    old, new = _flatten(stored), _flatten(current)
+    return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
+            if key not in NEUTRAL_SETTINGS and old.get(key) != new.get(key)]
+
+
+def _check_run_dir(out_dir: Path, system: str, dataset: Path | None, config_public: dict[str, Any] | None) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file; give a directory for the run")
     existing = read_run_config(out_dir)
     if existing is None:
         return
+    changed = config_differences(existing.get("config"), config_public)
+    if changed:
+        raise ConfigError(
+            f"{out_dir} holds a run made with other settings ({'; '.join(changed[:5])}); resuming would mix "
+            "them: use the same settings, or another --out"
+        )
     if existing.get("system") not in (None, system):
         raise ConfigError(
             f"{out_dir} holds a run of '{existing['system']}', not '{system}': one system per run "
@@ -189,7 +224,7 @@ async def run_eval(
     out_dir = Path(out_dir)
     dataset = Path(dataset) if dataset is not None else None
     split = split or (infer_split(dataset) if dataset else None)
-    _check_run_dir(out_dir, system.name, dataset)
+    _check_run_dir(out_dir, system.name, dataset, config_public)
     resolved = resolve_threshold(system.name, config_public=config_public, threshold=threshold, threshold_from=threshold_from)
     log = PredictionLog(out_dir)
     write_run_config(out_dir, {

@@ -40,7 +40,7 @@ from claire.errors import ConfigError
 from claire.evals.dataset import load_wikicollide
 from claire.evals.predictions import load_predictions, read_run_config
 from claire.evals.reporting import DASH, auroc_text, pct, plot_heatmap, plot_roc, read_metrics
-from claire.evals.runner import pending_claims, run_eval
+from claire.evals.runner import config_differences, pending_claims, run_eval
 
 SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
 VARIANT_PREFIX = "prompt_variant."
@@ -199,11 +199,12 @@ def plan_sweep(sweep_file: str | Path, base_config: Config) -> SweepPlan:
     return SweepPlan(name=spec.name or sweep_file.stem, axes=axes, cells=cells)
 
 
-def _is_complete(claims: list[Claim], cell_dir: Path, system: str, retry_errors: bool) -> bool:
+def _is_complete(claims: list[Claim], cell_dir: Path, system: str, retry_errors: bool, config_public: dict) -> bool:
     config = read_run_config(cell_dir)
     return (
         config is not None
         and config.get("system") == system
+        and not config_differences(config.get("config"), config_public)
         and (cell_dir / "metrics.json").exists()
         and not pending_claims(claims, cell_dir, retry_errors=retry_errors)
     )
@@ -234,7 +235,7 @@ async def run_sweep(
     for index, cell in enumerate(plan.cells, start=1):
         cell_dir = out_dir / cell.dir_name
         console.print(f"[bold]{plan.name}[/] cell {index}/{len(plan.cells)}: {cell.name}")
-        if _is_complete(claims, cell_dir, cell.config.agent.system, retry_errors):
+        if _is_complete(claims, cell_dir, cell.config.agent.system, retry_errors, cell.config.public_dict()):
             results.append(CellResult(cell, cell_dir, read_metrics(cell_dir), resumed_complete=True))
             continue
         async with make_system(cell.config) as system:

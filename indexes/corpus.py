@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from claire.errors import ConfigError, DatasetError
 
-SEARCH_ACTION = "search_wikipedia_outside_claim_article"
+# WikiCollide's name for a search step, and CLAIRE's own (its traces can be read back the same way)
+SEARCH_ACTIONS = ("search_wikipedia_outside_claim_article", "search")
 """The action name of a corpus search in WikiCollide agent traces."""
 
 BlockType = Literal["text", "table", "infobox"]
@@ -200,7 +201,7 @@ def wikicollide_claims(path: str | Path) -> list[ClaimRetrievals]:
             raise DatasetError(f"{where}: field 'agent_trace' is not a list")
         found: list[Block] = []
         for step_index, step in enumerate(trace):
-            if not isinstance(step, dict) or step.get("action_name") != SEARCH_ACTION:
+            if not isinstance(step, dict) or step.get("action_name") not in SEARCH_ACTIONS:
                 continue
             output = step.get("action_output")
             step_where = f"{where}: agent_trace[{step_index}].action_output"

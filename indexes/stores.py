@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import platformdirs
 import qdrant_edge as edge
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
@@ -49,11 +48,6 @@ FORMAT = 1
 _META_KEY = "claire_index"
 _BATCH = 512
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-
-
-def default_index_root() -> Path:
-    """Where embedded indexes live unless configured otherwise."""
-    return Path(platformdirs.user_cache_dir("claire")) / "indexes"
 
 
 @dataclass

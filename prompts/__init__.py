@@ -152,11 +152,3 @@ def _cached_library(set_name: str, variants: tuple[tuple[str, str], ...]) -> Pro
 def library(set_name: str = "default", variants: Mapping[str, str] | None = None) -> PromptLibrary:
     """A shared library per (set, variants) so templates are parsed once per process."""
     return _cached_library(set_name, tuple(sorted((variants or {}).items())))
-
-
-def builtin_templates() -> list[str]:
-    return sorted(p.stem for p in BUILTIN_DIR.glob("*.j2") if not p.name.startswith("_"))
-
-
-def builtin_variants() -> list[str]:
-    return sorted(p.name[: -len(".j2")] for p in (BUILTIN_DIR / "variants").glob("*.j2"))

@@ -95,6 +95,9 @@ async def test_baseline_llm_failure_is_recorded():
     ("SUPPORTS - the passage says so", "SUPPORTS"),
     ("The passage contradicts the fact.", "REFUTES"),
     ("<label>NEI</label>", "NOT ENOUGH INFO"),
+    ("The passage does not contradict the fact.", "NOT ENOUGH INFO"),
+    ("<label>NOT REFUTES</label>", "NOT ENOUGH INFO"),
+    ("This is not inconsistent; SUPPORTS", "SUPPORTS"),
     ("???", None),
 ])
 def test_parse_nli_label(text, label):

@@ -47,5 +47,7 @@ async def test_claire_check_against_a_real_small_model(tmp_path, monkeypatch):
                   context=ContextBlock(document_title="Neil Armstrong"))
     async with open_system(config) as system:
         result = await system.assess(claim)
-    assert result.trace and result.trace[-1].action_name in ("verifier", "budget_exhausted")
-    assert result.score is not None or result.error
+    names = [item.action_name for item in result.trace]
+    assert names[0] in ("search", "clarify_entity", "explain", "report_inconsistency", "finish", "invalid")
+    assert "verifier" in names  # the research ended and the verifier judged it, whatever the model wrote
+    assert result.score is None or 0.0 <= result.score <= 1.0

@@ -278,3 +278,14 @@ def test_compare_runs_side_by_side(tmp_path, claims):
     (tmp_path / "c" / "metrics.json").unlink()
     with pytest.raises(ConfigError, match="has no metrics.json"):
         compare_runs([tmp_path / "a", tmp_path / "c"])
+
+
+def test_a_run_directory_is_used_by_one_process_at_a_time(tmp_path):
+    from claire.errors import ConfigError
+    from claire.evals.predictions import PredictionLog
+
+    first = PredictionLog(tmp_path / "run")
+    with pytest.raises(ConfigError, match="in use by another claire process"):
+        PredictionLog(tmp_path / "run")
+    first.close()
+    PredictionLog(tmp_path / "run").close()  # free again once the first is closed

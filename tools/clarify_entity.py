@@ -10,14 +10,15 @@ from claire.tools.search import SearchTool
 
 
 async def clarify_entity(
-    entity: str, *, claim: str, search: SearchTool, llm: ChatModel, prompts: PromptLibrary, k: int = 10
+    entity: str, *, claim: str, search: SearchTool, llm: ChatModel, prompts: PromptLibrary, k: int = 10,
+    exclude_title: str | None = None,
 ) -> tuple[str, list[Hit]]:
     """Return the disambiguation note and the blocks it was written from.
 
-    The search is not restricted to other articles: the entity's own article is the best
-    source for telling it apart from its namesakes.
+    Like every search of the agent it leaves out the claim's own article, so the note cannot
+    carry that article's version of the facts into the verdict.
     """
-    hits = await search.search(entity, exclude_title=None, k=k)
+    hits = await search.search(entity, exclude_title=exclude_title, k=k)
     documents = [
         {"n": i, "document_title": h.block.document_title, "section_title": h.block.section_title, "content": h.block.content}
         for i, h in enumerate(hits, start=1)
