@@ -206,3 +206,26 @@ def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
     assert "harbour" in listed.stdout
     again = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
     assert again.returncode == 2 and "--replace" in again.stderr
+
+
+def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server, demo_cache, tmp_path):
+    dev, test = tmp_path / "dev", tmp_path / "test"
+    common_args = ("--system", "rav", "--base-url", server.base_url, "--no-rerank", "--ids", "demo_1,demo_2,demo_6,demo_7")
+    assert claire("eval", "--dataset", str(FIXTURE), "--out", str(dev), *common_args, cache=demo_cache).returncode == 0
+    result = claire("eval", "--dataset", str(FIXTURE), "--out", str(test), "--threshold", "0.05", *common_args, cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in (test / "predictions.jsonl").read_text().splitlines()]
+    assert {r["threshold"] for r in rows} == {0.05} and {r["verdict"] for r in rows} == {"inconsistent"}
+    before = json.loads((test / "metrics.json").read_text())
+    assert claire("metrics", str(test), cache=demo_cache).returncode == 0
+    after = json.loads((test / "metrics.json").read_text())
+    assert after["threshold"] == before["threshold"] == 0.05
+
+
+def test_a_run_directory_refuses_to_resume_with_other_settings(server, demo_cache, tmp_path):
+    out = tmp_path / "run"
+    args = ("eval", "--dataset", str(FIXTURE), "--out", str(out), "--system", "rav", "--base-url", server.base_url,
+            "--no-rerank", "--limit", "1")
+    assert claire(*args, cache=demo_cache).returncode == 0
+    changed = claire(*args, "--model", "another-model", cache=demo_cache)
+    assert changed.returncode == 2 and "llm.model" in changed.stderr and "another --out" in changed.stderr

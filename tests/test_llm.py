@@ -206,3 +206,14 @@ def test_price_table():
     assert price_for("gpt-4o-2024-08-06") == price_for("gpt-4o")
     assert price_for("gpt-4o-mini") != price_for("gpt-4o")
     assert price_for("my-local-model") is None
+
+
+async def test_cache_is_per_endpoint(tmp_path):
+    with MockOpenAIServer() as one, MockOpenAIServer() as two:
+        first = client_for(one, tmp_path)
+        await first.chat(HELLO)
+        await first.aclose()
+        other = client_for(two, tmp_path)  # same model name, same messages, another server
+        assert not (await other.chat(HELLO)).cached
+        assert two.calls == 1
+        await other.aclose()
