@@ -41,7 +41,8 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
     match = _INPUTS.search(head)
     if not match:
         raise PromptError(f"{path}: the opening comment must declare its variables on an 'inputs:' line")
-    return tuple(part.strip() for part in match.group(1).split(",") if part.strip())
+    names = match.group(1).rstrip().rstrip("-")  # a one-line comment ends "... -#}"
+    return tuple(part.strip() for part in names.split(",") if part.strip())
 
 
 class PromptLibrary:

@@ -54,7 +54,7 @@ async def test_documents_are_deduplicated_and_numbered_in_first_seen_order():
     assert "(seen before)" in second
 
 
-async def test_clarify_and_explain_feed_the_verifier():
+async def test_clarifications_reach_the_verifier_and_explanations_the_controller():
     model = ScriptedModel([tool_call("clarify_entity", "Paris (city in France)"), tool_call("explain", "wrought iron")])
     agent, _ = make_agent(model)
     result = await agent.assess(CLAIM)
@@ -62,6 +62,9 @@ async def test_clarify_and_explain_feed_the_verifier():
     assert result.explanations[0]["topic"] == "wrought iron"
     verifier_prompt = model.requests("verifier")[0].messages[1]["content"]
     assert "not Paris, Texas" in verifier_prompt
+    # background notes steer the research; the verdict rests on evidence and clarifications only
+    assert "low-carbon iron alloy" in model.requests("controller")[2].messages[1]["content"]
+    assert "low-carbon iron alloy" not in verifier_prompt
     clarify_prompt = model.requests("clarify")[0].messages[1]["content"]
     assert "Paris, Texas" in clarify_prompt  # it retrieved the similarly named entity
 
