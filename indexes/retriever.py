@@ -23,9 +23,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from claire.errors import DatasetError, RetrievalError
 from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
 from claire.indexes.embedders import Embedder, load_embedder
-from claire.indexes.stores import IndexMeta, IndexStore, SearchMode, delete_index, list_indexes, open_index
+from claire.indexes.stores import (
+    IndexMeta,
+    IndexStore,
+    SearchMode,
+    delete_index,
+    list_indexes,
+    open_index,
+    replace_embedded_index,
+)
 
 QUERY_CACHE_SIZE = 4096
+REBUILD_SUFFIX = ".rebuild"
 
 
 @dataclass
@@ -154,10 +163,16 @@ def build_index(
         raise DatasetError(f"{len(repeated)} block ids occur more than once (e.g. {repeated[0]!r}); ids must be unique")
     if isinstance(embedder, str):
         embedder = load_embedder(embedder)
+    final = name
     if any(m.name == name for m in list_indexes(root, url, api_key=api_key)):
         if not replace:
             raise RetrievalError(f"index {name} already exists; pass --replace to rebuild it")
-        delete_index(name, root=root, url=url, api_key=api_key)
+        if url is None:  # embedded: build beside the old index and swap at the end, so it survives a failed rebuild
+            name = f"{final}{REBUILD_SUFFIX}"
+            with suppress(RetrievalError):
+                delete_index(name, root=root)  # the leftovers of an earlier interrupted rebuild
+        else:  # a server collection cannot be renamed: the old one goes first
+            delete_index(name, root=root, url=url, api_key=api_key)
     meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim)
     started = time.monotonic()
     store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta)
@@ -184,9 +199,11 @@ def build_index(
             delete_index(name, root=root, url=url, api_key=api_key)
         raise
     store.close()
+    if name != final:
+        replace_embedded_index(root, old=final, new=name)
     seconds = time.monotonic() - started
     return BuildSummary(
-        name=name,
+        name=final,
         blocks=meta.blocks,
         documents=meta.documents,
         seconds=round(seconds, 3),

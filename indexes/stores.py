@@ -550,6 +550,19 @@ def list_indexes(root: Path, url: str | None = None, *, api_key: str | None = No
     return sorted((m for m in found if m is not None), key=lambda m: m.name)
 
 
+def replace_embedded_index(root: Path, *, old: str, new: str) -> None:
+    """Put the finished embedded index ``new`` in place of ``old`` (deleted), keeping the name ``old``."""
+    root = Path(root)
+    delete_index(old, root=root)
+    os.replace(root / new, root / old)
+    meta_path = root / old / "meta.json"
+    data = json.loads(meta_path.read_text(encoding="utf-8"))
+    data["name"] = old
+    temp = meta_path.with_name(".meta.json.tmp")
+    temp.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    os.replace(temp, meta_path)
+
+
 def delete_index(name: str, *, root: Path, url: str | None = None, api_key: str | None = None) -> None:
     """Delete the index ``name``; an embedded index must not be open anywhere."""
     check_name(name)

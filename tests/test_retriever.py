@@ -195,3 +195,26 @@ def test_repeated_queries_are_embedded_once(tmp_path):
         retriever.search("river", k=2)
         assert calls == ["bridge", "river"]
         assert [h.block.id for h in first] == [h.block.id for h in second]
+
+
+def test_replace_keeps_the_old_index_until_the_new_one_is_built(tmp_path, monkeypatch):
+    old = [Block(id="old", document_title="Old", content="the old bridge text")]
+    build_index(old, name="keep", embedder="minilm", root=tmp_path, show_progress=False)
+    new = [Block(id=f"n{i}", document_title="New", content=f"new text {i}") for i in range(4)]
+
+    def broken(*args, **kwargs):
+        raise KeyboardInterrupt  # the rebuild is interrupted half-way
+
+    from claire.indexes import stores
+
+    monkeypatch.setattr(stores.IndexStore, "finalize", broken)
+    with pytest.raises(KeyboardInterrupt):
+        build_index(new, name="keep", embedder="minilm", root=tmp_path, show_progress=False, replace=True)
+    monkeypatch.undo()
+    with open_retriever("keep", root=tmp_path) as retriever:  # the old index is intact
+        assert [h.block.id for h in retriever.search("bridge", k=1)] == ["old"]
+    summary = build_index(new, name="keep", embedder="minilm", root=tmp_path, show_progress=False, replace=True)
+    assert summary.name == "keep" and summary.blocks == 4
+    assert [m.name for m in list_indexes(tmp_path)] == ["keep"]
+    with open_retriever("keep", root=tmp_path) as retriever:
+        assert retriever.meta.name == "keep" and retriever.store.count() == 4
