@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from abc import ABC, abstractmethod
 from typing import Any
 
 from claire.agent.claire_agent import StepListener, evidence_from_hit
@@ -52,8 +53,8 @@ def parse_nli_label(text: str) -> str | None:
     return None
 
 
-class _SearchOnce:
-    """Shared first stage of both baselines: one search for the claim text."""
+class _SearchOnce(ABC):
+    """Shared first stage of both baselines: one search for the claim text; ``_run`` does the rest."""
 
     name = "baseline"
 
@@ -94,8 +95,9 @@ class _SearchOnce:
     def _threshold(self) -> float:
         return self.config.agent.threshold
 
+    @abstractmethod
     async def _run(self, claim: Claim, assessment: Assessment) -> None:
-        raise NotImplementedError
+        """Fill in the assessment's evidence, trace, score and reasoning."""
 
 
 class RetrieveAndVerify(_SearchOnce):

@@ -13,7 +13,7 @@ from typing import AsyncIterator
 from claire.agent.baselines import NLIPipeline, RetrieveAndVerify
 from claire.agent.claire_agent import ClaireAgent, Reviewer, StepListener
 from claire.agent.llm import LLMClient
-from claire.agent.system import System
+from claire.agent.system import SYSTEM_NAMES, System
 from claire.config import Config
 from claire.errors import ConfigError
 from claire.indexes.registry import Searcher, open_searcher
@@ -67,7 +67,7 @@ def build_system(
         return RetrieveAndVerify(config=config, llm=llm, search=search, prompts=prompts, on_step=on_step)
     if name == "nli":
         return NLIPipeline(config=config, llm=llm, search=search, prompts=prompts, on_step=on_step)
-    raise ConfigError(f"unknown system '{name}'; allowed: claire, rav, nli")
+    raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEM_NAMES)}")
 
 
 @asynccontextmanager
