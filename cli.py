@@ -512,7 +512,7 @@ def scan_command(
     """Extract every fact of a passage and check each one; flagged facts first."""
     from rich.table import Table
 
-    from claire.evals.scan import run_scan
+    from claire.workflows.scan import run_scan
 
     passage = _passage_text(text, file)
     config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
@@ -535,7 +535,7 @@ def scan_command(
 @bench_app.command("llm")
 def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
     """LLM-layer overhead per call, concurrency speed-up and cache-hit latency (local mock server)."""
-    from claire.evals.bench_llm import run_llm_bench
+    from claire.bench.llm import run_llm_bench
 
     run_llm_bench(calls=calls, console=console)
 
@@ -547,7 +547,7 @@ def bench_retrieval(
     baseline_n: Annotated[Optional[int], typer.Option("--baseline-n", help="Blocks for the qdrant-client local-mode baseline.")] = None,
 ) -> None:
     """Upsert rate, HNSW build, size and query latency: embedded engine vs qdrant-client local mode."""
-    from claire.evals.bench_retrieval import run_retrieval_bench
+    from claire.bench.retrieval import run_retrieval_bench
 
     run_retrieval_bench(n, queries=queries, baseline_n=baseline_n, console=console)
 
@@ -567,7 +567,7 @@ def bench_retrieval_quality(
 
     from claire.agent.llm import LLMClient
     from claire.agent.runtime import prompt_library
-    from claire.evals.bench_retrieval import run_retrieval_quality
+    from claire.bench.retrieval import run_retrieval_quality
     from claire.tools.rankgpt import RankGPTReranker
 
     reranker = None
@@ -592,7 +592,7 @@ def bench_eval(
     system: Annotated[str, typer.Option("--system", help="tiny (a 3-call stand-in), or the real claire / rav on the demo index.")] = "tiny",
 ) -> None:
     """Batch-eval throughput at concurrency 1 and 16 vs the ideal, and a warm-cache re-run."""
-    from claire.evals.bench_eval import run_eval_bench
+    from claire.bench.eval import run_eval_bench
 
     run_eval_bench(claims=claims, latency=latency, system=system, console=console)
 

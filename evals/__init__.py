@@ -1,5 +1,5 @@
 """Evaluation: the WikiCollide loader, the resumable batch runner and its run directories,
-metrics and reports, ablation sweeps, benchmarks, and the mock OpenAI server they test against.
+metrics and reports, and ablation sweeps.
 
 May import ``agent``, ``tools``, ``indexes``, ``config`` and ``errors``; never ``cli``.
 """

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from claire.evals.mock_openai import MockOpenAIServer
+from claire.testing.mock_openai import MockOpenAIServer
 
-sys.path.insert(0, str(Path(__file__).parent))  # test helper modules (doubles.py)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

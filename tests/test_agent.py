@@ -12,13 +12,8 @@ from claire.agent.verifier import parse_score
 from claire.config import Config
 from claire.errors import LLMError
 from claire.indexes.corpus import Block
-from doubles import BLOCKS, KeywordRetriever, ScriptedModel, tool_call
+from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, tool_call
 
-CLAIM = Claim(
-    claim_id="paris-1",
-    text="The Eiffel Tower was finished in 1890.",
-    context=ContextBlock(document_title="Paris", section_title="Landmarks", content=BLOCKS[2].content),
-)
 
 
 def make_agent(model: ScriptedModel, retriever=None, tool_calling="native", reviewer=None, **agent_overrides):

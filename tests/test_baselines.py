@@ -11,8 +11,7 @@ from claire.agent.llm import LLMClient
 from claire.agent.runtime import build_system
 from claire.config import Config
 from claire.errors import LLMError
-from doubles import BLOCKS, KeywordRetriever, ScriptedModel, kind_of
-from test_agent import CLAIM
+from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, kind_of
 
 
 def make(name: str, model, **overrides):

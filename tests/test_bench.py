@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from claire.evals.bench_eval import CALLS_PER_CLAIM, run_eval_bench
-from claire.evals.bench_llm import run_llm_bench
+from claire.bench.eval import CALLS_PER_CLAIM, run_eval_bench
+from claire.bench.llm import run_llm_bench
 
 
 def test_eval_bench_counts_calls_and_the_warm_cache_makes_none():

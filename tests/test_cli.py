@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from claire.evals.mock_openai import MockOpenAIServer
+from claire.testing.mock_openai import MockOpenAIServer
 from claire.indexes.retriever import ensure_demo_index
-from doubles import http_responder
+from claire.testing.doubles import http_responder
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from claire.agent.llm_cache import ResponseCache
 from claire.agent.usage import price_for, track_usage
 from claire.config import LLMConfig
 from claire.errors import LLMError
-from claire.evals.mock_openai import MockOpenAIServer
+from claire.testing.mock_openai import MockOpenAIServer
 
 HELLO = [{"role": "user", "content": "hello"}]
 TOOLS = [{"type": "function", "function": {"name": "search", "description": "search",

@@ -10,7 +10,7 @@ from claire.indexes.retriever import Hit
 from claire.prompts import library
 from claire.tools.rankgpt import RankGPTReranker, parse_ranking, window_starts
 from claire.tools.search import SearchTool
-from doubles import KeywordRetriever
+from claire.testing.doubles import KeywordRetriever
 
 
 def test_parse_ranking_is_always_a_complete_permutation():

@@ -26,7 +26,7 @@ from rich.table import Table
 from claire.agent.llm import LLMClient
 from claire.config import LLMConfig
 from claire.errors import ClaireError
-from claire.evals.mock_openai import MockOpenAIServer, Responder
+from claire.testing.mock_openai import MockOpenAIServer, Responder
 
 MODEL = "bench-model"
 SLOW_LATENCY = 0.1
@@ -63,7 +63,7 @@ class ServerProcess:
         self.port = 0
 
     def __enter__(self) -> "ServerProcess":
-        code = "import sys; from claire.evals.bench_llm import serve; serve(sys.argv[1], float(sys.argv[2]), sys.argv[3])"
+        code = "import sys; from claire.bench.llm import serve; serve(sys.argv[1], float(sys.argv[2]), sys.argv[3])"
         self._process = subprocess.Popen(
             [sys.executable, "-c", code, *self._args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )

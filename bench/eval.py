@@ -27,7 +27,7 @@ from claire.agent.runtime import open_system
 from claire.agent.system import Assessment, Claim
 from claire.config import Config, LLMConfig
 from claire.errors import ConfigError
-from claire.evals.bench_llm import ServerProcess
+from claire.bench.llm import ServerProcess
 from claire.evals.runner import RunSummary, run_eval
 
 CALLS_PER_CLAIM = 3

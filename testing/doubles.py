@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from claire.agent.llm_backends import ChatRequest, ChatResponse, ToolCall
+from claire.agent.system import Claim, ContextBlock
 from claire.indexes.corpus import Block
 from claire.indexes.retriever import Hit
 
@@ -24,6 +25,13 @@ BLOCKS = [
           content="Paris, Texas has a small replica of the Eiffel Tower wearing a red cowboy hat."),
 ]
 
+
+# A fact from the Paris article that the Eiffel Tower article contradicts (1890 vs 1889).
+CLAIM = Claim(
+    claim_id="paris-1",
+    text="The Eiffel Tower was finished in 1890.",
+    context=ContextBlock(document_title="Paris", section_title="Landmarks", content=BLOCKS[2].content),
+)
 
 class KeywordRetriever:
     """Ranks blocks by shared words; honours exclude_title like the real retriever."""
