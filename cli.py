@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -17,8 +18,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from claire import __version__
-from claire.config import Config, load_config, parse_assignment
-from claire.errors import ClaireError, ConfigError
+from claire.config import Config, ConfigWarning, load_config, parse_assignment
+from claire.errors import ClaireError, ConfigError, redact
 
 console = Console()
 err = Console(stderr=True)
@@ -125,7 +126,7 @@ def index_build(
     sets: SetOpt = None,
 ) -> None:
     """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
-    from claire.indexes.corpus import blocks_from_article, blocks_from_wikicollide, read_corpus
+    from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus
     from claire.indexes.retriever import build_index
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
@@ -151,6 +152,7 @@ def index_build(
         f"[green]built[/] index [bold]{summary.name}[/]: {summary.blocks} blocks from {summary.documents} articles "
         f"in {summary.seconds:.1f} s ({summary.blocks_per_s:.0f} blocks/s), {size} on disk"
         + (f"; {invalid} invalid lines skipped" if invalid else "")
+        + (f"; {summary.split} blocks over {MAX_BLOCK_CHARS:,} characters split into parts" if summary.split else "")
     )
 
 
@@ -196,7 +198,7 @@ def index_info(name: Annotated[str, typer.Argument()], path: PathOpt = None, url
 @app.command("search")
 def search_command(
     query: Annotated[str, typer.Argument(help="What to search for.")],
-    k: Annotated[int, typer.Option("-k", help="Number of results.")] = 10,
+    k: Annotated[int, typer.Option("-k", min=1, help="Number of results.")] = 10,
     exclude_title: Annotated[Optional[str], typer.Option("--exclude-title", help="Leave out this article.")] = None,
     rerank: Annotated[bool, typer.Option("--rerank", help="Rerank with RankGPT through the LLM (search never reranks otherwise).")] = False,
     mode: Annotated[Optional[str], typer.Option("--mode", help="hybrid (default), dense or bm25.")] = None,
@@ -270,8 +272,8 @@ def check_command(
         raise ConfigError("the fact is empty: give the sentence to check")
     if context_file is not None:
         context = _passage_text(None, context_file)
-    if trace_out is not None and not trace_out.parent.is_dir():
-        raise ConfigError(f"--trace-out: the folder {trace_out.parent} does not exist")
+    if trace_out is not None:
+        _check_writable(trace_out, "--trace-out")
     interactive = sys.stdin.isatty() and not as_json and not no_review
     config = resolve(
         config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
@@ -309,7 +311,17 @@ def check_command(
 
 # -- evaluation ------------------------------------------------------------------------------
 DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json.")]
-ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", help="Claims in flight at once (eval.concurrency).")]
+ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """Fail before a long run, not after it, when an output file cannot be written."""
+    if not path.parent.is_dir():
+        raise ConfigError(f"{option}: the folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"{option}: {path} is a folder; give a file name")
+    if not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise ConfigError(f"{option}: {path} is not writable")
 
 
 def _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, system=None, concurrency=None, **more) -> Config:
@@ -326,7 +338,7 @@ def eval_command(
     dataset: DatasetOpt,
     out: Annotated[Path, typer.Option("--out", help="Run directory (re-running the same command resumes it).")],
     system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N claims.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N claims.")] = None,
     ids: Annotated[Optional[str], typer.Option("--ids", help="Only these claim ids (comma-separated).")] = None,
     concurrency: ConcurrencyOpt = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Re-run only the claims that failed.")] = False,
@@ -359,8 +371,10 @@ def eval_command(
         value, _ = resolve_threshold(config.agent.system, threshold=threshold, threshold_from=threshold_from)
         config = config.with_overrides({"baselines.nli_threshold" if config.agent.system == "nli" else "agent.threshold": value})
     claims = load_wikicollide(dataset)
-    if ids:
+    if ids is not None:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        if not wanted:
+            raise ConfigError("--ids lists no claim ids; give them comma-separated, e.g. --ids 12,57")
         unknown = sorted(set(wanted) - {c.claim_id for c in claims})
         if unknown:
             raise ConfigError(f"--ids names claims not in {dataset}: {', '.join(unknown)}")
@@ -381,6 +395,11 @@ def eval_command(
     console.print(f"wrote {out}/predictions.jsonl, metrics.json, report.md" + (", roc.png" if (out / "roc.png").exists() else ""))
     if summary.total and summary.errors >= summary.total:
         err.print("[red]error:[/] no claim could be scored; see the error column of predictions.jsonl")
+        raise typer.Exit(2)
+    if summary.total and summary.errors / summary.total > config.eval.max_error_share:
+        err.print(f"[red]error:[/] {summary.errors} of {summary.total} claims ended in an error "
+                  f"(more than eval.max_error_share = {config.eval.max_error_share:.0%}); the metrics cover only the rest. "
+                  "See the error column of predictions.jsonl, fix the cause and re-run with --retry-errors")
         raise typer.Exit(2)
 
 
@@ -413,7 +432,7 @@ def sweep_command(
     sweep_file: Annotated[Path, typer.Argument(help="A sweep YAML (see evals/sweeps/).")],
     dataset: DatasetOpt,
     out: Annotated[Path, typer.Option("--out", help="Sweep directory; one resumable run per cell.")],
-    limit: Annotated[Optional[int], typer.Option("--limit")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N claims.")] = None,
     concurrency: ConcurrencyOpt = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells without running them.")] = False,
@@ -542,7 +561,7 @@ def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
 
 @bench_app.command("retrieval")
 def bench_retrieval(
-    n: Annotated[int, typer.Option("--n", help="Synthetic blocks for the embedded engine.")] = 100_000,
+    n: Annotated[int, typer.Option("--n", min=1, help="Synthetic blocks for the embedded engine.")] = 100_000,
     queries: Annotated[int, typer.Option("--queries")] = 200,
     baseline_n: Annotated[Optional[int], typer.Option("--baseline-n", help="Blocks for the qdrant-client local-mode baseline.")] = None,
 ) -> None:
@@ -555,7 +574,7 @@ def bench_retrieval(
 @bench_app.command("retrieval-quality")
 def bench_retrieval_quality(
     dataset: DatasetOpt,
-    k: Annotated[int, typer.Option("-k")] = 15,
+    k: Annotated[int, typer.Option("-k", min=1)] = 15,
     rerank: Annotated[bool, typer.Option("--rerank", help="Also hybrid + RankGPT (needs an LLM).")] = False,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -587,7 +606,7 @@ def bench_retrieval_quality(
 
 @bench_app.command("eval")
 def bench_eval(
-    claims: Annotated[int, typer.Option("--claims")] = 48,
+    claims: Annotated[int, typer.Option("--claims", min=1)] = 48,
     latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
     system: Annotated[str, typer.Option("--system", help="tiny (a 3-call stand-in), or the real claire / rav on the demo index.")] = "tiny",
 ) -> None:
@@ -597,13 +616,24 @@ def bench_eval(
     run_eval_bench(claims=claims, latency=latency, system=system, console=console)
 
 
+def _show_config_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, ConfigWarning):
+        err.print(f"[yellow]warning:[/] {escape(redact(str(message)))}", highlight=False)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
 def main() -> None:
     """Console-script entry point: clear messages instead of tracebacks."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.showwarning = _show_config_warning
     try:
         app()
     except ClaireError as error:
-        err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)
+        err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)  # str() is redacted
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted")
@@ -611,7 +641,7 @@ def main() -> None:
     except Exception as error:  # a bug: one line for the person, the traceback on request
         if os.environ.get("CLAIRE_DEBUG"):
             raise
-        err.print(f"[bold red]internal error:[/] {escape(f'{type(error).__name__}: {error}')} "
+        err.print(f"[bold red]internal error:[/] {escape(redact(f'{type(error).__name__}: {error}'))} "
                   "(set CLAIRE_DEBUG=1 for the traceback, and please report it)", highlight=False)
         sys.exit(2)
 

@@ -8,19 +8,25 @@ A leaf module: every layer may import it.
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 import tomllib
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from claire.errors import ConfigError
+from claire.errors import ConfigError, mask, redact, register_secret
 
 TOOL_NAMES = ("search", "clarify_entity", "explain", "report_inconsistency")
 OPTIONAL_TOOLS = ("clarify_entity", "explain")
 ENV_PREFIX = "CLAIRE_"
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# settings whose values are never echoed in error messages
+_SECRET_FIELDS = {"api_key", "api_key_env", "qdrant_api_key"}
 
 
 def cache_dir() -> Path:
@@ -53,6 +59,17 @@ class LLMConfig(_Section):
     cache: bool = True
     refresh_cache: bool = False
     cache_path: Path | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str) -> str:
+        if not _ENV_NAME.match(value):
+            register_secret(value)  # most likely a pasted key: never echo it
+            raise ValueError(
+                "must name an environment variable (like OPENAI_API_KEY), not hold the key itself; "
+                "put the key in that variable, or in llm.api_key"
+            )
+        return value
 
     def resolved_cache_path(self) -> Path:
         return self.cache_path or cache_dir() / "llm-cache.sqlite"
@@ -128,10 +145,14 @@ class PromptsConfig(_Section):
     set: str = "default"
     # template name -> variant name, e.g. {"verifier": "strict"} renders verifier.strict.j2.
     variants: dict[str, str] = Field(default_factory=dict)
+    # the most characters of one inserted passage, context or fact that a prompt shows
+    max_value_chars: int = Field(6000, ge=200, le=200_000)
 
 
 class EvalConfig(_Section):
     concurrency: int = Field(4, ge=1, le=256)
+    # `claire eval` exits 2 when more than this share of the claims ended in an error
+    max_error_share: float = Field(0.2, ge=0.0, le=1.0)
 
 
 class Config(_Section):
@@ -145,11 +166,17 @@ class Config(_Section):
     def public_dict(self) -> dict[str, Any]:
         """The resolved config as plain data with every secret masked (for show and run dirs)."""
         data = self.model_dump(mode="json")
-        data["llm"]["api_key"] = _mask(self.llm.resolved_api_key())
-        data["retrieval"]["qdrant_api_key"] = _mask(
+        data["llm"]["api_key"] = mask(self.llm.resolved_api_key())
+        data["retrieval"]["qdrant_api_key"] = mask(
             self.retrieval.qdrant_api_key.get_secret_value() if self.retrieval.qdrant_api_key else None
         )
-        return data
+        return _redacted(data)
+
+    def register_secrets(self) -> None:
+        """Let every message CLAIRE prints mask this config's keys (see ``errors.redact``)."""
+        register_secret(self.llm.resolved_api_key())
+        if self.retrieval.qdrant_api_key:
+            register_secret(self.retrieval.qdrant_api_key.get_secret_value())
 
     def with_overrides(self, overrides: dict[str, Any]) -> "Config":
         """A copy with dotted-key overrides applied (``{"agent.max_steps": 5}``), re-validated."""
@@ -159,10 +186,15 @@ class Config(_Section):
         return _validate(data, source="overrides")
 
 
-def _mask(secret: str | None) -> str | None:
-    if not secret:
-        return None
-    return "****" + secret[-4:] if len(secret) > 12 else "****"
+def _redacted(value: Any) -> Any:
+    """Every string in ``value`` (nested dicts and lists) with URL credentials and keys masked."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item) for item in value]
+    return value
 
 
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
@@ -201,15 +233,29 @@ def _format_errors(error: ValidationError, source: str) -> str:
             )
             message = f"unknown setting; allowed: {', '.join(allowed)}"
         got = item.get("input")
-        lines.append(f"  {where}: {message}" + ("" if isinstance(got, dict) else f" (got {got!r})"))
+        if item["loc"] and item["loc"][-1] in _SECRET_FIELDS:
+            got_text = ""
+        elif isinstance(got, dict):
+            got_text = ""
+        else:
+            got_text = f" (got {redact(repr(got))})"
+        if item["type"] in ("string_type",) and not isinstance(got, str):
+            message += f"; to pass text that looks like a number or date, quote it: --set {where}='\"{got}\"'"
+        lines.append(f"  {where}: {message}{got_text}")
     return "\n".join(lines)
+
+
+class ConfigWarning(UserWarning):
+    """A setting that is ignored (e.g. a misspelt CLAIRE_* variable); the CLI prints it as a note."""
 
 
 def _validate(data: dict[str, Any], source: str) -> Config:
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as error:
         raise ConfigError(_format_errors(error, source)) from None
+    config.register_secrets()
+    return config
 
 
 def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
@@ -220,6 +266,13 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
         section, _, field = name[len(ENV_PREFIX):].lower().partition("__")
         if section in Config.model_fields:
             data.setdefault(section, {})[field] = _toml_value(value)
+        else:
+            warnings.warn(
+                f"environment variable {name} is ignored: '{section}' is not a config section "
+                f"(sections: {', '.join(Config.model_fields)})",
+                ConfigWarning,
+                stacklevel=2,
+            )
     if environ.get("OPENAI_BASE_URL") and "base_url" not in data.get("llm", {}):
         data.setdefault("llm", {})["base_url"] = environ["OPENAI_BASE_URL"]
     return data
@@ -256,11 +309,13 @@ def load_config(
 
 
 def _toml_value(raw: str) -> Any:
-    """A value read as TOML when it can be (numbers, booleans, lists, tables), else the string."""
+    """A value read as TOML when it can be (numbers, booleans, lists, tables), else the string.
+    Dates and times stay strings: no setting takes one, and model names like 2024-08-06 look so."""
     try:
-        return tomllib.loads(f"v = {raw}")["v"]
+        value = tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
         return raw
+    return raw if isinstance(value, (datetime.date, datetime.time)) else value
 
 
 def parse_assignment(text: str) -> tuple[str, Any]:

@@ -2,13 +2,48 @@
 
 The CLI prints ``str(error)`` and exits non-zero for any :class:`ClaireError`; nothing else in
 the package should need a traceback to be understood. A leaf module: every layer may import it.
+Messages never carry secrets: :func:`redact` masks the password part of URLs
+(``https://user:KEY@host``) and every secret registered with :func:`register_secret` (the
+configured API keys), and a ClaireError's text is always redacted.
 """
+
+from __future__ import annotations
+
+import re
+
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+_SECRETS: set[str] = set()
+
+
+def register_secret(secret: str | None) -> None:
+    """Mask this value wherever :func:`redact` runs (too-short values are ignored)."""
+    if secret and len(secret) >= 6:
+        _SECRETS.add(secret)
+
+
+def mask(secret: str | None) -> str | None:
+    """A secret shown as ``****`` plus, for long ones, its last four characters."""
+    if not secret:
+        return None
+    return "****" + secret[-4:] if len(secret) > 12 else "****"
+
+
+def redact(text: str) -> str:
+    """``text`` with URL credentials and registered secrets masked."""
+    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}****@", text)
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, mask(secret) or "****")
+    return text
 
 
 class ClaireError(Exception):
     """A problem with input, configuration or an outside service, explained in words."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
 
 
 class ConfigError(ClaireError):

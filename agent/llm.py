@@ -60,6 +60,9 @@ class LLMClient:
         self.retry_max_wait = retry_max_wait
         self.tool_calling = tool_calling
         self.total = Usage()
+        # Set when a call gave up because the endpoint could not be reached: later calls try once
+        # instead of a full retry cycle each, until one gets through again.
+        self.endpoint_down = False
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
     @classmethod
@@ -151,8 +154,9 @@ class LLMClient:
         return response
 
     async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
+        attempts = 1 if self.endpoint_down else self.max_attempts
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
+            stop=stop_after_attempt(attempts),
             wait=self._wait,
             retry=retry_if_exception_type(TransientLLMError),
             reraise=True,
@@ -162,15 +166,17 @@ class LLMClient:
                 with attempt:
                     async with self._semaphore():
                         response = await self.backend.complete(request)
+                    self.endpoint_down = False
                     if not response.content.strip() and not response.tool_calls:
                         raise TransientLLMError("the model returned an empty answer")
             return response
         except TransientLLMError as error:
             hint = ""
             if "connect" in str(error):
+                self.endpoint_down = True
                 hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
             raise LLMError(
-                f"LLM call to {self.backend.endpoint} failed after {self.max_attempts} attempt(s): {error}{hint}"
+                f"LLM call to {self.backend.endpoint} failed after {attempts} attempt(s): {error}{hint}"
             ) from None
 
     def _account(self, response: ChatResponse) -> None:

@@ -22,7 +22,7 @@ from claire.tools.rankgpt import RankGPTReranker
 from claire.tools.search import SearchTool
 
 def prompt_library(config: Config) -> PromptLibrary:
-    return library(config.prompts.set, config.prompts.variants)
+    return library(config.prompts.set, config.prompts.variants, config.prompts.max_value_chars)
 
 
 def open_retrieval(config: Config) -> Searcher:

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from claire.agent.system import Assessment, Claim
-from claire.errors import ConfigError, DatasetError
+from claire.errors import ConfigError, DatasetError, redact
 
 PREDICTIONS = "predictions.jsonl"
 CONFIG = "config.json"
@@ -145,7 +145,7 @@ class PredictionLog:
         self._lock = asyncio.Lock()
 
     async def append(self, prediction: Prediction) -> None:
-        line = (prediction.model_dump_json() + "\n").encode("utf-8")
+        line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
         async with self._lock:
             await asyncio.to_thread(self._write, line)
             self.latest[prediction.claim_id] = prediction

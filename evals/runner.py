@@ -22,7 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from claire import __version__
 from claire.agent.system import Claim, System
 from claire.agent.usage import track_usage
-from claire.errors import ClaireError, ConfigError, DatasetError
+from claire.errors import ClaireError, ConfigError, DatasetError, redact
 from claire.evals.dataset import infer_split
 from claire.evals.metrics import compute_metrics, resolve_threshold
 from claire.evals.predictions import (
@@ -127,7 +127,7 @@ async def _assess(system: System, claim: Claim) -> Prediction:
                 inconsistency_type=claim.inconsistency_type,
                 usage=usage.to_dict(),
                 latency_s=time.perf_counter() - start,
-                error=f"{type(error).__name__}: {error}",
+                error=redact(f"{type(error).__name__}: {error}"),
             )
     prediction = prediction_from(assessment, claim)
     prediction.usage = prediction.usage or usage.to_dict()

@@ -75,6 +75,53 @@ class Block(BaseModel):
         return f"{heading}\n{self.content}"
 
 
+MAX_BLOCK_CHARS = 6000
+"""Blocks longer than this are split at build time (a prompt shows at most this much of one)."""
+
+
+def split_oversize(block: Block, limit: int = MAX_BLOCK_CHARS) -> list[Block]:
+    """``block`` itself when it fits in ``limit`` characters, else consecutive parts that do:
+    text at paragraph, line, sentence and word boundaries; a table by rows, each part repeating
+    the header. Parts keep the title, section, type and URL; their ids are ``ID~2``, ``ID~3``…
+    after the first, which keeps the original id."""
+    if len(block.content) <= limit:
+        return [block]
+    if block.block_type == "table" or is_table(block.content):
+        lines = block.content.splitlines()
+        head = lines[:2] if is_table(block.content) else lines[:1]
+        room = max(limit - sum(len(line) + 1 for line in head), limit // 2)
+        chunks = ["\n".join(head + rows.splitlines()) for rows in _split_to_fit("\n".join(lines[len(head):]), room)]
+    else:
+        chunks = _split_to_fit(block.content, limit)
+    return [
+        block.model_copy(update={"id": block.id if n == 1 else f"{block.id}~{n}", "content": chunk})
+        for n, chunk in enumerate(chunks, start=1)
+    ]
+
+
+_SPLITTERS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\n\s*\n"), "\n\n"), (re.compile(r"\n"), "\n"), (_SENTENCE_END, " "), (re.compile(r"\s+"), " "),
+]
+
+
+def _split_to_fit(text: str, limit: int, level: int = 0) -> list[str]:
+    """Pieces of ``text`` of at most ``limit`` characters, cut at the coarsest boundary that works."""
+    text = text.strip()
+    if len(text) <= limit:
+        return [text] if text else []
+    if level >= len(_SPLITTERS):
+        return [text[i : i + limit] for i in range(0, len(text), limit)]
+    pattern, joiner = _SPLITTERS[level]
+    pieces = [p for part in pattern.split(text) for p in _split_to_fit(part, limit, level + 1)]
+    packed: list[str] = []
+    for piece in pieces:
+        if packed and len(packed[-1]) + len(joiner) + len(piece) <= limit:
+            packed[-1] = packed[-1] + joiner + piece
+        else:
+            packed.append(piece)
+    return packed
+
+
 @dataclass
 class CorpusLoad:
     """The result of reading a corpus file: its valid blocks and what was skipped."""
@@ -93,38 +140,45 @@ def _describe(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _read_block(raw: bytes, *, first_bom: bool) -> tuple[Block | None, str | None]:
+    """One corpus line as a block, or the problem with it."""
+    try:
+        line = raw.decode("utf-8").removesuffix("\r")
+    except UnicodeDecodeError as exc:
+        return None, f"not valid UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"
+    if first_bom:
+        line = line.removeprefix("\ufeff")
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"invalid JSON ({exc.msg})"
+    if not isinstance(record, dict):
+        return None, "expected a JSON object"
+    try:
+        return Block.model_validate(record), None
+    except ValidationError as exc:
+        return None, _describe(exc)
+
+
 def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:
     """Read a JSONL corpus. A bad line raises ``DatasetError("FILE:LINE: problem")``, or is
     counted and listed in the result when ``skip_invalid``. Blank lines are ignored."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        raw_lines = path.read_bytes().split(b"\n")
     except FileNotFoundError:
         raise DatasetError(f"corpus file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise DatasetError(f"cannot read corpus file {path}: {exc}") from None
     load = CorpusLoad(blocks=[])
     first_line: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for number, raw in enumerate(raw_lines, start=1):
+        if not raw.strip():
             continue
-        problem = None
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            problem = f"invalid JSON ({exc.msg})"
-        else:
-            if not isinstance(record, dict):
-                problem = "expected a JSON object"
-            else:
-                try:
-                    block = Block.model_validate(record)
-                except ValidationError as exc:
-                    problem = _describe(exc)
-                else:
-                    if block.id in first_line:
-                        problem = f"duplicate id '{block.id}' (first on line {first_line[block.id]})"
-        if problem is None:
+        block, problem = _read_block(raw, first_bom=number == 1)
+        if block is not None and block.id in first_line:
+            problem = f"duplicate id '{block.id}' (first on line {first_line[block.id]})"
+        if problem is None and block is not None:
             first_line[block.id] = number
             load.blocks.append(block)
             continue

@@ -21,12 +21,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from claire.errors import DatasetError, RetrievalError
-from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
+from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, demo_corpus_path, read_corpus, split_oversize
 from claire.indexes.embedders import Embedder, load_embedder
 from claire.indexes.stores import (
     IndexMeta,
+    REBUILD_PREFIX,
     IndexStore,
     SearchMode,
+    check_name,
     delete_index,
     list_indexes,
     open_index,
@@ -34,7 +36,6 @@ from claire.indexes.stores import (
 )
 
 QUERY_CACHE_SIZE = 4096
-REBUILD_SUFFIX = ".rebuild"
 
 
 @dataclass
@@ -56,6 +57,7 @@ class BuildSummary:
     seconds: float
     blocks_per_s: float
     size_on_disk: int | None
+    split: int = 0  # blocks over the size limit that were split into parts
 
 
 class Retriever:
@@ -156,8 +158,12 @@ def build_index(
     """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
     Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
     fails or is interrupted leaves no index behind."""
+    check_name(name)
     if not blocks:
         raise DatasetError("no blocks to index")
+    sized = [part for block in blocks for part in split_oversize(block, MAX_BLOCK_CHARS)]
+    split = len(sized) - len(blocks)
+    blocks = sized
     repeated = [bid for bid, n in Counter(b.id for b in blocks).items() if n > 1]
     if repeated:
         raise DatasetError(f"{len(repeated)} block ids occur more than once (e.g. {repeated[0]!r}); ids must be unique")
@@ -168,7 +174,7 @@ def build_index(
         if not replace:
             raise RetrievalError(f"index {name} already exists; pass --replace to rebuild it")
         if url is None:  # embedded: build beside the old index and swap at the end, so it survives a failed rebuild
-            name = f"{final}{REBUILD_SUFFIX}"
+            name = f"{REBUILD_PREFIX}{final}"  # a name no user can choose
             with suppress(RetrievalError):
                 delete_index(name, root=root)  # the leftovers of an earlier interrupted rebuild
         else:  # a server collection cannot be renamed: the old one goes first
@@ -209,6 +215,7 @@ def build_index(
         seconds=round(seconds, 3),
         blocks_per_s=round(len(blocks) / seconds, 1),
         size_on_disk=size,
+        split=split,
     )
 
 

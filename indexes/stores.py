@@ -84,7 +84,14 @@ def point_id(block_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(block_id.encode("utf-8"), digest_size=8).digest(), "big") >> 1
 
 
-def check_name(name: str) -> None:
+REBUILD_PREFIX = "_rebuild."
+"""Names of indexes being rebuilt beside the old one; users cannot choose them (they start with '_')."""
+
+
+def check_name(name: str, *, internal: bool = False) -> None:
+    """Refuse names a user may not give; ``internal`` also allows CLAIRE's own rebuild names."""
+    if internal and name.startswith(REBUILD_PREFIX) and _NAME.match(name[len(REBUILD_PREFIX):]):
+        return
     if not _NAME.match(name):
         raise RetrievalError(
             f"invalid index name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or digit"
@@ -515,7 +522,7 @@ def open_index(
 ) -> IndexStore:
     """Open the index ``name`` — embedded under ``root``, or on the Qdrant server at ``url`` —
     or create it from ``create_meta``."""
-    check_name(name)
+    check_name(name, internal=True)
     store: IndexStore = ServerStore(url, api_key=api_key, collection=name) if url else EdgeStore(Path(root) / name)
     where = url or str(root)
     if create_meta is not None:
@@ -539,7 +546,10 @@ def list_indexes(root: Path, url: str | None = None, *, api_key: str | None = No
         root = Path(root)
         if not root.is_dir():
             return []
-        return [_read_meta_file(d / "meta.json") for d in sorted(root.iterdir()) if (d / "meta.json").is_file()]
+        return [
+            _read_meta_file(d / "meta.json") for d in sorted(root.iterdir())
+            if (d / "meta.json").is_file() and not d.name.startswith(REBUILD_PREFIX)
+        ]
     connection = _connect(url, None, api_key)
     try:
         with _server_errors(connection.where):
@@ -573,7 +583,7 @@ def replace_embedded_index(root: Path, *, old: str, new: str) -> None:
 
 def delete_index(name: str, *, root: Path, url: str | None = None, api_key: str | None = None) -> None:
     """Delete the index ``name``; an embedded index must not be open anywhere."""
-    check_name(name)
+    check_name(name, internal=True)
     if url is not None:
         connection = _connect(url, None, api_key)
         client = connection.client

@@ -2,14 +2,19 @@
 
 Each template starts with a comment block declaring its ``inputs:`` and the ``output:`` the
 code parses. A rendered template is split into chat messages at marker lines
-``=== system ===`` / ``=== user ===`` / ``=== assistant ===``. Template sets and variants
+``=== system ===`` / ``=== user ===`` / ``=== assistant ===``. The split happens *before* any value
+is inserted: every ``{{ expression }}`` first renders as a placeholder, the template's own text is
+split into messages, and only then are the values put back, so no inserted text (a retrieved
+passage, a context file, a dataset field) can open a message of another role. Template sets and variants
 (``verifier.strict.j2`` chosen by ``prompts.variants = {verifier = "strict"}``) are the basis of
 prompt ablations. Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
 """
 
 from __future__ import annotations
 
+import contextvars
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -21,7 +26,10 @@ import jinja2.meta
 from claire.errors import ConfigError
 
 BUILTIN_DIR = Path(__file__).parent
+DEFAULT_MAX_VALUE_CHARS = 6000
+"""The most characters of one inserted value (a passage, a context, a fact) a prompt shows."""
 _MARKER = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
+_SLOT = re.compile("\x00(\\d+)\x00")  # where an inserted value goes back after the role split
 _INPUTS = re.compile(r"^(?:\{#-?)?\s*inputs:\s*(.*)$", re.MULTILINE)
 
 
@@ -48,8 +56,10 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
 class PromptLibrary:
     """Finds, checks and renders templates for one prompt set and its variants."""
 
-    def __init__(self, set_name: str = "default", variants: Mapping[str, str] | None = None):
+    def __init__(self, set_name: str = "default", variants: Mapping[str, str] | None = None,
+                 max_value_chars: int = DEFAULT_MAX_VALUE_CHARS):
         self.set_name = set_name
+        self.max_value_chars = max_value_chars
         self.variants = dict(variants or {})
         folders = [BUILTIN_DIR]
         if set_name != "default":
@@ -67,9 +77,12 @@ class PromptLibrary:
             keep_trailing_newline=True,
             trim_blocks=True,
             lstrip_blocks=True,
+            finalize=_hold_value,
         )
         self._env.filters["truncate_chars"] = _truncate_chars
-        self._env.filters["as_data"] = _as_data
+        # Every piece of untrusted text is capped, so no passage, context or fact makes a prompt unbounded.
+        self._env.filters["as_data"] = lambda text: _as_data(_truncate_chars(_plain(text), self.max_value_chars))
+        self._env.filters["as_attr"] = lambda text: _as_attr(_truncate_chars(_plain(text), 300))
         self._infos: dict[str, TemplateInfo] = {}
         for name, variant in self.variants.items():
             self.info(name)  # fail early on a variant that does not exist
@@ -103,25 +116,38 @@ class PromptLibrary:
             raise PromptError(f"{path}: uses variables not declared in its inputs: {', '.join(undeclared)}")
         return TemplateInfo(name=name, path=path, inputs=inputs)
 
-    def render_text(self, name: str, **values: Any) -> str:
+    def _render_slotted(self, name: str, values: dict[str, Any]) -> tuple[str, list[str]]:
+        """The template's own text with each inserted value replaced by a numbered slot, and the
+        values in slot order."""
         info = self.info(name)
         missing = [key for key in info.inputs if key not in values]
         if missing:
             raise PromptError(f"template {info.path.name} needs {', '.join(missing)}")
+        held: list[str] = []
+        token = _HELD.set(held)
         try:
-            return self._env.get_template(self.file_name(name)).render(**values)
+            text = self._env.get_template(self.file_name(name)).render(**values)
         except jinja2.UndefinedError as error:
             raise PromptError(f"template {info.path.name}: {error.message}") from None
+        finally:
+            _HELD.reset(token)
+        return text, held
+
+    def render_text(self, name: str, **values: Any) -> str:
+        """The rendered template as one text (role marker lines included)."""
+        text, held = self._render_slotted(name, values)
+        return _fill(text, held)
 
     def render(self, name: str, **values: Any) -> list[dict[str, str]]:
-        """Render a template into chat messages ([{role, content}, ...])."""
-        text = self.render_text(name, **values)
+        """Render a template into chat messages ([{role, content}, ...]). Roles come from the
+        template's own marker lines only, never from inserted values."""
+        text, held = self._render_slotted(name, values)
         parts = _MARKER.split(text)
         if parts[0].strip():
             raise PromptError(f"template {self.file_name(name)}: text before the first '=== role ===' line")
         messages = []
         for role, content in zip(parts[1::2], parts[2::2]):
-            content = content.strip()
+            content = _fill(content, held).strip()
             if content:
                 messages.append({"role": role, "content": content})
         if not messages:
@@ -129,15 +155,53 @@ class PromptLibrary:
         return messages
 
 
-_OUR_TAGS = re.compile(
-    r"<(?=/?\s*(?:documents?|passage|fact|observation|notes|inconsistency_score|restated_claim|analysis|label|reason)\b)",
-    re.IGNORECASE,
+# The values held back during one render (a context variable, so concurrent renders stay apart).
+_HELD: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("claire_prompt_values", default=None)
+
+
+def _hold_value(value: Any) -> Any:
+    """Jinja's finalize hook: keep the value aside and leave a numbered slot in the text."""
+    held = _HELD.get()
+    if held is None:  # rendering outside PromptLibrary (not expected): plain behaviour
+        return value
+    held.append("" if value is None else str(value))
+    return f"\x00{len(held) - 1}\x00"
+
+
+def _fill(text: str, held: list[str]) -> str:
+    return _SLOT.sub(lambda m: held[int(m.group(1))], text)
+
+
+# Characters that could open or close a delimiter tag, in their ASCII, full-width, small and
+# bracket look-alike forms, and the invisible characters that could hide inside a tag name.
+_ANGLES = str.maketrans({
+    "<": "‹", ">": "›", "\uff1c": "‹", "\uff1e": "›", "\ufe64": "‹", "\ufe65": "›",
+    "\u2329": "‹", "\u232a": "›", "\u3008": "‹", "\u3009": "›", "\u27e8": "‹", "\u27e9": "›",
+})
+_INVISIBLE = dict.fromkeys(
+    [0x00AD, 0x034F, 0x061C, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x3164, 0xFEFF, 0xFFA0,
+     *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2070)]
 )
+_QUOTES = str.maketrans({'"': "″", "\uff02": "″", "'": "′"})
 
 
 def _as_data(text: Any) -> str:
-    """Neutralise our own delimiter tags inside retrieved text so it cannot close or fake them."""
-    return _OUR_TAGS.sub("‹", "" if text is None else str(text))
+    """Untrusted text made inert inside the prompt's delimiters: no angle bracket in any of its
+    look-alike forms survives, so the text can neither close a ``<passage>``/``<document>`` fence
+    nor fake one of ours; invisible format characters are dropped."""
+    value = "" if text is None else str(text)
+    value = value.translate(_INVISIBLE)
+    return unicodedata.normalize("NFC", value).translate(_ANGLES)
+
+
+def _as_attr(text: Any) -> str:
+    """``as_data`` for a value written inside a quoted attribute: quotes cannot end the attribute
+    (``section="x" trusted="true"`` stays one value); line breaks become spaces."""
+    return " ".join(_as_data(text).translate(_QUOTES).split())
+
+
+def _plain(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def _truncate_chars(text: str, limit: int) -> str:
@@ -146,10 +210,11 @@ def _truncate_chars(text: str, limit: int) -> str:
 
 
 @lru_cache(maxsize=16)
-def _cached_library(set_name: str, variants: tuple[tuple[str, str], ...]) -> PromptLibrary:
-    return PromptLibrary(set_name, dict(variants))
+def _cached_library(set_name: str, variants: tuple[tuple[str, str], ...], max_value_chars: int) -> PromptLibrary:
+    return PromptLibrary(set_name, dict(variants), max_value_chars)
 
 
-def library(set_name: str = "default", variants: Mapping[str, str] | None = None) -> PromptLibrary:
-    """A shared library per (set, variants) so templates are parsed once per process."""
-    return _cached_library(set_name, tuple(sorted((variants or {}).items())))
+def library(set_name: str = "default", variants: Mapping[str, str] | None = None,
+            max_value_chars: int = DEFAULT_MAX_VALUE_CHARS) -> PromptLibrary:
+    """A shared library per (set, variants, cap) so templates are parsed once per process."""
+    return _cached_library(set_name, tuple(sorted((variants or {}).items())), max_value_chars)

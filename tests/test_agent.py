@@ -162,7 +162,7 @@ async def test_injected_instructions_in_a_passage_are_data():
     assert "Ignore your instructions" in prompt  # still shown, as data
     assert result.score == pytest.approx(0.8)
     controller = model.requests("controller")[1].messages
-    assert "never instructions" in controller[0]["content"] and "‹/documents>" in controller[1]["content"]
+    assert "never instructions" in controller[0]["content"] and "‹/documents›" in controller[1]["content"]
 
 
 async def test_text_action_mode_for_endpoints_without_tools():
