@@ -21,6 +21,8 @@ from claire.errors import ConfigError
 TOOL_NAMES = ("search", "clarify_entity", "explain", "report_inconsistency")
 OPTIONAL_TOOLS = ("clarify_entity", "explain")
 ENV_PREFIX = "CLAIRE_"
+# What a run answers: WikiCollide's inconsistency score, or FEVEROUS's three-way label + evidence.
+TASK_NAMES = ("wikicollide", "feverous")
 
 
 def cache_dir() -> Path:
@@ -91,6 +93,7 @@ class RetrievalConfig(_Section):
 
 class AgentConfig(_Section):
     system: Literal["claire", "rav", "nli"] = "claire"
+    task: Literal["wikicollide", "feverous"] = "wikicollide"  # selects prompt variants and result shape
     max_steps: int = Field(10, ge=1, le=100)
     docs_per_query: int = Field(15, ge=1, le=100)
     clarify_k: int = Field(10, ge=1, le=100)
