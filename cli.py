@@ -260,6 +260,7 @@ def check_command(
     no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
     index: IndexOpt = None,
     model: ModelOpt = None,
@@ -269,7 +270,7 @@ def check_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent, 2 error."""
+    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES), 2 error."""
     from claire.agent.system import Claim, ContextBlock
 
     if not fact.strip():
@@ -289,6 +290,7 @@ def check_command(
             "agent.tools": tools,
             "agent.report": False if no_report else None,
             "agent.review": interactive,
+            "agent.task": task,
         },
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check
@@ -308,8 +310,10 @@ def check_command(
         print(assessment.model_dump_json(indent=2))
     else:
         view.final(assessment)
-    if assessment.error and assessment.score is None:
+    if assessment.error and assessment.score is None and assessment.label is None:
         raise typer.Exit(2)
+    if assessment.label is not None:  # task feverous: 1 when refuted
+        raise typer.Exit(1 if assessment.label == "REFUTES" else 0)
     raise typer.Exit(1 if assessment.verdict == "inconsistent" else 0)
 
 

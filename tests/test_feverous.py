@@ -307,6 +307,27 @@ def test_eval_task_feverous_end_to_end(feverous_index, tmp_path, system):
     assert score_run(out)["feverous_score"] == pytest.approx(2 / 3) and (out / "report.md").exists()
 
 
+def test_check_task_feverous_prints_the_label_and_cited_ids(feverous_index):
+    root, _ = feverous_index
+    with MockOpenAIServer(feverous_responder) as server:
+        result = claire("check", "Golem Grad in Lake Prespa belongs to Greece.", "--task", "feverous", "--system", "rav",
+                        "--index", "fev", "--json", "--base-url", server.base_url, "--no-cache", "--no-rerank", cache=root / "cache")
+    assert result.returncode == 1, result.stderr  # REFUTES
+    data = json.loads(result.stdout)
+    assert data["label"] == "REFUTES" and data["evidence_elements"] == ["Lake Prespa_cell_0_1_0"]
+    table = next(e for e in data["evidence"] if e["elements"] and e["elements"][0]["id"] == "Lake Prespa_table_caption_0")
+    assert {"id": "Lake Prespa_cell_0_1_0", "text": "Golem Grad"} in table["elements"]
+
+
+def test_the_shipped_samples_load():
+    root = Path(__file__).resolve().parents[1]
+    blocks = blocks_from_feverous_pages(root / "indexes" / "data" / "feverous_pages_sample.jsonl")
+    known = {e.id for b in blocks for e in b.elements}
+    records = load_feverous(root / "evals" / "data" / "feverous_sample.jsonl")
+    assert len(records) == 4 and {r.label for r in records} == {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+    assert all(e in known for r in records for group in r.evidence for e in group)
+
+
 def test_bad_feverous_inputs_are_one_line_errors(feverous_index, tmp_path):
     root, _ = feverous_index
     bad = tmp_path / "bad.jsonl"
