@@ -95,9 +95,12 @@ def parse_label(text: str) -> str | None:
 
 
 def cited_elements(text: str, known: list[str]) -> list[str]:
-    """The known element ids written in the answer's last ``<evidence>`` tag, in the order written;
-    ids the model made up (not among the documents shown) are dropped."""
+    """The known element ids written in the answer's last ``<evidence>`` tag (the whole answer when
+    it has no such tag), in the order written; ids the model made up (not among the documents
+    shown) are dropped."""
     cited = _last_tag(text, "evidence")
+    if cited is None:
+        cited = html.unescape(text or "")
     if not cited or not known:
         return []
     found: list[tuple[int, int, str]] = []

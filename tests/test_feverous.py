@@ -142,6 +142,8 @@ def test_labels_and_cited_ids_are_read_from_the_answer():
     assert parse_label(answer) == "REFUTES"
     assert cited_elements(answer, known) == ["P_cell_0_1_20", "Paris, Texas_sentence_1", "P_cell_0_1_2"]
     assert parse_label("<label>NOT ENOUGH INFO</label>") == "NOT ENOUGH INFO" and parse_label("no tag here") is None
+    # without an <evidence> tag (small models) the ids written anywhere in the answer count
+    assert cited_elements("<label>SUPPORTS</label> because of P_sentence_0 and P_cell_0_1_2.", known) == ["P_sentence_0", "P_cell_0_1_2"]
 
 
 def test_evidence_is_cut_to_five_sentences_and_twenty_five_cells():
@@ -342,3 +344,14 @@ def test_bad_feverous_inputs_are_one_line_errors(feverous_index, tmp_path):
     result = claire("index", "build", "--from-feverous-pages", str(pages), "--name", "bad", cache=root / "cache")
     assert result.returncode == 2 and re.search(r"pages.jsonl:1: field 'order' names 'sentence_3'", result.stderr)
     assert not (tmp_path / "o" / "predictions.jsonl").exists()
+
+
+async def test_sweeps_refuse_the_feverous_task(tmp_path):
+    from claire.config import Config
+    from claire.errors import ConfigError
+    from claire.evals.sweep import run_sweep
+
+    sweep = Path(__file__).resolve().parents[1] / "evals" / "sweeps" / "systems.yaml"
+    config = Config().with_overrides({"agent.task": "feverous"})
+    with pytest.raises(ConfigError, match="WikiCollide runs .AUROC. only"):
+        await run_sweep(sweep, dataset=tmp_path / "dev.jsonl", out_dir=tmp_path / "out", base_config=config, make_system=None)
