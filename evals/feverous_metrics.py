@@ -85,7 +85,7 @@ def feverous_metrics(predictions: list[dict[str, Any]], *, system: str | None = 
         actual = sum(confusion[label].values())
         p_, r_ = (hits / predicted if predicted else None), (hits / actual if actual else None)
         per_label[label] = {"n": actual, "predicted": predicted, "precision": p_, "recall": r_,
-                            "f1": None if not p_ or not r_ else 2 * p_ * r_ / (p_ + r_)}
+                            "f1": None if p_ is None or r_ is None else (2 * p_ * r_ / (p_ + r_) if p_ + r_ else 0.0)}
     return {
         "task": "feverous",
         "system": system or (predictions[0]["system"] if predictions else None),
