@@ -118,6 +118,7 @@ def index_build(
     embedder: Annotated[str, typer.Option("--embedder", help="minilm (offline default), mgte, or a sentence-transformers id/path.")] = "minilm",
     from_wikicollide: Annotated[Optional[Path], typer.Option("--from-wikicollide", help="Build from a WikiCollide dataset's passages.")] = None,
     from_article: Annotated[Optional[list[Path]], typer.Option("--from-article", help="Plain article text (## headings start sections); repeatable. The file name is the title.")] = None,
+    from_feverous_pages: Annotated[Optional[Path], typer.Option("--from-feverous-pages", help="FEVEROUS wiki pages (JSONL, one page a line); blocks keep element ids.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad corpus lines (counted) instead of stopping.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Rebuild an existing index of that name.")] = False,
     path: PathOpt = None,
@@ -130,9 +131,14 @@ def index_build(
     from claire.indexes.retriever import build_index
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
-    if sum(source is not None for source in (corpus, from_wikicollide, from_article)) != 1:
-        raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, or --from-article FILE")
-    if from_article:
+    if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages)) != 1:
+        raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE "
+                          "or --from-feverous-pages PAGES.jsonl")
+    if from_feverous_pages is not None:
+        from claire.indexes.feverous_pages import blocks_from_feverous_pages
+
+        blocks, invalid = blocks_from_feverous_pages(from_feverous_pages), 0
+    elif from_article:
         blocks, invalid = [], 0
         for article in from_article:
             blocks += blocks_from_article(article.stem.replace("_", " "), _passage_text(None, article))
@@ -256,6 +262,7 @@ def check_command(
     no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
     index: IndexOpt = None,
     model: ModelOpt = None,
@@ -265,7 +272,7 @@ def check_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent, 2 error."""
+    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES), 2 error."""
     from claire.agent.system import Claim, ContextBlock
 
     if not fact.strip():
@@ -285,6 +292,7 @@ def check_command(
             "agent.tools": tools,
             "agent.report": False if no_report else None,
             "agent.review": interactive,
+            "agent.task": task,
         },
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check
@@ -304,13 +312,15 @@ def check_command(
         print(assessment.model_dump_json(indent=2))
     else:
         view.final(assessment)
-    if assessment.error and assessment.score is None:
+    if assessment.error and assessment.score is None and assessment.label is None:
         raise typer.Exit(2)
+    if assessment.label is not None:  # task feverous: 1 when refuted
+        raise typer.Exit(1 if assessment.label == "REFUTES" else 0)
     raise typer.Exit(1 if assessment.verdict == "inconsistent" else 0)
 
 
 # -- evaluation ------------------------------------------------------------------------------
-DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json.")]
+DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json; with --task feverous a FEVEROUS JSONL file.")]
 ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
 
 
@@ -348,6 +358,7 @@ def eval_command(
     docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
     no_rerank: Annotated[bool, typer.Option("--no-rerank")] = False,
     tools: Annotated[Optional[str], typer.Option("--tools")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous (agent.task).")] = None,
     index: IndexOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -356,7 +367,7 @@ def eval_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Evaluate a system on WikiCollide: predictions.jsonl, metrics.json, report.md, roc.png."""
+    """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
     from claire.agent.runtime import open_system
     from claire.evals.dataset import load_wikicollide
     from claire.evals.metrics import resolve_threshold
@@ -365,12 +376,17 @@ def eval_command(
 
     config = _eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, system, concurrency,
                           **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
-                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools})
+                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools, "agent.task": task})
     if threshold is not None or threshold_from is not None:
         # the systems decide their verdicts with it, and config.json records it for `claire metrics`
         value, _ = resolve_threshold(config.agent.system, threshold=threshold, threshold_from=threshold_from)
         config = config.with_overrides({"baselines.nli_threshold" if config.agent.system == "nli" else "agent.threshold": value})
-    claims = load_wikicollide(dataset)
+    if config.agent.task == "feverous":
+        from claire.evals.feverous import load_feverous_claims
+
+        claims = load_feverous_claims(dataset)
+    else:
+        claims = load_wikicollide(dataset)
     if ids is not None:
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
         if not wanted:
@@ -391,7 +407,13 @@ def eval_command(
     metrics = summary.metrics
     console.print(f"[bold]{summary.system}[/] on {summary.total} claims ({summary.ran} run now, {summary.skipped} already done, "
                   f"{summary.errors} errors) in {summary.wall_time_s:.1f} s")
-    console.print(f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}")
+    if metrics.get("task") == "feverous":
+        from claire.evals.reporting import pct
+
+        console.print(f"label accuracy {pct(metrics['accuracy'])} · FEVEROUS score {pct(metrics['feverous_score'])} · evidence "
+                      f"P {pct(metrics['evidence_precision'])} R {pct(metrics['evidence_recall'])} F1 {pct(metrics['evidence_f1'])} · {metrics['covers']}")
+    else:
+        console.print(f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}")
     console.print(f"wrote {out}/predictions.jsonl, metrics.json, report.md" + (", roc.png" if (out / "roc.png").exists() else ""))
     if summary.total and summary.errors >= summary.total:
         err.print("[red]error:[/] no claim could be scored; see the error column of predictions.jsonl")

@@ -27,6 +27,8 @@ ENV_PREFIX = "CLAIRE_"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # settings whose values are never echoed in error messages
 _SECRET_FIELDS = {"api_key", "api_key_env", "qdrant_api_key"}
+# What a run answers: WikiCollide's inconsistency score, or FEVEROUS's three-way label + evidence.
+TASK_NAMES = ("wikicollide", "feverous")
 
 
 def cache_dir() -> Path:
@@ -108,6 +110,7 @@ class RetrievalConfig(_Section):
 
 class AgentConfig(_Section):
     system: Literal["claire", "rav", "nli"] = "claire"
+    task: Literal["wikicollide", "feverous"] = "wikicollide"  # selects prompt variants and result shape
     max_steps: int = Field(10, ge=1, le=100)
     docs_per_query: int = Field(15, ge=1, le=100)
     clarify_k: int = Field(10, ge=1, le=100)

@@ -105,6 +105,10 @@ class CheckView:
         score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.system == "nli" else f"{a.score:.2f}")
         headline = Text.assemble((f" {(a.verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
                                  f"  inconsistency score {score} (threshold {a.threshold:g})")
+        if a.label is not None:  # task feverous: the three-way label and the cited element ids
+            colour = {"REFUTES": "red", "SUPPORTS": "green"}.get(a.label, "yellow")
+            headline = Text.assemble((f" {a.label} ", f"bold white on {colour}"),
+                                     f"  evidence: {', '.join(a.evidence_elements) or 'none cited'}")
         claim = self.claim
         where = claim.context.document_title + (f" > {claim.context.section_title}" if claim.context.section_title else "")
         body: list[Any] = [headline, Text(""), Text.assemble(("Fact: ", "bold"), claim.text)]

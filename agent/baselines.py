@@ -11,6 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any
 
+from claire.agent import feverous_task
 from claire.agent.claire_agent import StepListener, evidence_from_hit
 from claire.agent.llm import LLMClient
 from claire.agent.system import Assessment, Claim, Evidence, TraceItem
@@ -87,7 +88,7 @@ class _SearchOnce(ABC):
                 assessment.error = str(error)
         assessment.usage = usage.to_dict()
         assessment.latency_s = round(time.perf_counter() - started, 3)
-        if assessment.score is None and assessment.error is None:
+        if assessment.score is None and assessment.label is None and assessment.error is None:
             assessment.error = "no score was produced"
         assessment.decide()
         return assessment
@@ -107,9 +108,12 @@ class RetrieveAndVerify(_SearchOnce):
         evidence, search_item = await self._retrieve(claim)
         assessment.evidence = evidence
         assessment.trace.append(TraceItem.model_validate(search_item))
-        verdict = await verify(claim, documents=evidence, clarifications=[], llm=self.llm, prompts=self.prompts)
+        verdict = await verify(claim, documents=evidence, clarifications=[], llm=self.llm, prompts=self.prompts, task=self.config.agent.task)
         item = {"action_name": "verifier", "action_argument": None,
                 "action_output": {"inconsistency_score": verdict.score, "analysis": verdict.analysis}}
+        if verdict.label is not None:
+            item["action_output"].update(label=verdict.label, evidence=verdict.evidence_elements)
+        assessment.label, assessment.evidence_elements = verdict.label, verdict.evidence_elements
         assessment.trace.append(TraceItem.model_validate(item))
         self._emit(item, len(evidence))
         assessment.score = verdict.score
@@ -125,7 +129,8 @@ class NLIPipeline(_SearchOnce):
         return float(self.config.baselines.nli_threshold)
 
     async def _judge(self, claim: Claim, doc: Evidence) -> dict[str, Any]:
-        document = {"n": doc.n, "document_title": doc.document_title, "section_title": doc.section_title, "content": doc.content}
+        document = {"n": doc.n, "document_title": doc.document_title, "section_title": doc.section_title, "content": doc.content,
+                    "rows": feverous_task.element_rows(doc.elements)}
         try:
             response = await self.llm.chat(self.prompts.render("nli", claim=claim.text, context=claim.context.model_dump(), document=document))
         except ClaireError as error:
@@ -133,6 +138,7 @@ class NLIPipeline(_SearchOnce):
         label = parse_nli_label(response.content)
         reasons = _REASON_TAG.findall(response.content)
         return {"n": doc.n, "label": label, "reason": (reasons[-1].strip() if reasons else response.content.strip()[:300]),
+                "elements": feverous_task.cited_elements(response.content, feverous_task.known_elements([doc])),
                 "error": None if label else f"unparseable NLI answer counted as NOT ENOUGH INFO: {response.content.strip()[:120]!r}"}
 
     async def _run(self, claim: Claim, assessment: Assessment) -> None:
@@ -143,6 +149,8 @@ class NLIPipeline(_SearchOnce):
         for doc, judgement in zip(evidence, judgements):
             item = {"action_name": "nli", "action_argument": doc.n,
                     "action_output": {"label": judgement["label"] or "NOT ENOUGH INFO", "reason": judgement["reason"]}}
+            if judgement.get("elements"):
+                item["action_output"]["evidence"] = judgement["elements"]
             assessment.trace.append(TraceItem.model_validate(item))
         failed = [j for j in judgements if j["error"] and j["label"] is None and j["reason"] is None]
         if evidence and len(failed) == len(evidence):
@@ -159,6 +167,8 @@ class NLIPipeline(_SearchOnce):
             "refuting_passages": refuting,
             "unparsed": [j["n"] for j in judgements if j["error"] and j not in failed],
         }
+        if self.config.agent.task == "feverous":
+            feverous_task.combine_nli(assessment, judgements)
         assessment.reasoning = "\n".join(
             f"[{j['n']}] {j['label'] or 'NOT ENOUGH INFO'}: {j['reason']}" for j in judgements if j["label"] in ("REFUTES", "SUPPORTS")
         ) or "No passage supports or refutes the claim."

@@ -50,6 +50,8 @@ class ResearchState(TypedDict, total=False):
     finished: bool
     stop_reason: str
     score: float | None
+    label: str | None  # task "feverous"
+    evidence_elements: list[str]  # task "feverous"
     restated_claim: str | None
     reasoning: str | None
     report: dict[str, str] | None
@@ -62,6 +64,7 @@ def evidence_from_hit(hit: Any, n: int) -> Evidence:
     return Evidence(
         n=n, block_id=block.id, document_title=block.document_title, section_title=block.section_title,
         content=block.content, url=block.url, score=hit.score,
+        elements=[e.model_dump() for e in block.elements] if getattr(block, "elements", None) else None,
     )
 
 
@@ -243,15 +246,18 @@ class ClaireAgent:
         documents = [Evidence.model_validate(d) for d in state.get("documents", [])]
         clarifications = state.get("clarifications", [])
         try:
-            verdict = await verify(claim, documents=documents, clarifications=clarifications, llm=self.llm, prompts=self.prompts)
+            verdict = await verify(claim, documents=documents, clarifications=clarifications, llm=self.llm, prompts=self.prompts,
+                                   task=self.config.agent.task)
         except ClaireError as error:
             return {"score": None, "errors": state.get("errors", []) + [f"verifier: {error}"]}
         item = {"action_name": "verifier", "action_argument": None,
                 "action_output": {"inconsistency_score": verdict.score, "analysis": verdict.analysis}}
+        if verdict.label is not None:
+            item["action_output"].update(label=verdict.label, evidence=verdict.evidence_elements)
         self._emit(state, item)
         errors = state.get("errors", []) + ([f"verifier: {verdict.error}"] if verdict.error else [])
-        return {"score": verdict.score, "restated_claim": verdict.restated_claim, "reasoning": verdict.analysis,
-                "trace": state.get("trace", []) + [item], "errors": errors}
+        return {"score": verdict.score, "label": verdict.label, "evidence_elements": verdict.evidence_elements,
+                "restated_claim": verdict.restated_claim, "reasoning": verdict.analysis, "trace": state.get("trace", []) + [item], "errors": errors}
 
     def _after_verifier(self, state: ResearchState) -> str:
         return "report" if self.config.agent.report and state.get("score") is not None else END
@@ -306,7 +312,9 @@ class ClaireAgent:
             trace=[TraceItem.model_validate(item) for item in state.get("trace", [])],
             usage=usage,
             latency_s=round(latency, 3),
-            error="; ".join(errors) or (None if state.get("score") is not None else "no score was produced"),
+            error="; ".join(errors) or (None if state.get("score") is not None or state.get("label") else "no score was produced"),
+            label=state.get("label"),
+            evidence_elements=state.get("evidence_elements") or [],
         )
         assessment.decide()
         return assessment

@@ -14,6 +14,7 @@ from claire.agent.baselines import NLIPipeline, RetrieveAndVerify
 from claire.agent.claire_agent import ClaireAgent, Reviewer, StepListener
 from claire.agent.llm import LLMClient
 from claire.agent.system import SYSTEM_NAMES, System
+from claire.agent.tasks import task_prompt_variants
 from claire.config import Config
 from claire.errors import ConfigError
 from claire.indexes.registry import Searcher, open_searcher
@@ -22,7 +23,8 @@ from claire.tools.rankgpt import RankGPTReranker
 from claire.tools.search import SearchTool
 
 def prompt_library(config: Config) -> PromptLibrary:
-    return library(config.prompts.set, config.prompts.variants, config.prompts.max_value_chars)
+    return library(config.prompts.set, {**task_prompt_variants(config.agent.task), **config.prompts.variants},
+                   config.prompts.max_value_chars)
 
 
 def open_retrieval(config: Config) -> Searcher:

@@ -31,6 +31,7 @@ class Claim(BaseModel):
     context: ContextBlock = Field(default_factory=ContextBlock)
     label: Verdict | None = None  # gold label, when known (evaluation)
     inconsistency_type: str | None = None
+    gold: dict[str, Any] | None = None  # a task's gold answer, e.g. FEVEROUS {label, evidence}
 
 
 class Evidence(BaseModel):
@@ -43,6 +44,7 @@ class Evidence(BaseModel):
     content: str
     url: str | None = None
     score: float | None = None
+    elements: list[dict[str, str]] | None = None  # element ids and texts of the block, when it has them
 
 
 class TraceItem(BaseModel):
@@ -72,6 +74,9 @@ class Assessment(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     latency_s: float | None = None
     error: str | None = None
+    # task "feverous": the three-way label and the cited evidence element ids
+    label: str | None = None
+    evidence_elements: list[str] = Field(default_factory=list)
 
     def decide(self) -> None:
         """Set the verdict from the score and threshold (no verdict without a score)."""

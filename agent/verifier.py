@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from claire.agent.llm import LLMClient
@@ -69,6 +69,8 @@ class Verdict:
     analysis: str | None
     raw: str
     error: str | None = None
+    label: str | None = None  # task "feverous": SUPPORTS | REFUTES | NOT ENOUGH INFO
+    evidence_elements: list[str] = field(default_factory=list)  # task "feverous": cited element ids
 
 
 def document_view(documents: list[Any]) -> list[dict[str, Any]]:
@@ -89,9 +91,15 @@ def _claim_vars(claim: Claim, clarifications: list[dict[str, str]], documents: l
 
 
 async def verify(
-    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary
+    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary,
+    task: str = "wikicollide",
 ) -> Verdict:
-    """Ask for the score; a missing or malformed score is asked for once more, then an error."""
+    """Ask for the score; a missing or malformed score is asked for once more, then an error.
+    Task "feverous" asks for a three-way label and evidence element ids instead."""
+    if task == "feverous":
+        from claire.agent.feverous_task import judge
+
+        return await judge(claim, documents=documents, clarifications=clarifications, llm=llm, prompts=prompts)
     messages = prompts.render("verifier", **_claim_vars(claim, clarifications, documents))
     response = await llm.chat(messages)
     score = parse_score(response.content)

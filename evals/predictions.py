@@ -42,6 +42,10 @@ class Prediction(BaseModel):
     error: str | None = None
     reasoning: str | None = None
     trace: list[dict[str, Any]] = Field(default_factory=list)
+    # task "feverous": the predicted three-way label and evidence element ids, and the gold answer
+    predicted_label: str | None = None
+    predicted_evidence: list[str] = Field(default_factory=list)
+    gold: dict[str, Any] | None = None
 
 
 def prediction_from(assessment: Assessment, claim: Claim) -> Prediction:
@@ -60,6 +64,9 @@ def prediction_from(assessment: Assessment, claim: Claim) -> Prediction:
         error=assessment.error,
         reasoning=assessment.reasoning,
         trace=[step.model_dump(mode="json") for step in assessment.trace],
+        predicted_label=assessment.label,
+        predicted_evidence=list(assessment.evidence_elements),
+        gold=claim.gold,
     )
 
 

@@ -128,6 +128,7 @@ async def _assess(system: System, claim: Claim) -> Prediction:
                 usage=usage.to_dict(),
                 latency_s=time.perf_counter() - start,
                 error=redact(f"{type(error).__name__}: {error}"),
+                gold=claim.gold,
             )
     prediction = prediction_from(assessment, claim)
     prediction.usage = prediction.usage or usage.to_dict()
@@ -144,6 +145,10 @@ def _score(
     wall_time_s: float | None,
     default_threshold: bool,
 ) -> dict[str, Any]:
+    from claire.evals.feverous_metrics import run_task, score_feverous_run
+
+    if run_task(out_dir) == "feverous":  # a three-way label and evidence, not a score: its own figures
+        return score_feverous_run(out_dir, system=system, split=split, wall_time_s=wall_time_s)
     predictions = load_predictions(out_dir)
     metrics = compute_metrics(predictions, threshold=threshold[0], system=system)
     metrics.update(split=split, threshold_source=threshold[1], wall_time_s=wall_time_s)

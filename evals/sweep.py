@@ -225,6 +225,8 @@ async def run_sweep(
 ) -> SweepSummary:
     """Run every cell of a sweep (resuming finished and partial cells) and write its summary."""
     plan = plan_sweep(sweep_file, base_config)
+    if any(cell.config.agent.task != "wikicollide" for cell in plan.cells):
+        raise ConfigError("sweeps score WikiCollide runs (AUROC) only; for --task feverous run `claire eval` once per configuration")
     claims = load_wikicollide(dataset)[:limit]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Corpora and search over them: the bottom layer of CLAIRE.
 
-What lives here: the corpus block format and its converters (``corpus``), sentence embedders
+What lives here: the corpus block format and its converters (``corpus``, ``feverous_pages``), sentence embedders
 (``embedders``), BM25 sparse vectors (``sparse``), the two vector-store backends behind one
 interface — the embedded Qdrant engine and a Qdrant server (``stores``), hybrid dense + BM25
 retrieval and index building (``retriever``), the remote WikiChat search client (``wikichat``),

@@ -44,6 +44,16 @@ def is_table(content: str) -> bool:
     return len(lines) >= 2 and lines[0].startswith("|") and bool(_TABLE_RULE.match(lines[1]))
 
 
+class BlockElement(BaseModel):
+    """A citable piece of a block (a sentence, table cell, caption or list item) with its
+    FEVEROUS-shaped id, e.g. ``Page_sentence_3`` or ``Page_cell_0_1_2``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+
+
 class Block(BaseModel):
     """One passage of the corpus, as stored in a JSONL line and in an index payload."""
 
@@ -56,6 +66,7 @@ class Block(BaseModel):
     block_type: BlockType = "text"
     url: str | None = None
     last_edit_date: str | None = None
+    elements: list[BlockElement] | None = None  # optional: citable elements, in reading order
 
     @field_validator("id", "document_title", "content")
     @classmethod

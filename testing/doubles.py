@@ -58,6 +58,10 @@ def kind_of(request: ChatRequest | dict) -> str:
     """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from."""
     messages = request["messages"] if isinstance(request, dict) else request.messages
     system = messages[0]["content"]
+    if "give one of three verdicts" in system:
+        return "feverous_verifier"
+    if "relates to a claim" in system:
+        return "feverous_nli"
     if "fact-checking researcher" in system:
         return "controller"
     if "<inconsistency_score>" in system:
