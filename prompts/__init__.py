@@ -130,7 +130,8 @@ class PromptLibrary:
 
 
 _OUR_TAGS = re.compile(
-    r"<(?=/?\s*(?:documents?|passage|fact|observation|notes|inconsistency_score|restated_claim|analysis|label|reason)\b)",
+    r"<(?=/?\s*(?:documents?|passage|fact|observation|notes|inconsistency_score|restated_claim|analysis|label|reason"
+    r"|claim|context|source|query|best_passage|supporting_sentence|support_score)\b)",
     re.IGNORECASE,
 )
 
