@@ -258,8 +258,12 @@ def test_cli_builds_a_sources_index_cites_and_evaluates(server, tmp_path):
         p.name for p in out.iterdir()}
 
 
-def test_cli_errors_are_one_clear_line(tmp_path):
-    cache = tmp_path / "cache"
+def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
+    """In-process through the console-script entry point (each case fails before any model loads)."""
+    from claire import cli
+
+    monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("COLUMNS", "200")
     binary = tmp_path / "page.pdf"
     binary.write_bytes(b"%PDF\x00\x00\x01" * 100)
     empty = tmp_path / "empty.txt"
@@ -280,6 +284,9 @@ def test_cli_errors_are_one_clear_line(tmp_path):
         (("eval", "--task", "nonsense", "--dataset", str(WAFER), "--out", str(tmp_path / "o")), "unknown task"),
     ]
     for args, message in cases:
-        result = claire(*args, cache=cache)
-        assert result.returncode == 2, (args, result.stdout, result.stderr)
-        assert message in " ".join(result.stderr.split()) and "Traceback" not in result.stderr, (args, result.stderr)
+        monkeypatch.setattr(sys, "argv", ["claire", *args])
+        with pytest.raises(SystemExit) as exit_:
+            cli.main()
+        stderr = capsys.readouterr().err
+        assert exit_.value.code == 2, (args, stderr)
+        assert message in " ".join(stderr.split()) and "Traceback" not in stderr, (args, stderr)
