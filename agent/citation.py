@@ -40,6 +40,7 @@ VERDICTS = ("supported", "not supported", "better source found")
 CitationVerdict = Literal["supported", "not supported", "better source found"]
 RRF_K = 60
 _QUERY_TAG = re.compile(r"<\s*query\s*>(.*?)<\s*/\s*query\s*>", re.IGNORECASE | re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NONE = {"", "none", "n/a", "na", "no sentence", "-", "—"}
 
 
@@ -253,11 +254,18 @@ class CitationChecker:
         })
 
     # -- the whole check ---------------------------------------------------------------------
-    def _is_original(self, document: _Document, citation: Citation, original_text: str) -> bool:
+    @staticmethod
+    def _is_original(document: _Document, citation: Citation, original_text: str) -> bool:
+        """Whether a found document is the cited source itself: the same URL when both have one,
+        else the same text (its passages lie in the source, or the source's sentences in them)."""
         url = normalise_url(citation.source.url)
         if url and document.url:
             return normalise_url(document.url) == url
-        return all(_squash(block.content) in original_text for block in document.blocks)
+        if all(_squash(block.content) in original_text for block in document.blocks):
+            return True
+        sentences = [s for s in (_squash(s) for s in _SENTENCE.split(citation.source.text)) if len(s) >= 20]
+        found = _squash(" ".join(block.content for block in document.blocks))
+        return bool(sentences) and sum(s in found for s in sentences) >= 0.8 * len(sentences)
 
     async def check(self, citation: Citation) -> CitationResult:
         """Verify the original source, search for candidates, verify and rank them, and decide."""

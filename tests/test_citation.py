@@ -15,7 +15,7 @@ import pytest
 from claire.agent.citation import Citation, CitedSource, normalise_url, open_checker, parse_queries
 from claire.agent.verifier import parse_tagged_score
 from claire.config import load_config
-from claire.errors import DatasetError
+from claire.errors import ConfigError, DatasetError
 from claire.evals.citations import load_citations, run_citation_eval
 from claire.indexes.retriever import build_index
 from claire.indexes.web_docs import check_source_text, example_sources_path, read_source_text, read_web_docs
@@ -187,6 +187,16 @@ async def test_query_expansion_and_a_source_given_only_as_text(server, index_roo
     assert len(result.suggestions) <= 2 and result.original.retrieval_rank is None and result.original.url is None
 
 
+async def test_a_pasted_excerpt_of_an_indexed_page_is_recognised_as_the_original(server, index_root, tmp_path):
+    config = config_for(server, index_root, tmp_path)
+    excerpt = "Walking across the Golden Gate Bridge takes about forty minutes each way.\nParking at the south end fills early."
+    citation = Citation(claim="Its main span is 1,280 metres long.", title="Golden Gate Bridge", source=CitedSource(text=excerpt))
+    async with open_checker(config) as checker:
+        result = await checker.check(citation)
+    assert result.original.retrieval_rank is not None
+    assert WALK not in [s.url for s in result.suggestions] and result.suggestions[0].url == HISTORY
+
+
 async def test_an_unusable_verifier_answer_is_asked_again_then_an_error(index_root, tmp_path):
     with MockOpenAIServer(lambda body: {"content": "I am not sure."}) as srv:
         config = config_for(srv, index_root, tmp_path, **{"cite.candidates": 0})
@@ -208,6 +218,9 @@ async def test_citations_eval_writes_metrics_plots_and_resumes(server, index_roo
         calls = server.calls
         summary = await run_citation_eval(records, checker, out, dataset=WAFER, config_public=config.public_dict(),
                                           show_progress=False)
+        changed = config.with_overrides({"cite.threshold": 0.7}).public_dict()
+        with pytest.raises(ConfigError, match="cite.threshold"):
+            await run_citation_eval(records, checker, out, dataset=WAFER, config_public=changed, show_progress=False)
     assert (summary.skipped, summary.ran) == (2, 1)
     assert server.calls > calls  # only the third record ran
     lines = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
