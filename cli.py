@@ -357,7 +357,7 @@ def eval_command(
     if task == "citations":
         _eval_citations(dataset, out, limit=limit, ids=ids, retry_errors=retry_errors,
                         config=_eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, None,
-                                            concurrency, **{"cite.index": index}))
+                                            concurrency, **{"cite.index": index, "cite.threshold": threshold}))
         return
     if task not in (None, "wikicollide"):
         raise ConfigError(f"unknown task '{task}'; allowed: wikicollide, citations")
@@ -445,8 +445,18 @@ def metrics_command(
     split: Annotated[Optional[str], typer.Option("--split", help="validation or test (default: from the dataset name).")] = None,
 ) -> None:
     """Recompute metrics, report and ROC plot from a run's predictions alone."""
+    from claire.evals.predictions import read_run_config
     from claire.evals.reporting import compare_runs
     from claire.evals.runner import score_run
+
+    stored = read_run_config(run_dir) or {}
+    if stored.get("task") == "citations":
+        from claire.evals.citations import score_citation_run
+
+        cite = (stored.get("config") or {}).get("cite") or {}
+        score_citation_run(run_dir, threshold=threshold if threshold is not None else cite.get("threshold", 0.5))
+        console.print(f"rewrote {run_dir}/metrics.json, report.md and the plots")
+        return
 
     score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split)
     console.print(compare_runs([run_dir]))

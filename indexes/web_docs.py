@@ -10,6 +10,8 @@ keeps its document's URL. :func:`read_source_text` checks one cited source given
 from __future__ import annotations
 
 import json
+import re
+from html.parser import HTMLParser
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -103,6 +105,48 @@ def read_web_docs(path: str | Path, *, skip_invalid: bool = False, max_words: in
     return load
 
 
+_BLOCK_TAGS = {"p", "div", "br", "li", "tr", "section", "article", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6",
+               "table", "ul", "ol", "dd", "dt", "figcaption", "header", "footer", "pre"}
+_SKIPPED_TAGS = {"script", "style", "noscript", "template", "svg", "head"}
+_LOOKS_HTML = re.compile(r"^\s*(?:<!doctype\s+html|<html\b|<head\b|<body\b)", re.IGNORECASE)
+
+
+class _TextOfPage(HTMLParser):
+    """Visible text of an HTML page: paragraphs on their own lines, scripts and styles left out."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in _SKIPPED_TAGS:
+            self._skipping += 1
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIPPED_TAGS:
+            self._skipping = max(self._skipping - 1, 0)
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def page_text(text: str) -> str:
+    """``text`` itself, or — when it is an HTML page — its visible text in paragraphs."""
+    if not _LOOKS_HTML.match(text):
+        return text
+    parser = _TextOfPage()
+    parser.feed(text)
+    parser.close()
+    paragraphs = (" ".join(chunk.split()) for chunk in re.split(r"\n\s*\n", "".join(parser.parts)))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
 def check_source_text(text: str, where: str, *, max_bytes: int = MAX_SOURCE_BYTES) -> str:
     """``text`` if it can serve as a cited source: not empty, not binary, not over ``max_bytes``."""
     size = len(text.encode("utf-8", errors="replace"))
@@ -117,7 +161,8 @@ def check_source_text(text: str, where: str, *, max_bytes: int = MAX_SOURCE_BYTE
 
 
 def read_source_text(path: str | Path, *, max_bytes: int = MAX_SOURCE_BYTES) -> str:
-    """The text of a cited source file, with a clear error when it is missing, empty, binary or huge."""
+    """The text of a cited source file (an HTML page is reduced to its visible text), with a clear
+    error when it is missing, empty, binary or huge."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -138,7 +183,7 @@ def read_source_text(path: str | Path, *, max_bytes: int = MAX_SOURCE_BYTES) -> 
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise DatasetError(f"source file {path} is not UTF-8 text; give the source as plain UTF-8 text") from None
-    return check_source_text(text, f"source file {path}", max_bytes=max_bytes)
+    return check_source_text(page_text(text), f"source file {path}", max_bytes=max_bytes)
 
 
 def ensure_example_sources_index(root: Path, embedder_spec: str = "minilm", name: str = EXAMPLE_INDEX) -> None:

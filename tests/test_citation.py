@@ -117,6 +117,14 @@ def test_source_files_that_are_empty_binary_huge_or_missing_are_clear_errors(tmp
     with pytest.raises(DatasetError, match="--source-text is empty"):
         check_source_text(" ", "--source-text")
     assert read_source_text(FIXTURES / "cite_sources.jsonl").startswith("{")
+    page = tmp_path / "page.html"
+    page.write_text("<!DOCTYPE html><html><head><title>T</title><style>p {color: red}</style></head><body>"
+                    "<script>var x = 1;</script><h1>Bridges</h1><p>The bridge opened in\n 1937.</p><p>It is red &amp; long.</p></body></html>")
+    assert read_source_text(page) == "Bridges\n\nThe bridge opened in 1937.\n\nIt is red & long."
+    scripts_only = tmp_path / "scripts.html"
+    scripts_only.write_text("<html><script>app()</script></html>")
+    with pytest.raises(DatasetError, match="is empty"):
+        read_source_text(scripts_only)
 
 
 def test_wafer_records_are_read_as_published_and_flat_ones_too(tmp_path):
@@ -269,6 +277,10 @@ def test_cli_builds_a_sources_index_cites_and_evaluates(server, tmp_path):
     assert "ranked first by the verifier: 67%" in evaluated.stdout and "average precision 100.0" in evaluated.stdout
     assert {"predictions.jsonl", "metrics.json", "report.md", "recall_at_k.png", "pr_failing.png", "config.json"} <= {
         p.name for p in out.iterdir()}
+    (out / "metrics.json").unlink()
+    rescored = claire("metrics", str(out), cache=cache)
+    assert rescored.returncode == 0, rescored.stderr
+    assert json.loads((out / "metrics.json").read_text())["original_ranks_first"] == pytest.approx(2 / 3)
 
 
 def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
