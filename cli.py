@@ -403,16 +403,9 @@ def eval_command(
 def _eval_citations(dataset: Path, out: Path, *, limit: int | None, ids: str | None, retry_errors: bool, config: Config) -> None:
     """`claire eval --task citations`: Side's measures on WAFER-style records (evals/citations.py)."""
     from claire.agent.citation import open_checker
-    from claire.evals.citations import load_citations, run_citation_eval
+    from claire.evals.citations import describe_run, load_citations, run_citation_eval, select_records
 
-    records = load_citations(dataset)
-    if ids:
-        wanted = {i.strip() for i in ids.split(",") if i.strip()}
-        unknown = sorted(wanted - {r.claim_id for r in records})
-        if unknown:
-            raise ConfigError(f"--ids names records not in {dataset}: {', '.join(unknown)}")
-        records = [r for r in records if r.claim_id in wanted]
-    records = records[:limit] if limit is not None else records
+    records = select_records(load_citations(dataset), ids=ids, limit=limit, dataset=dataset)
 
     async def go():
         async with open_checker(config) as checker:
@@ -420,18 +413,8 @@ def _eval_citations(dataset: Path, out: Path, *, limit: int | None, ids: str | N
                                            config_public=config.public_dict(), retry_errors=retry_errors, console=err)
 
     summary = run(go())
-    metrics = summary.metrics
-    recall = ", ".join(f"@{k} {100 * v:.0f}%" for k, v in metrics["recall_at_k"].items() if v is not None)
-    console.print(f"[bold]citations[/] on {summary.total} records ({summary.ran} run now, {summary.skipped} already done, "
-                  f"{summary.errors} errors) in {summary.wall_time_s:.1f} s")
-    first = metrics["original_ranks_first"]
-    console.print(f"original source retrieved: {recall or '—'}; ranked first by the verifier: "
-                  f"{'—' if first is None else f'{100 * first:.0f}%'}")
-    detection = metrics.get("failing_detection")
-    if detection:
-        console.print(f"failing citations: average precision {100 * detection['average_precision']:.1f} "
-                      f"(base rate {100 * detection['base_rate']:.0f}%), AUROC {100 * detection['auroc']:.1f}")
-    console.print(f"wrote {out}/predictions.jsonl, metrics.json, report.md, " + ", ".join(metrics.get("plots", [])))
+    for line in describe_run(summary):
+        console.print(line, highlight=False)
     if summary.total and summary.errors >= summary.total:
         err.print("[red]error:[/] no record could be scored; see the error column of predictions.jsonl")
         raise typer.Exit(2)

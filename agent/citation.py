@@ -29,7 +29,7 @@ from claire.agent.llm import LLMClient
 from claire.agent.usage import track_usage
 from claire.agent.verifier import parse_tagged_score, tag_text
 from claire.config import CiteConfig, Config
-from claire.errors import ConfigError
+from claire.errors import ConfigError, DatasetError
 from claire.indexes import sparse
 from claire.indexes.corpus import Block
 from claire.indexes.registry import Searcher, open_searcher
@@ -274,6 +274,8 @@ class CitationChecker:
         with track_usage() as usage:
             source = citation.source
             blocks = source_blocks(source.text, url=source.url, title=source.title, max_words=settings.passage_words)
+            if not blocks:
+                raise DatasetError("the cited source has no text passages (only headings or tables?)")
             query = self.query(citation)
             queries = [query]
             if settings.expand_queries:

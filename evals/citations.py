@@ -151,6 +151,17 @@ def load_citations(path: str | Path) -> list[Citation]:
     return citations
 
 
+def select_records(records: list[Citation], *, ids: str | None, limit: int | None, dataset: Path) -> list[Citation]:
+    """The records named by ``ids`` (comma-separated; an unknown id is an error), then the first ``limit``."""
+    if ids:
+        wanted = {i.strip() for i in ids.split(",") if i.strip()}
+        unknown = sorted(wanted - {r.claim_id for r in records})
+        if unknown:
+            raise ConfigError(f"--ids names records not in {dataset}: {', '.join(unknown)}")
+        records = [r for r in records if r.claim_id in wanted]
+    return records[:limit] if limit is not None else records
+
+
 # -- metrics, report, plots ---------------------------------------------------------------------
 def citation_metrics(predictions: list[dict[str, Any]], *, threshold: float) -> dict[str, Any]:
     """Side's measures over a run's predictions (records with errors are counted, not scored)."""
@@ -371,3 +382,22 @@ async def run_citation_eval(
         errors=sum(1 for p in log.latest.values() if p.claim_id in wanted and p.error is not None),
         wall_time_s=wall, metrics=metrics,
     )
+
+
+def describe_run(summary: CitationRunSummary) -> list[str]:
+    """What a finished run prints: counts, recall@k, ranked first, failing-citation detection."""
+    metrics = summary.metrics
+    recall = ", ".join(f"@{k} {100 * v:.0f}%" for k, v in metrics["recall_at_k"].items() if v is not None)
+    first = metrics["original_ranks_first"]
+    lines = [
+        f"citations on {summary.total} records ({summary.ran} run now, {summary.skipped} already done, "
+        f"{summary.errors} errors) in {summary.wall_time_s:.1f} s",
+        f"original source retrieved: {recall or '—'}; ranked first by the verifier: "
+        f"{'—' if first is None else f'{100 * first:.0f}%'}",
+    ]
+    detection = metrics.get("failing_detection")
+    if detection:
+        lines.append(f"failing citations: average precision {100 * detection['average_precision']:.1f} "
+                     f"(base rate {100 * detection['base_rate']:.0f}%), AUROC {100 * detection['auroc']:.1f}")
+    lines.append(f"wrote {summary.out_dir}/predictions.jsonl, metrics.json, report.md, " + ", ".join(metrics.get("plots", [])))
+    return lines
