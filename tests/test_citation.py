@@ -315,3 +315,20 @@ def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
         stderr = capsys.readouterr().err
         assert exit_.value.code == 2, (args, stderr)
         assert message in " ".join(stderr.split()) and "Traceback" not in stderr, (args, stderr)
+
+
+async def test_the_shipped_examples_work_with_the_default_sources_index(tmp_path):
+    """The README's example: `sources-demo` is built from the bundled pages on first use."""
+    from claire.evals.citations import load_citations as load
+    from claire.indexes.web_docs import EXAMPLE_INDEX
+
+    example = Path(__file__).parents[1] / "evals" / "data" / "wafer_example.jsonl"
+    with MockOpenAIServer(citation_responder()) as srv:
+        config = load_config(None, {"llm.base_url": srv.base_url, "llm.api_key": "k", "llm.cache": False,
+                                    "retrieval.path": str(tmp_path / "idx")}, environ={})
+        assert config.cite.index == EXAMPLE_INDEX
+        async with open_checker(config) as checker:
+            summary = await run_citation_eval(load(example), checker, tmp_path / "run", dataset=example,
+                                              config_public=config.public_dict(), show_progress=False)
+    assert summary.metrics["verdicts"] == {"supported": 2, "better source found": 2, "not supported": 1}
+    assert summary.metrics["failing_detection"]["average_precision"] == 1.0
