@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from claire import __version__
-from claire.config import Config, ConfigWarning, load_config, parse_assignment
+from claire.config import TASK_NAMES, Config, ConfigWarning, load_config, parse_assignment
 from claire.errors import ClaireError, ConfigError, redact
 
 console = Console()
@@ -119,6 +119,7 @@ def index_build(
     from_wikicollide: Annotated[Optional[Path], typer.Option("--from-wikicollide", help="Build from a WikiCollide dataset's passages.")] = None,
     from_article: Annotated[Optional[list[Path]], typer.Option("--from-article", help="Plain article text (## headings start sections); repeatable. The file name is the title.")] = None,
     from_feverous_pages: Annotated[Optional[Path], typer.Option("--from-feverous-pages", help="FEVEROUS wiki pages (JSONL, one page a line); blocks keep element ids.")] = None,
+    from_web_docs: Annotated[Optional[Path], typer.Option("--from-web-docs", help="Web documents (JSONL: url, title, text), split into passages: a sources index for `claire cite`.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad corpus lines (counted) instead of stopping.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Rebuild an existing index of that name.")] = False,
     path: PathOpt = None,
@@ -131,13 +132,20 @@ def index_build(
     from claire.indexes.retriever import build_index
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
-    if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages)) != 1:
-        raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE "
-                          "or --from-feverous-pages PAGES.jsonl")
+    if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages, from_web_docs)) != 1:
+        raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE, "
+                          "--from-feverous-pages PAGES.jsonl or --from-web-docs FILE.jsonl")
     if from_feverous_pages is not None:
         from claire.indexes.feverous_pages import blocks_from_feverous_pages
 
         blocks, invalid = blocks_from_feverous_pages(from_feverous_pages), 0
+    elif from_web_docs is not None:
+        from claire.indexes.web_docs import read_web_docs
+
+        loaded = read_web_docs(from_web_docs, skip_invalid=skip_invalid, max_words=config.cite.passage_words)
+        blocks, invalid = loaded.blocks, loaded.invalid
+        for message in loaded.errors[:10]:
+            err.print(f"[yellow]skipped[/] {escape(message)}")
     elif from_article:
         blocks, invalid = [], 0
         for article in from_article:
@@ -358,7 +366,7 @@ def eval_command(
     docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
     no_rerank: Annotated[bool, typer.Option("--no-rerank")] = False,
     tools: Annotated[Optional[str], typer.Option("--tools")] = None,
-    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous (agent.task).")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), or citations (WAFER-style records; --index names the sources index).")] = None,
     index: IndexOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -368,6 +376,13 @@ def eval_command(
     sets: SetOpt = None,
 ) -> None:
     """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
+    if task not in (None, *TASK_NAMES, "citations"):
+        raise ConfigError(f"unknown task '{task}'; allowed: {', '.join(TASK_NAMES)}, citations")
+    if task == "citations":
+        _eval_citations(dataset, out, limit=limit, ids=ids, retry_errors=retry_errors,
+                        config=_eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, None,
+                                            concurrency, **{"cite.index": index, "cite.threshold": threshold}))
+        return
     from claire.agent.runtime import open_system
     from claire.evals.dataset import load_wikicollide
     from claire.evals.metrics import resolve_threshold
@@ -425,6 +440,26 @@ def eval_command(
         raise typer.Exit(2)
 
 
+def _eval_citations(dataset: Path, out: Path, *, limit: int | None, ids: str | None, retry_errors: bool, config: Config) -> None:
+    """`claire eval --task citations`: Side's measures on WAFER-style records (evals/citations.py)."""
+    from claire.agent.citation import open_checker
+    from claire.evals.citations import describe_run, load_citations, run_citation_eval, select_records
+
+    records = select_records(load_citations(dataset), ids=ids, limit=limit, dataset=dataset)
+
+    async def go():
+        async with open_checker(config) as checker:
+            return await run_citation_eval(records, checker, out, dataset=dataset, concurrency=config.eval.concurrency,
+                                           config_public=config.public_dict(), retry_errors=retry_errors, console=err)
+
+    summary = run(go())
+    for line in describe_run(summary):
+        console.print(line, highlight=False)
+    if summary.total and summary.errors >= summary.total:
+        err.print("[red]error:[/] no record could be scored; see the error column of predictions.jsonl")
+        raise typer.Exit(2)
+
+
 @app.command("metrics")
 def metrics_command(
     run_dir: Annotated[Path, typer.Argument(help="A run directory of `claire eval`.")],
@@ -433,8 +468,18 @@ def metrics_command(
     split: Annotated[Optional[str], typer.Option("--split", help="validation or test (default: from the dataset name).")] = None,
 ) -> None:
     """Recompute metrics, report and ROC plot from a run's predictions alone."""
+    from claire.evals.predictions import read_run_config
     from claire.evals.reporting import compare_runs
     from claire.evals.runner import score_run
+
+    stored = read_run_config(run_dir) or {}
+    if stored.get("task") == "citations":
+        from claire.evals.citations import score_citation_run
+
+        cite = (stored.get("config") or {}).get("cite") or {}
+        score_citation_run(run_dir, threshold=threshold if threshold is not None else cite.get("threshold", 0.5))
+        console.print(f"rewrote {run_dir}/metrics.json, report.md and the plots")
+        return
 
     score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split)
     console.print(compare_runs([run_dir]))
@@ -570,6 +615,60 @@ def scan_command(
                       row.key_evidence or "—", style=style)
     console.print(table)
     console.print(f"{len(result.flagged)} of {len(result.rows)} facts flagged; report: {result.out_dir}/scan.md")
+
+
+# -- citations -------------------------------------------------------------------------------
+@app.command("cite")
+def cite_command(
+    claim: Annotated[str, typer.Argument(help="The claim that carries the citation.")],
+    source: Annotated[Optional[Path], typer.Option("--source", help="The cited source as a text file.")] = None,
+    source_text: Annotated[Optional[str], typer.Option("--source-text", help="The cited source's text.")] = None,
+    source_url: Annotated[Optional[str], typer.Option("--source-url", help="The cited source's URL (so the index's copy of it is not suggested).")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="The claim's Wikipedia article.")] = None,
+    section: Annotated[Optional[str], typer.Option("--section", help="The claim's section.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="The text around the claim.")] = None,
+    expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="Let the LLM write extra search queries (cite.expand_queries).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {original, suggestions, verdict, ...} as JSON.")] = False,
+    index: Annotated[Optional[str], typer.Option("--index", help="The sources index (cite.index; default: the bundled example sources).")] = None,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not, 2 error."""
+    from claire.agent.citation import Citation, CitedSource, open_checker
+    from claire.indexes.web_docs import check_source_text, read_source_text
+
+    if not claim.strip():
+        raise ConfigError("the claim is empty: give the sentence that carries the citation")
+    if (source is None) == (source_text is None):
+        raise ConfigError("give the cited source with either --source FILE or --source-text TEXT")
+    config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None, path, url),
+                     **{"cite.index": index, "cite.expand_queries": expand})
+    limit = config.cite.max_source_bytes
+    text = read_source_text(source, max_bytes=limit) if source else check_source_text(source_text or "", "--source-text", max_bytes=limit)
+    citation = Citation(claim=claim.strip(), title=title or "", section=section or "", context=(context or "").strip(),
+                        source=CitedSource(text=text, title=source.stem.replace("_", " ") if source else "", url=source_url))
+
+    async def go():
+        async with open_checker(config) as checker:
+            return await checker.check(citation)
+
+    if as_json:
+        result = run(go())
+        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        from claire.views import citation_view
+
+        with err.status("checking the citation…"):
+            result = run(go())
+        console.print(citation_view(result))
+    if result.verdict is None:
+        raise typer.Exit(2)
+    raise typer.Exit(0 if result.verdict == "supported" else 1)
 
 
 # -- benchmarks ------------------------------------------------------------------------------

@@ -158,6 +158,22 @@ class EvalConfig(_Section):
     max_error_share: float = Field(0.2, ge=0.0, le=1.0)
 
 
+class CiteConfig(_Section):
+    """``claire cite`` and the citations eval: is a claim supported by its cited source?"""
+
+    index: str = "sources-demo"  # the sources index; "sources-demo" is built from the bundled examples
+    threshold: float = Field(0.5, ge=0.0, le=1.0)  # support score at or above which a source supports the claim
+    search_k: int = Field(30, ge=1, le=500)  # passages retrieved per search query
+    candidates: int = Field(8, ge=0, le=100)  # candidate sources (documents) verified besides the original
+    passages_per_source: int = Field(3, ge=1, le=20)  # a source's best passages shown to the verifier
+    suggestions: int = Field(3, ge=1, le=50)
+    expand_queries: bool = False  # let the LLM write extra search queries (generative query expansion)
+    max_queries: int = Field(3, ge=1, le=10)  # expansion queries at most
+    passage_words: int = Field(100, ge=20, le=2000)
+    context_chars: int = Field(600, ge=0)  # how much of the claim's context joins the search query
+    max_source_bytes: int = Field(5_000_000, ge=1000)
+
+
 class Config(_Section):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
@@ -165,6 +181,7 @@ class Config(_Section):
     baselines: BaselineConfig = Field(default_factory=BaselineConfig)
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    cite: CiteConfig = Field(default_factory=CiteConfig)
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved config as plain data with every secret masked (for show and run dirs)."""

@@ -155,3 +155,34 @@ class CheckView:
 
         text = " ".join(filter(None, [a.reasoning, *(a.report or {}).values(), *a.reported]))
         return {int(n) for n in re.findall(r"\[(\d+)\]", text) if 0 < int(n) <= len(a.evidence)}
+
+
+def citation_view(result: Any) -> Group:
+    """The answer of ``claire cite``: the verdict, the original source's support, the suggestions."""
+    style = {"supported": "bold green", "better source found": "bold yellow", "not supported": "bold red"}
+    original = result.original
+    score = "—" if original.score is None else f"{original.score:.2f}"
+    head = Text.assemble(((result.verdict or "no verdict").upper(), style.get(result.verdict or "", "bold")),
+                         f"   original source: support {score} (threshold {result.threshold:g})",
+                         f", rank {original.rank}" if original.rank else "")
+    parts: list[Any] = [head]
+    if original.error:
+        parts.append(Text(f"error: {original.error}", style="red"))
+    if original.sentence:
+        parts.append(Text.assemble(("supporting sentence: ", "dim"), original.sentence))
+    if original.analysis:
+        parts.append(Text.assemble(("analysis: ", "dim"), original.analysis))
+    table = Table(title="suggested sources, best supported first", title_justify="left", show_lines=True, expand=True)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("support", justify="right", width=7)
+    table.add_column("source", ratio=1, overflow="fold")
+    table.add_column("supporting passage", ratio=3)
+    for scored in result.suggestions:
+        where = Text.assemble((scored.title, "bold"), "\n" + (scored.url or ""))
+        passage = scored.sentence or scored.passage or ""
+        table.add_row(str(scored.rank or ""), "—" if scored.score is None else f"{scored.score:.2f}", where,
+                      Text(passage if len(passage) <= 400 else passage[:399] + "…"))
+    if not result.suggestions:
+        table.add_row("", "", "no candidate sources found in the index", "")
+    parts.append(table)
+    return Group(*parts)

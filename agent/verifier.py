@@ -62,6 +62,25 @@ def parse_score(text: str) -> float | None:
     return _to_score(lines[-1]) if lines else None
 
 
+def parse_tagged_score(text: str, tag: str) -> float | None:
+    """A score in [0, 1] from the last ``<tag>`` that holds a usable number (read as leniently as
+    the inconsistency score: 0.7, 70%, 7/10), else from a ``tag: 0.7`` line; None when absent."""
+    text = html.unescape(text or "")
+    name = re.escape(tag)
+    for raw in reversed(re.findall(rf"<\s*{name}\s*>\s*(.*?)\s*<\s*/\s*{name}\s*>", text, re.IGNORECASE | re.DOTALL)):
+        score = _to_score(raw)
+        if score is not None:
+            return score
+    spaced = name.replace("_", "[_ ]")
+    lines = re.findall(rf"{spaced}\W{{0,5}}?([-+]?\.?\d[^\n]{{0,20}})", text, re.IGNORECASE)
+    return _to_score(lines[-1]) if lines else None
+
+
+def tag_text(text: str, name: str) -> str | None:
+    """The content of the last ``<name>...</name>`` in ``text`` (stripped), or None."""
+    return _tag(text, name)
+
+
 @dataclass
 class Verdict:
     score: float | None

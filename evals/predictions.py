@@ -76,7 +76,7 @@ def _problem(error: ValidationError) -> str:
     return f"field {where}: {item['msg']}" if where else item["msg"]
 
 
-def _read(path: Path) -> tuple[dict[str, Prediction], int, int, bool]:
+def _read(path: Path, model: type[BaseModel] = Prediction) -> tuple[dict[str, Any], int, int, bool]:
     """(last prediction per claim_id, lines read, bytes of whole valid lines, last line lacks \\n).
 
     A torn last line (cut short, or not valid) is left out; an invalid line elsewhere is an error.
@@ -99,7 +99,7 @@ def _read(path: Path) -> tuple[dict[str, Prediction], int, int, bool]:
             good += len(line) + 1
             continue
         try:
-            prediction = Prediction.model_validate_json(line)
+            prediction = model.model_validate_json(line)
         except ValidationError as error:
             if last:
                 return latest, count, good, False
@@ -111,22 +111,23 @@ def _read(path: Path) -> tuple[dict[str, Prediction], int, int, bool]:
     return latest, count, min(good, len(data)), missing_newline
 
 
-def load_predictions(run_dir: str | Path) -> list[dict[str, Any]]:
+def load_predictions(run_dir: str | Path, model: type[BaseModel] = Prediction) -> list[dict[str, Any]]:
     """The predictions of a run directory (or a predictions.jsonl path): one per claim, the last
-    line of each claim_id winning, a torn last line ignored."""
+    line of each claim_id winning, a torn last line ignored. ``model`` is the line's schema."""
     path = Path(run_dir)
     if path.is_dir():
         path = path / PREDICTIONS
     if not path.is_file():
         raise ConfigError(f"no predictions at {path}: run `claire eval ... --out DIR` first")
-    latest, _, _, _ = _read(path)
+    latest, _, _, _ = _read(path, model)
     return [prediction.model_dump(mode="json") for prediction in latest.values()]
 
 
 class PredictionLog:
-    """The append-only predictions file of one run directory, opened for a (resumed) run."""
+    """The append-only predictions file of one run directory, opened for a (resumed) run.
+    ``model`` is the schema of a line (any pydantic model with a ``claim_id``)."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, model: type[BaseModel] = Prediction):
         self.path = Path(run_dir) / PREDICTIONS
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -139,7 +140,7 @@ class PredictionLog:
         except BlockingIOError:
             os.close(self._lock_fd)
             raise ConfigError(f"{run_dir} is in use by another claire process; wait for it or choose another --out") from None
-        self.latest, self._lines, good, missing_newline = _read(self.path)
+        self.latest, self._lines, good, missing_newline = _read(self.path, model)
         if self.path.exists() and (good < self.path.stat().st_size or missing_newline):
             with open(self.path, "r+b") as handle:
                 handle.truncate(good)
@@ -151,11 +152,11 @@ class PredictionLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = asyncio.Lock()
 
-    async def append(self, prediction: Prediction) -> None:
+    async def append(self, prediction: BaseModel) -> None:
         line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
         async with self._lock:
             await asyncio.to_thread(self._write, line)
-            self.latest[prediction.claim_id] = prediction
+            self.latest[prediction.claim_id] = prediction  # type: ignore[attr-defined]
             self._lines += 1
 
     def _write(self, line: bytes) -> None:

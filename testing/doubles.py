@@ -80,6 +80,10 @@ def kind_of(request: ChatRequest | dict) -> str:
         return "report_inconsistent"
     if "atomic facts" in system:
         return "extract"
+    if "You check citations" in system:
+        return "cite_support"
+    if "find sources for a claim" in system:
+        return "cite_queries"
     return "unknown"
 
 
@@ -148,5 +152,54 @@ def http_responder(verifier_score: float = 0.9, search_query: str = "Eiffel Towe
         if kind == "extract":
             return {"content": "<fact>The Eiffel Tower was completed in 1890.</fact>\n<fact>The Eiffel Tower is in Paris.</fact>"}
         return {"content": f"A short note for {kind}."}
+
+    return respond
+
+
+_STOP = {"that", "this", "with", "from", "were", "was", "have", "into", "than", "then", "they", "their", "which", "when",
+         "there", "about", "after", "before", "also", "only", "over", "under", "until"}
+
+
+def _claim_terms(claim: str) -> tuple[list[str], list[str]]:
+    numbers = re.findall(r"\d[\d,.]*\d|\d", claim)
+    words = [w for w in re.findall(r"[a-z]+", claim.lower()) if len(w) > 3 and w not in _STOP]
+    return numbers, words
+
+
+def judge_support(claim: str, passage: str) -> float:
+    """A rule-of-thumb support score: every number of the claim must be in the passage and most of
+    its longer words too (0.9); some words but a missing number (0.3); otherwise 0.05."""
+    numbers, words = _claim_terms(claim)
+    text = passage.lower()
+    overlap = sum(1 for w in words if w in text) / len(words) if words else 0.0
+    if all(n.lower() in text for n in numbers) and overlap >= 0.6:
+        return 0.9
+    return 0.3 if overlap >= 0.5 else 0.05
+
+
+def citation_responder(expansions: list[str] | None = None):
+    """A MockOpenAIServer responder for ``claire cite``: the support verifier answers by
+    :func:`judge_support` over each numbered passage, quoting the best sentence; query expansion
+    answers with ``expansions``. Other prompt kinds fall back to :func:`http_responder`."""
+    fallback = http_responder()
+
+    def respond(body: dict) -> dict:
+        kind = kind_of(body)
+        user = body["messages"][1]["content"]
+        if kind == "cite_queries":
+            return {"content": "\n".join(f"<query>{q}</query>" for q in expansions or ["no extra query"])}
+        if kind != "cite_support":
+            return fallback(body)
+        claim = user.split("<claim>", 1)[-1].split("</claim>", 1)[0]
+        passages = re.findall(r'<passage n="(\d+)">\n(.*?)\n</passage>', user, re.DOTALL)
+        scored = sorted(((judge_support(claim, text), int(n), text) for n, text in passages), key=lambda t: (-t[0], t[1]))
+        score, number, text = scored[0] if scored else (0.0, 1, "")
+        sentences = re.split(r"(?<=[.!?])\s+", text)
+        numbers, words = _claim_terms(claim)
+        terms = [n.lower() for n in numbers] * 2 + words  # a matching number counts double
+        best = max(sentences, key=lambda s: sum(1 for t in terms if t in s.lower())) if score >= 0.5 else "none"
+        return {"content": f"<analysis>Passage [{number}] was compared with the claim.</analysis>\n"
+                           f"<best_passage>{number}</best_passage>\n<supporting_sentence>{best}</supporting_sentence>\n"
+                           f"<support_score>{score}</support_score>"}
 
     return respond

@@ -21,6 +21,9 @@ VALUES = {
     "report_consistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
     "report_inconsistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
     "fact_extraction": dict(title="Paris", section="", text="Paris is in France."),
+    "cite_support": dict(claim="c", title="Paris", section="", context="", source={"title": "t", "url": "https://x.example"},
+                         passages=[{"n": 1, "content": "A passage."}]),
+    "cite_queries": dict(claim="c", title="Paris", section="", context="", max_queries=3),
 }
 
 
