@@ -56,6 +56,7 @@ class Block(BaseModel):
     block_type: BlockType = "text"
     url: str | None = None
     last_edit_date: str | None = None
+    categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
 
     @field_validator("id", "document_title", "content")
     @classmethod
