@@ -130,7 +130,7 @@ class PromptLibrary:
 
 
 _OUR_TAGS = re.compile(
-    r"<(?=/?\s*(?:documents?|passage|fact|observation|notes|inconsistency_score|restated_claim|analysis|label|reason)\b)",
+    r"<(?=/?\s*(?:documents?|passage|fact|observation|notes|inconsistency_score|restated_claim|analysis|label|reason|question|answer|statement)\b)",
     re.IGNORECASE,
 )
 

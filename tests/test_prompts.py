@@ -21,6 +21,7 @@ VALUES = {
     "report_consistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
     "report_inconsistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
     "fact_extraction": dict(title="Paris", section="", text="Paris is in France."),
+    "qa_to_statement": dict(question="When did it open?", answer="1932"),
 }
 
 
