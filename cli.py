@@ -596,8 +596,8 @@ def estimate_command(
             raise ConfigError("an estimate needs --index NAME, --sample K and --out DIR")
         if unit not in ("block", "article"):
             raise ConfigError(f"--unit must be block or article, got {unit!r}")
-        config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency,
-                              **{"retrieval.path": str(path) if path else None})
+        config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+        config = config.with_overrides({"retrieval.path": str(path)}) if path else config
         summary = run(run_estimate(config=config, sample=sample, seed=seed, out_dir=out, units=blocks, unit=unit,  # type: ignore[arg-type]
                                    confidence=level, decision_files=decisions or [], console=err))
         from_dir = out
@@ -647,8 +647,8 @@ def audit_command(
     """Check the claims a benchmark takes as true against the corpus; the share contradicted."""
     from claire.workflows.audit import run_audit
 
-    config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency,
-                          **{"retrieval.path": str(path) if path else None})
+    config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    config = config.with_overrides({"retrieval.path": str(path)}) if path else config
     summary = run(run_audit(dataset=dataset, fmt=fmt, config=config, out_dir=out, limit=limit, confidence=confidence,
                             decision_files=decisions or [], console=err))
     _print_rates(summary, out, as_json)
