@@ -70,6 +70,9 @@ def _show(console: Console, number: int, total: int, claim: dict[str, Any], pred
             where = Text.assemble((str(passage.get("document_title")), "bold"), "\n" + str(passage.get("section_title") or ""))
             table.add_row(str(passage.get("n")), where, Text(str(passage.get("content") or "")[:600]))
         console.print(table)
+    for item in prediction.get("trace") or []:
+        if item.get("action_name") == "report_inconsistency" and item.get("action_argument"):
+            console.print(Panel(Text(str(item["action_argument"])), title="the agent reported", border_style="yellow"))
     if row.reasoning:
         console.print(Panel(Markdown(row.reasoning), title="verifier analysis"))
 

@@ -29,7 +29,16 @@ from claire.evals.ambigqa import QAItem, load_ambigqa, qa_pairs
 from claire.evals.dataset import load_wikicollide
 from claire.evals.feverous import load_feverous
 from claire.evals.runner import run_eval
-from claire.workflows.rates import CLAIMS, append_jsonl, check_plan, read_jsonl, summarise, write_jsonl, write_plan
+from claire.workflows.rates import (
+    CLAIMS,
+    append_jsonl,
+    check_plan,
+    job_lock,
+    read_jsonl,
+    summarise,
+    write_jsonl,
+    write_plan,
+)
 
 AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]
 FORMATS = ("feverous", "ambigqa", "wikicollide")
@@ -133,9 +142,15 @@ async def run_audit(
     out_dir = Path(out_dir)
     wanted = {"kind": "audit", "format": fmt, "dataset": dataset.name, "index": config.retrieval.index}
     check_plan(out_dir, wanted)
+    with job_lock(out_dir):
+        await _audit(dataset, fmt, config, out_dir, limit, confidence, wanted, show_progress, console)
+    return summarise(out_dir, confidence=confidence, decision_files=decision_files or [])
+
+
+async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: int | None, confidence: float,
+                 wanted: dict[str, Any], show_progress: bool, console: Console | None) -> None:
     llm = LLMClient.from_config(config.llm)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
         records, failed = await _claims(fmt, dataset, out_dir, llm, config, limit, console)
         if not records:
             raise DatasetError(f"{dataset} holds no claims the benchmark takes as true ({SELECTION[fmt]})")
@@ -154,4 +169,3 @@ async def run_audit(
                            config_public=config.public_dict(), show_progress=show_progress, console=console)
     finally:
         await llm.aclose()
-    return summarise(out_dir, confidence=confidence, decision_files=decision_files or [])

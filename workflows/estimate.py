@@ -37,6 +37,7 @@ from claire.workflows.rates import (
     FACTS,
     append_jsonl,
     check_plan,
+    job_lock,
     read_jsonl,
     summarise,
     write_jsonl,
@@ -120,7 +121,15 @@ async def run_estimate(
     out_dir = Path(out_dir)
     wanted = {"kind": "estimate", "index": config.retrieval.index, "seed": seed, "unit": unit,
               "units": units or sample, "facts_wanted": sample}
-    plan = check_plan(out_dir, wanted)
+    check_plan(out_dir, wanted)  # fail before creating anything
+    with job_lock(out_dir):
+        plan = check_plan(out_dir, wanted)  # again, now that no other process can be writing it
+        await _estimate(config, plan, wanted, out_dir, sample, seed, unit, confidence, show_progress, console)
+    return summarise(out_dir, confidence=confidence, decision_files=decision_files)
+
+
+async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[str, Any], out_dir: Path, sample: int,
+                    seed: int, unit: Unit, confidence: float, show_progress: bool, console: Console | None) -> None:
     llm = LLMClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
@@ -159,4 +168,3 @@ async def run_estimate(
     finally:
         retriever.close()
         await llm.aclose()
-    return summarise(out_dir, confidence=confidence, decision_files=decision_files)

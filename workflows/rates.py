@@ -16,9 +16,11 @@ reads files only, so a new decision updates the numbers without re-running anyth
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,21 @@ def check_plan(out_dir: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
 def write_plan(out_dir: Path, plan: dict[str, Any]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / PLAN, json.dumps(plan, indent=2, ensure_ascii=False) + "\n")
+
+
+@contextmanager
+def job_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the run directory for this estimate or audit, so two processes never write its files at once."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out_dir / ".job.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{out_dir} is in use by another claire process; wait for it or choose another --out") from None
+        yield
+    finally:
+        os.close(descriptor)
 
 
 # -- the report ---------------------------------------------------------------------------
