@@ -131,10 +131,12 @@ def append_decision(run_dir: str | Path, decision: Decision) -> None:
         decision = decision.model_copy(update={"decided_at": datetime.now(UTC).isoformat(timespec="seconds")})
     path = Path(run_dir) / REVIEWS
     line = (decision.model_dump_json(exclude_none=True) + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        if os.fstat(descriptor).st_size and not path.read_bytes().endswith(b"\n"):
-            line = b"\n" + line  # never glue a decision onto a torn last line
+        if os.fstat(descriptor).st_size:
+            data = path.read_bytes()
+            if not data.endswith(b"\n"):  # a torn last line (a write cut short) is cut away
+                os.ftruncate(descriptor, data.rfind(b"\n") + 1)
         os.write(descriptor, line)
         os.fsync(descriptor)
     finally:

@@ -289,3 +289,37 @@ def test_estimate_bad_inputs_are_clear_errors(tmp_path):
         result = claire(*args, cache=tmp_path / "cache")
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+
+
+async def test_a_failed_extraction_is_kept_and_retried_by_the_next_run(small_index, tmp_path, clean_env):
+    from claire.config import load_config
+    from claire.errors import ClaireError
+    from claire.workflows.estimate import run_estimate
+
+    out = tmp_path / "est"
+
+    def config(url: str):
+        return load_config(None, {"llm.base_url": url, "llm.cache": False, "llm.max_attempts": 1, "llm.api_key": "k",
+                                  "retrieval.path": str(small_index / "indexes"), "retrieval.index": "small",
+                                  "retrieval.rerank": False})
+
+    with MockOpenAIServer(lambda body: {"fault": "500"}) as down:
+        with pytest.raises(ClaireError, match="no facts could be extracted"):
+            await run_estimate(config=config(down.base_url), sample=4, seed=3, out_dir=out, units=3, show_progress=False)
+    failed = [json.loads(line) for line in (out / "facts.jsonl").read_text().splitlines()]
+    assert len(failed) == 3 and all(r["error"] for r in failed) and not (out / "claims.jsonl").exists()
+    with (out / "facts.jsonl").open("a") as handle:
+        handle.write('{"block_id": "torn')  # a kill in the middle of a write
+    with MockOpenAIServer(extracting_responder()) as up:
+        summary = await run_estimate(config=config(up.base_url), sample=4, seed=3, out_dir=out, units=3, show_progress=False)
+        extractions = [r for r in up.requests if kind_of(r) == "extract"]
+    assert len(extractions) == 3 and summary["checked"] == 4  # the same three blocks, extracted this time
+    assert summary["extrapolation"]["flagged"]["units_sampled"] == 3
+
+
+def test_appending_after_a_torn_line_cuts_it_away(tmp_path):
+    path = tmp_path / "reviews.jsonl"
+    path.write_text('{"claim_id": "a", "decision": "accept"}\n{"claim_id": "b", "dec')
+    append_decision(tmp_path, Decision(claim_id="c", decision="reject"))
+    assert [d.claim_id for d in read_decisions(path)] == ["a", "c"]
+    assert len(path.read_text().splitlines()) == 2

@@ -60,11 +60,17 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append one line durably; a torn last line left by a kill is cut away first."""
+    append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def append_line(path: Path, line: bytes) -> None:
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        if os.fstat(descriptor).st_size and not path.read_bytes().endswith(b"\n"):
-            line = b"\n" + line
+        if os.fstat(descriptor).st_size:
+            data = path.read_bytes()
+            if not data.endswith(b"\n"):
+                os.ftruncate(descriptor, data.rfind(b"\n") + 1)
         os.write(descriptor, line)
         os.fsync(descriptor)
     finally:
