@@ -7,15 +7,14 @@ The published files are JSONL, one record a line::
      "challenge": "Numerical Reasoning", ...}
 
 The first line of a published file is often an empty header record (``"id": ""``, ``"claim":
-""``); it is skipped. Each evidence set is read as the list of its ``content`` element ids,
-whose prefix is the Wikipedia page (:func:`evidence_page`). A malformed line raises
+""``); it is skipped. Each evidence set is read as the list of its ``content`` element ids
+(``"Page_sentence_0"``, ``"Page_cell_0_1_1"``, ...). A malformed line raises
 :class:`claire.errors.DatasetError` naming ``FILE:LINE`` and the field.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +23,6 @@ from pydantic import BaseModel, ValidationError, field_validator
 from claire.errors import DatasetError
 
 FeverousLabel = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
-_ELEMENT = re.compile(r"^(.*?)_(?:header_cell|cell|sentence|table_caption|item|section)_[\d_]+$|^(.*)_title$")
 
 
 class FeverousRecord(BaseModel):
@@ -59,18 +57,6 @@ class FeverousRecord(BaseModel):
                 item = item["content"]
             sets.append(item)
         return sets
-
-    def pages(self) -> list[str]:
-        """The Wikipedia pages the evidence comes from, in order of first mention."""
-        return list(dict.fromkeys(page for group in self.evidence for element in group if (page := evidence_page(element))))
-
-
-def evidence_page(element_id: str) -> str | None:
-    """The page title of an evidence element id (``"Algebraic logic_sentence_0"`` → ``"Algebraic logic"``)."""
-    match = _ELEMENT.match(element_id)
-    if not match:
-        return None
-    return match.group(1) if match.group(1) is not None else match.group(2)
 
 
 def _is_header(record: Any) -> bool:

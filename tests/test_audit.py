@@ -14,12 +14,12 @@ import pytest
 
 from claire.errors import DatasetError
 from claire.evals.ambigqa import load_ambigqa, qa_pairs
-from claire.evals.feverous import evidence_page, load_feverous
+from claire.evals.feverous import load_feverous
 from claire.indexes.corpus import demo_corpus_path, read_corpus
 from claire.indexes.retriever import build_index
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
-from claire.workflows.audit import parse_statement
+from claire.workflows.audit import evidence_page, first_page, parse_statement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HEADER = {"id": "", "claim": "", "label": "", "evidence": [{"content": [], "context": {}}], "annotator_operations": []}
@@ -60,7 +60,7 @@ def test_feverous_loader_reads_the_published_format(tmp_path):
     first = records[0]
     assert first.label == "SUPPORTS" and first.challenge == "Numerical Reasoning"
     assert first.evidence == [["Eiffel Tower_sentence_0", "Eiffel Tower_cell_0_1_1"]]
-    assert records[1].pages() == ["Gustave Eiffel", "Eiffel Tower"]
+    assert first_page(records[1].evidence) == "Gustave Eiffel" and first_page([[]]) == ""
     assert records[3].challenge is None and records[3].evidence == [[]]
     assert evidence_page("Paris, Texas_table_caption_0") == "Paris, Texas"
     assert evidence_page("Some_page_with_underscores_item_1_2") == "Some_page_with_underscores"

@@ -43,12 +43,26 @@ from claire.workflows.rates import (
 AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]
 FORMATS = ("feverous", "ambigqa", "wikicollide")
 STATEMENTS = "statements.jsonl"
+_ELEMENT = re.compile(r"^(.*?)_(?:header_cell|cell|sentence|table_caption|item|section)_[\d_]+$|^(.*)_title$")
 _STATEMENT = re.compile(r"<\s*statement\s*>(.*?)(?:<\s*/\s*statement\s*>|$)", re.IGNORECASE | re.DOTALL)
 SELECTION = {
     "feverous": "FEVEROUS claims labelled SUPPORTS",
     "ambigqa": "AmbigQA questions with their gold answer, as statements",
     "wikicollide": "WikiCollide claims labelled consistent",
 }
+
+
+def evidence_page(element_id: str) -> str | None:
+    """The page of a FEVEROUS evidence element id (``"Algebraic logic_sentence_0"`` → ``"Algebraic logic"``)."""
+    match = _ELEMENT.match(element_id)
+    if not match:
+        return None
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
+def first_page(evidence: list[list[str]]) -> str:
+    """The page of the first evidence element that names one ("" when none does)."""
+    return next((page for group in evidence for element in group if (page := evidence_page(element))), "")
 
 
 def parse_statement(text: str) -> str | None:
@@ -100,7 +114,7 @@ async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: LLMClient, config
     """The claims to check (as claims.jsonl records) and how many could not be prepared."""
     if fmt == "feverous":
         records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
-        return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=(r.pages() or [""])[0],
+        return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
                               evidence=r.evidence, challenge=r.challenge) for r in records], 0
     if fmt == "wikicollide":
         claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
