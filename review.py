@@ -44,7 +44,7 @@ class ReviewResult:
 
 def _ask_with(console: Console) -> Ask:
     def ask(question: str) -> str:
-        return Prompt.ask(question, console=console, default="")
+        return Prompt.ask(question, console=console, default="", show_default=False)
 
     return ask
 
