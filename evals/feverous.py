@@ -65,9 +65,11 @@ class FeverousRecord(BaseModel):
     @field_validator("evidence")
     @classmethod
     def _sets_not_empty(cls, value: list[list[str]]) -> list[list[str]]:
+        # An empty set occurs in published NOT ENOUGH INFO records; it is kept (it can never be
+        # contained in a prediction, so it scores like no evidence at all). Empty ids are errors.
         for index, ids in enumerate(value):
-            if not ids or any(not element.strip() for element in ids):
-                raise ValueError(f"set {index} is empty or holds an empty id")
+            if any(not element.strip() for element in ids):
+                raise ValueError(f"set {index} holds an empty id")
         return value
 
     def to_claim(self) -> Claim:

@@ -67,6 +67,7 @@ class Block(BaseModel):
     url: str | None = None
     last_edit_date: str | None = None
     elements: list[BlockElement] | None = None  # optional: citable elements, in reading order
+    categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
 
     @field_validator("id", "document_title", "content")
     @classmethod

@@ -192,6 +192,15 @@ class IndexStore(ABC):
                         key=lambda pair: (-round(pair[1], 9), pair[0].id))
         return ranked[:k]
 
+    def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+        """Every stored point as ``(point id, payload)``, in the engine's order; the payload holds
+        only ``fields`` (nothing when ``[]``, everything when None). For sampling and audits."""
+        raise RetrievalError(f"the {type(self).__name__} backend cannot list its blocks")
+
+    def fetch(self, ids: list[int]) -> list[dict]:
+        """The payloads of the points ``ids`` (in that order; ids not stored are left out)."""
+        raise RetrievalError(f"the {type(self).__name__} backend cannot fetch blocks by id")
+
     @abstractmethod
     def count(self) -> int:
         """The number of blocks stored."""
@@ -321,6 +330,20 @@ class EdgeStore(IndexStore):
 
     def _distinct_titles(self, limit: int) -> int:
         return len(self._open_shard.facet(edge.FacetRequest(key=TITLE, limit=max(limit, 1), exact=True)))
+
+    def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+        selector: Any = True if fields is None else (edge.PayloadSelector.Include(fields) if fields else False)
+        offset = None
+        while True:
+            records, offset = self._open_shard.scroll(edge.ScrollRequest(offset=offset, limit=batch, with_payload=selector))
+            for record in records:
+                yield int(record.id), dict(record.payload or {})
+            if offset is None or not records:
+                return
+
+    def fetch(self, ids: list[int]) -> list[dict]:
+        found = {int(r.id): dict(r.payload or {}) for r in self._open_shard.retrieve(list(ids), True, False)}
+        return [found[i] for i in ids if i in found]
 
     def count(self) -> int:
         return self._open_shard.count(edge.CountRequest(exact=True))
@@ -460,6 +483,24 @@ class ServerStore(IndexStore):
     def _distinct_titles(self, limit: int) -> int:
         with _server_errors(self._where):
             return len(self._client.facet(self.collection, TITLE, limit=max(limit, 1), exact=True).hits)
+
+    def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+        selector: Any = True if fields is None else (models.PayloadSelectorInclude(include=fields) if fields else False)
+        offset = None
+        while True:
+            with _server_errors(self._where):
+                records, offset = self._client.scroll(self.collection, offset=offset, limit=batch,
+                                                      with_payload=selector, with_vectors=False)
+            for record in records:
+                yield int(record.id), dict(record.payload or {})
+            if offset is None or not records:
+                return
+
+    def fetch(self, ids: list[int]) -> list[dict]:
+        with _server_errors(self._where):
+            records = self._client.retrieve(self.collection, ids=list(ids), with_payload=True, with_vectors=False)
+        found = {int(r.id): dict(r.payload or {}) for r in records}
+        return [found[i] for i in ids if i in found]
 
     def count(self) -> int:
         with _server_errors(self._where):

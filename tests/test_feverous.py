@@ -117,7 +117,7 @@ def test_loader_skips_the_header_and_reads_content_ids(tmp_path):
     ({**RECORDS[0], "label": "TRUE"}, r"dev.jsonl:3: field 'label'"),
     ({k: v for k, v in RECORDS[0].items() if k != "claim"}, r"dev.jsonl:3: field 'claim' is missing"),
     ({**RECORDS[0], "evidence": [{"context": {}}]}, r"dev.jsonl:3: field 'evidence'.*no 'content'"),
-    ({**RECORDS[0], "evidence": [{"content": []}]}, r"dev.jsonl:3: field 'evidence'.*set 0 is empty"),
+    ({**RECORDS[0], "evidence": [{"content": [""]}]}, r"dev.jsonl:3: field 'evidence'.*set 0 holds an empty id"),
     ({**RECORDS[0], "id": 12}, r"dev.jsonl:3: field 'id' repeats '12'"),
     ([1, 2], r"dev.jsonl:3: expected a JSON object"),
 ])
@@ -338,7 +338,7 @@ def test_bad_feverous_inputs_are_one_line_errors(feverous_index, tmp_path):
                     "--base-url", "http://127.0.0.1:9/v1", cache=root / "cache")
     assert result.returncode == 2 and "bad.jsonl:2: field 'label'" in result.stderr and "Traceback" not in result.stderr
     result = claire("eval", "--dataset", str(bad), "--task", "fever", "--out", str(tmp_path / "o"), cache=root / "cache")
-    assert result.returncode == 2 and "agent.task" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "unknown task" in result.stderr and "Traceback" not in result.stderr
     pages = tmp_path / "pages.jsonl"
     pages.write_text(json.dumps({"title": "X", "order": ["sentence_3"]}) + "\n")
     result = claire("index", "build", "--from-feverous-pages", str(pages), "--name", "bad", cache=root / "cache")

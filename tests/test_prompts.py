@@ -24,6 +24,7 @@ VALUES = {
     "cite_support": dict(claim="c", title="Paris", section="", context="", source={"title": "t", "url": "https://x.example"},
                          passages=[{"n": 1, "content": "A passage."}]),
     "cite_queries": dict(claim="c", title="Paris", section="", context="", max_queries=3),
+    "qa_to_statement": dict(question="When did it open?", answer="1932"),
 }
 
 

@@ -83,6 +83,9 @@ def _row(prediction: dict[str, Any]) -> ScanRow:
     )
 
 
+row_from_prediction = _row  # public name: estimates, audits and reviews show flagged facts the same way
+
+
 def render_scan_report(result: ScanResult, system: str) -> str:
     lines = [f"# Scan of “{result.title}” with {system}", ""]
     if result.title_in_index is False:

@@ -1,0 +1,185 @@
+"""Benchmark audits: how many claims a benchmark takes as true does the corpus contradict?
+
+``run_audit`` reads a benchmark in its published format, keeps the claims it assumes true —
+FEVEROUS ``SUPPORTS`` claims, AmbigQA questions with their gold answer (turned into a statement
+by the LLM, prompt ``qa_to_statement``), WikiCollide claims labelled ``consistent`` — checks
+each against the corpus with the configured system, and reports the share contradicted with its
+intervals, most suspicious first (:func:`claire.workflows.rates.summarise`, ``audit.json`` and
+``audit.md``). A FEVEROUS claim's evidence page is treated as its own article, so search looks
+at the rest of the corpus, as for any fact. The run directory resumes like every other;
+AmbigQA statements are kept in ``statements.jsonl`` so they are made once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+
+from claire.agent.llm import LLMClient
+from claire.agent.runtime import open_system, prompt_library
+from claire.agent.system import Claim, ContextBlock
+from claire.config import Config
+from claire.errors import ConfigError, DatasetError
+from claire.evals.ambigqa import QAItem, load_ambigqa, qa_pairs
+from claire.evals.dataset import load_wikicollide
+from claire.evals.feverous import load_feverous
+from claire.evals.runner import run_eval
+from claire.workflows.rates import (
+    CLAIMS,
+    append_jsonl,
+    check_plan,
+    job_lock,
+    read_jsonl,
+    summarise,
+    write_jsonl,
+    write_plan,
+)
+
+AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]
+FORMATS = ("feverous", "ambigqa", "wikicollide")
+STATEMENTS = "statements.jsonl"
+_ELEMENT = re.compile(r"^(.*?)_(?:header_cell|cell|sentence|table_caption|item|section)_[\d_]+$|^(.*)_title$")
+_STATEMENT = re.compile(r"<\s*statement\s*>(.*?)(?:<\s*/\s*statement\s*>|$)", re.IGNORECASE | re.DOTALL)
+SELECTION = {
+    "feverous": "FEVEROUS claims labelled SUPPORTS",
+    "ambigqa": "AmbigQA questions with their gold answer, as statements",
+    "wikicollide": "WikiCollide claims labelled consistent",
+}
+
+
+def evidence_page(element_id: str) -> str | None:
+    """The page of a FEVEROUS evidence element id (``"Algebraic logic_sentence_0"`` → ``"Algebraic logic"``)."""
+    match = _ELEMENT.match(element_id)
+    if not match:
+        return None
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
+def first_page(evidence: list[list[str]]) -> str:
+    """The page of the first evidence element that names one ("" when none does)."""
+    return next((page for group in evidence for element in group if (page := evidence_page(element))), "")
+
+
+def parse_statement(text: str) -> str | None:
+    """The statement in a model answer: inside ``<statement>`` tags, else a lone non-empty line."""
+    text = html.unescape(text or "")
+    match = _STATEMENT.search(text)
+    candidate = match.group(1) if match else (text if len(text.strip().splitlines()) == 1 else "")
+    candidate = " ".join(candidate.split()).strip('"“”')
+    return candidate or None
+
+
+def _claim_record(claim_id: str, fact: str, source_id: str, title: str = "", section: str = "",
+                  content: str = "", **more: Any) -> dict[str, Any]:
+    return {"claim_id": claim_id, "fact": fact, "source_id": source_id, "document_title": title,
+            "section_title": section, "content": content, **more}
+
+
+async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config: Config,
+                      console: Console | None) -> dict[str, dict[str, Any]]:
+    path = out_dir / STATEMENTS
+    done = {r["item_id"]: r for r in read_jsonl(path)}
+    todo = [item for item in items if item.item_id not in done or done[item.item_id].get("error")]
+    prompts = prompt_library(config)
+    limit = asyncio.Semaphore(max(1, config.eval.concurrency))
+    lock = asyncio.Lock()
+
+    async def one(item: QAItem) -> None:
+        async with limit:
+            record: dict[str, Any] = {"item_id": item.item_id, "statement": None, "error": None}
+            try:
+                answer = await llm.chat(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
+                record["statement"] = parse_statement(answer.content)
+                if record["statement"] is None:
+                    record["error"] = "the model gave no <statement>"
+            except Exception as error:  # a re-run retries it
+                record["error"] = f"{type(error).__name__}: {error}"
+            async with lock:
+                await asyncio.to_thread(append_jsonl, path, record)
+                done[item.item_id] = record
+
+    if todo and console is not None:
+        console.print(f"turning {len(todo)} question-answer pairs into statements…")
+    await asyncio.gather(*(one(item) for item in todo))
+    return done
+
+
+async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: LLMClient, config: Config, limit: int | None,
+                  console: Console | None) -> tuple[list[dict[str, Any]], int]:
+    """The claims to check (as claims.jsonl records) and how many could not be prepared."""
+    if fmt == "feverous":
+        records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
+        return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
+                              evidence=r.evidence, challenge=r.challenge) for r in records], 0
+    if fmt == "wikicollide":
+        claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
+        return [_claim_record(c.claim_id, c.text, c.claim_id, title=c.context.document_title,
+                              section=c.context.section_title, content=c.context.content) for c in claims], 0
+    items = [item for record in load_ambigqa(dataset) for item in qa_pairs(record)][:limit]
+    made = await _statements(items, out_dir, llm, config, console)
+    records, failed = [], 0
+    for item in items:
+        statement = made.get(item.item_id, {}).get("statement")
+        if statement is None:
+            failed += 1
+            continue
+        records.append(_claim_record(f"ambigqa-{item.item_id}", statement, item.item_id,
+                                     question=item.question, answer=item.answer))
+    return records, failed
+
+
+async def run_audit(
+    *,
+    dataset: Path,
+    fmt: str,
+    config: Config,
+    out_dir: Path,
+    limit: int | None = None,
+    confidence: float = 0.99,
+    decision_files: list[Path] | None = None,
+    show_progress: bool = True,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    """Check the benchmark's assumed-true claims into ``out_dir`` (resuming) and report; the summary."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown --format {fmt!r}; use one of {', '.join(FORMATS)}")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--limit must be at least 1, got {limit}")
+    dataset = Path(dataset)
+    if not dataset.is_file():
+        raise DatasetError(f"dataset file {dataset} not found")
+    out_dir = Path(out_dir)
+    wanted = {"kind": "audit", "format": fmt, "dataset": dataset.name, "index": config.retrieval.index}
+    check_plan(out_dir, wanted)
+    with job_lock(out_dir):
+        await _audit(dataset, fmt, config, out_dir, limit, confidence, wanted, show_progress, console)
+    return summarise(out_dir, confidence=confidence, decision_files=decision_files or [])
+
+
+async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: int | None, confidence: float,
+                 wanted: dict[str, Any], show_progress: bool, console: Console | None) -> None:
+    llm = LLMClient.from_config(config.llm)
+    try:
+        records, failed = await _claims(fmt, dataset, out_dir, llm, config, limit, console)
+        if not records:
+            raise DatasetError(f"{dataset} holds no claims the benchmark takes as true ({SELECTION[fmt]})")
+        if failed and console is not None:
+            console.print(f"[yellow]note:[/] {failed} question-answer pairs could not be turned into statements "
+                          f"(see {STATEMENTS}); re-run to retry them")
+        write_jsonl(out_dir / CLAIMS, records)
+        write_plan(out_dir, {**wanted, "dataset_path": str(dataset), "selection": SELECTION[fmt],
+                             "confidence": confidence, "claims": len(records), "not_prepared": failed})
+        claims = [Claim(claim_id=r["claim_id"], text=r["fact"],
+                        context=ContextBlock(document_title=r["document_title"], section_title=r["section_title"],
+                                             content=r["content"]))
+                  for r in records]
+        async with open_system(config, llm=llm) as system:
+            await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency, dataset=dataset,
+                           config_public=config.public_dict(), show_progress=show_progress, console=console)
+    finally:
+        await llm.aclose()

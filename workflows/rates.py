@@ -1,0 +1,327 @@
+"""The files an estimate or an audit run directory shares, and its report from them alone.
+
+An estimate (``workflows.estimate``) and an audit (``workflows.audit``) are ordinary run
+directories (``config.json``, ``predictions.jsonl``, metrics) plus:
+
+- ``plan.json`` — what the run is: ``kind`` (estimate | audit), its settings, corpus sizes;
+- ``claims.jsonl`` — the facts it checks, one a line: ``claim_id``, ``fact``, the source
+  passage (``document_title``, ``section_title``, ``content``), ``categories`` when known;
+- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.evals.reviews`).
+
+:func:`summarise` turns these into ``estimate.json`` + ``estimate.md`` (or ``audit.json`` +
+``audit.md``): facts checked, flagged, reviewed, confirmed, each rate with its normal and Wilson
+intervals, a breakdown by category and, for an estimate, the extrapolation to the corpus. It
+reads files only, so a new decision updates the numbers without re-running anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from claire.errors import ConfigError, DatasetError
+from claire.evals.estimation import RateEstimate, estimate_rate, extrapolate
+from claire.evals.predictions import PREDICTIONS, load_predictions, write_atomically
+from claire.evals.reviews import Decisions, load_decisions
+from claire.workflows.scan import row_from_prediction
+
+PLAN = "plan.json"
+CLAIMS = "claims.jsonl"
+FACTS = "facts.jsonl"  # estimate only: the facts extracted from each sampled block
+
+
+# -- small JSONL helpers (append-only files that survive a kill) -----------------------------
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The objects of a JSONL file written by :func:`append_jsonl`; a torn last line is ignored."""
+    try:
+        data = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"cannot read {path}: {error}") from None
+    pieces = data.split("\n")
+    records = []
+    for number, line in enumerate(pieces, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number == len(pieces):  # cut short by a kill: the work is simply redone
+                break
+            raise DatasetError(f"{path}:{number}: not valid JSON; delete the line or the run directory") from None
+    return records
+
+
+def append_jsonl(path: Path, record: dict[str, Any]) -> None:
+    """Append one line durably; a torn last line left by a kill is cut away first."""
+    append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def append_line(path: Path, line: bytes) -> None:
+    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if os.fstat(descriptor).st_size:
+            data = path.read_bytes()
+            if not data.endswith(b"\n"):
+                os.ftruncate(descriptor, data.rfind(b"\n") + 1)
+        os.write(descriptor, line)
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    write_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def read_plan(out_dir: Path) -> dict[str, Any] | None:
+    path = Path(out_dir) / PLAN
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise ConfigError(f"{path}: not readable JSON ({error}); delete the run directory or use another --out") from None
+
+
+def check_plan(out_dir: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
+    """The run directory's plan, after checking it was made with the settings in ``wanted``."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file; give a directory for the run")
+    plan = read_plan(out_dir)
+    if plan is None:
+        if (out_dir / PREDICTIONS).exists():
+            raise ConfigError(f"{out_dir} holds another kind of run; choose another --out")
+        return None
+    changed = [f"{key}: {plan.get(key)!r} -> {value!r}" for key, value in wanted.items() if plan.get(key) != value]
+    if changed:
+        raise ConfigError(f"{out_dir} holds a run made with other settings ({'; '.join(changed)}); re-run with the "
+                          "same settings to resume it, or choose another --out")
+    return plan
+
+
+def write_plan(out_dir: Path, plan: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_atomically(out_dir / PLAN, json.dumps(plan, indent=2, ensure_ascii=False) + "\n")
+
+
+@contextmanager
+def job_lock(out_dir: Path) -> Iterator[None]:
+    """Hold the run directory for this estimate or audit, so two processes never write its files at once."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(out_dir / ".job.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{out_dir} is in use by another claire process; wait for it or choose another --out") from None
+        yield
+    finally:
+        os.close(descriptor)
+
+
+# -- the report ---------------------------------------------------------------------------
+@dataclass
+class FactRow:
+    claim: dict[str, Any]
+    prediction: dict[str, Any] | None
+    decision: str | None  # accept | reject | None
+    comment: str | None
+
+    @property
+    def checked(self) -> bool:
+        p = self.prediction
+        return p is not None and p.get("error") is None and p.get("score") is not None
+
+    @property
+    def flagged(self) -> bool:
+        return self.checked and self.prediction.get("verdict") == "inconsistent"  # type: ignore[union-attr]
+
+    @property
+    def score(self) -> float | None:
+        return self.prediction.get("score") if self.prediction else None
+
+
+def fact_rows(out_dir: Path, decisions: Decisions) -> list[FactRow]:
+    claims = read_jsonl(out_dir / CLAIMS)
+    predictions = {p["claim_id"]: p for p in load_predictions(out_dir)} if (out_dir / PREDICTIONS).exists() else {}
+    rows = []
+    for claim in claims:
+        decision = decisions.get(claim["claim_id"], claim.get("fact", ""))
+        rows.append(FactRow(claim, predictions.get(claim["claim_id"]), decision.decision if decision else None,
+                            decision.comment if decision else None))
+    return rows
+
+
+def _rate(estimate: RateEstimate | None) -> dict[str, Any] | None:
+    if estimate is None:
+        return None
+    return {**estimate.model_dump(), "text": estimate.paper_form(), "wilson_text": estimate.wilson_form()}
+
+
+def summarise(out_dir: str | Path, *, confidence: float | None = None, decision_files: Iterable[str | Path] = ()) -> dict[str, Any]:
+    """Compute the run's rates from its files and write ``<kind>.json`` and ``<kind>.md``."""
+    out_dir = Path(out_dir)
+    plan = read_plan(out_dir)
+    if plan is None or plan.get("kind") not in ("estimate", "audit"):
+        raise ConfigError(f"{out_dir} is not an estimate or audit run directory (no plan.json); "
+                          "make one with `claire estimate --index ...` or `claire audit ...`")
+    confidence = confidence if confidence is not None else plan.get("confidence", 0.99)
+    decision_files = [str(p) for p in decision_files]
+    rows = fact_rows(out_dir, load_decisions(out_dir, decision_files))
+    checked = [r for r in rows if r.checked]
+    flagged = [r for r in checked if r.flagged]
+    reviewed = [r for r in flagged if r.decision]
+    confirmed = [r for r in reviewed if r.decision == "accept"]
+    n = len(checked)
+    flagged_rate = estimate_rate(len(flagged), n, confidence) if n else None
+    confirmed_rate = estimate_rate(len(confirmed), n, confidence) if n and reviewed else None
+    summary: dict[str, Any] = {
+        "kind": plan["kind"],
+        **{key: plan.get(key) for key in ("index", "seed", "unit", "dataset", "format") if key in plan},
+        "confidence": confidence,
+        "facts": len(rows),
+        "checked": n,
+        "errors": sum(1 for r in rows if r.prediction is not None and not r.checked),
+        "not_run": sum(1 for r in rows if r.prediction is None),
+        "flagged": len(flagged),
+        "reviewed": len(reviewed),
+        "confirmed": len(confirmed),
+        "rejected": len(reviewed) - len(confirmed),
+        "unreviewed": len(flagged) - len(reviewed),
+        "flagged_rate": _rate(flagged_rate),
+        "confirmed_rate": _rate(confirmed_rate),
+        "confirmed_rate_is_lower_bound": bool(confirmed_rate) and len(reviewed) < len(flagged),
+        "review_precision": _rate(estimate_rate(len(confirmed), len(reviewed), confidence) if reviewed else None),
+        "categories": _categories(checked, confidence),
+        "decision_files": decision_files,
+        "flagged_facts": [
+            {"claim_id": r.claim["claim_id"], "fact": r.claim.get("fact"), "score": r.score, "decision": r.decision,
+             "comment": r.comment, "source": r.claim.get("document_title")}
+            for r in sorted(flagged, key=lambda r: -(r.score or 0.0))
+        ],
+    }
+    if plan["kind"] == "estimate":
+        summary["extrapolation"] = _extrapolation(out_dir, plan, flagged_rate, confirmed_rate)
+    write_atomically(out_dir / f"{plan['kind']}.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out_dir / f"{plan['kind']}.md", render(summary, plan, rows))
+    return summary
+
+
+def _categories(checked: list[FactRow], confidence: float) -> list[dict[str, Any]]:
+    tally: dict[str, list[int]] = {}
+    for row in checked:
+        for category in dict.fromkeys(row.claim.get("categories") or []):
+            counts = tally.setdefault(str(category), [0, 0, 0])
+            counts[0] += 1
+            counts[1] += row.flagged
+            counts[2] += row.flagged and row.decision == "accept"
+    result = []
+    for category, (n, flagged, confirmed) in sorted(tally.items(), key=lambda item: (-item[1][0], item[0])):
+        result.append({"category": category, "checked": n, "flagged": flagged, "confirmed": confirmed,
+                       "flagged_rate": _rate(estimate_rate(flagged, n, confidence)),
+                       "confirmed_rate": _rate(estimate_rate(confirmed, n, confidence))})
+    return result
+
+
+def _extrapolation(out_dir: Path, plan: dict[str, Any], flagged: RateEstimate | None,
+                   confirmed: RateEstimate | None) -> dict[str, Any] | None:
+    """Facts per block from the sampled blocks whose extraction worked, times the corpus's blocks."""
+    extracted = [r for r in read_jsonl(out_dir / FACTS) if r.get("error") is None]
+    latest = {r["block_id"]: r for r in extracted}
+    if not latest or flagged is None:
+        return None
+    found = sum(len(r.get("facts") or []) for r in latest.values())
+    common = dict(unit="block", units_sampled=len(latest), facts_found=found, corpus_units=int(plan["corpus_blocks"]))
+    return {
+        "flagged": extrapolate(flagged, **common).model_dump(),
+        "confirmed": extrapolate(confirmed, **common).model_dump() if confirmed else None,
+    }
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def render(summary: dict[str, Any], plan: dict[str, Any], rows: list[FactRow]) -> str:
+    kind = summary["kind"]
+    conf = f"{summary['confidence'] * 100:g}%"
+    if kind == "estimate":
+        title = (f"# How inconsistent is index “{plan.get('index')}”?\n\n{plan.get('units')} {plan.get('unit')}s drawn "
+                 f"uniformly (seed {plan.get('seed')}) from {plan.get('corpus_blocks'):,} blocks in "
+                 f"{plan.get('corpus_articles'):,} articles; {summary['facts']} of their facts sampled uniformly.")
+    else:
+        title = (f"# Audit of {Path(str(plan.get('dataset'))).name} ({plan.get('format')})\n\n{summary['facts']} claims the "
+                 f"benchmark takes as true ({plan.get('selection', '')}), checked against index “{plan.get('index')}”.")
+    lines = [title, ""]
+    lines += ["| | count | rate (normal, " + conf + ") | Wilson " + conf + " |", "|---|---:|---|---|",
+              f"| facts checked | {summary['checked']} | | |"]
+    for label, key, count in (("flagged by the system", "flagged_rate", summary["flagged"]),
+                              ("confirmed by people", "confirmed_rate", summary["confirmed"])):
+        rate = summary[key]
+        lines.append(f"| {label} | {count} | {rate['text'] if rate else '—'} | {rate['wilson_text'] if rate else '—'} |")
+    lines.append("")
+    notes = []
+    if summary["errors"] or summary["not_run"]:
+        notes.append(f"{summary['errors']} facts failed to check and {summary['not_run']} were not run yet; they are "
+                     "left out of the rates (re-run the command to retry).")
+    if summary["flagged"]:
+        notes.append(f"{summary['reviewed']} of {summary['flagged']} flagged facts reviewed ({summary['confirmed']} "
+                     f"confirmed, {summary['rejected']} rejected); review the rest with `claire review DIR`.")
+    if summary["confirmed_rate_is_lower_bound"]:
+        notes.append("The confirmed rate counts unreviewed flags as not confirmed, so it is a lower bound until "
+                     "every flagged fact is reviewed.")
+    if summary["review_precision"]:
+        notes.append(f"Share of reviewed flags confirmed: {summary['review_precision']['text']}.")
+    notes.append("Facts the system did not flag count as consistent, so every rate here is a lower bound on the "
+                 "corpus's true rate (as in the paper).")
+    lines += [f"- {note}" for note in notes] + [""]
+    extra = summary.get("extrapolation")
+    if extra:
+        f = extra["flagged"]
+        lines += ["## Extrapolation to the corpus", "",
+                  f"{f['facts_found']} facts from {f['units_sampled']} sampled blocks: {f['facts_per_unit']:.2f} facts per "
+                  f"block × {f['corpus_units']:,} blocks ≈ {_count(f['corpus_facts'])} facts.", ""]
+        for label, item in (("flagged", f), ("confirmed", extra.get("confirmed"))):
+            if item:
+                lines.append(f"- {label}: about {_count(item['inconsistent'])} facts "
+                             f"(Wilson {conf}: {_count(item['inconsistent_low'])} – {_count(item['inconsistent_high'])}).")
+        lines += ["", "(The uncertainty of facts per block is not included.)", ""]
+    if summary["categories"]:
+        lines += ["## By category", "", "| category | checked | flagged | rate (Wilson) | confirmed |", "|---|---:|---:|---|---:|"]
+        for item in summary["categories"][:40]:
+            rate = item["flagged_rate"]
+            lines.append(f"| {item['category']} | {item['checked']} | {item['flagged']} | "
+                         f"{rate['rate'] * 100:.1f}% {rate['wilson_text']} | {item['confirmed']} |")
+        lines.append("")
+    ranked = sorted((r for r in rows if r.checked), key=lambda r: -(r.score or 0.0))
+    lines += ["## Facts, most suspicious first", "", "| score | verdict | decision | fact | source |", "|---:|---|---|---|---|"]
+    for row in ranked[:200]:
+        lines.append(f"| {row.score:.2f} | {row.prediction.get('verdict')} | {row.decision or '—'} | "  # type: ignore[union-attr]
+                     f"{_cell(row.claim.get('fact'))} | {_cell(row.claim.get('document_title'))} |")
+    if len(ranked) > 200:
+        lines.append(f"\n({len(ranked) - 200} more in predictions.jsonl)")
+    for row in ranked:
+        if not row.flagged:
+            break
+        shown = row_from_prediction(row.prediction)  # type: ignore[arg-type]
+        lines += ["", f"### {row.claim.get('fact')}", "",
+                  f"Score {row.score:.2f}; decision: {row.decision or 'not reviewed'}"
+                  + (f" — {row.comment}" if row.comment else "") + ".", ""]
+        for passage in shown.passages:
+            where = f"{passage.get('document_title')} > {passage.get('section_title')}".rstrip(" >")
+            lines += [f"> [{passage.get('n')}] **{where}**: {passage.get('content')}", ">"]
+        if shown.reasoning:
+            lines += ["", shown.reasoning]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text or "—").split()).replace("|", "\\|")
