@@ -18,10 +18,10 @@ from claire.agent.llm_backends import (
     ChatRequest,
     ChatResponse,
     LlamaCppBackend,
-    OpenAIBackend,
     ScriptedBackend,
     TransientLLMError,
 )
+from claire.agent.chat_models import LangChainBackend
 from claire.agent.llm_cache import ResponseCache, cache_key
 from claire.agent.usage import Usage, record_call
 from claire.config import LLMConfig
@@ -70,14 +70,7 @@ class LLMClient:
                     raise LLMError("the local provider needs llm.local_model_path (a .gguf file)")
                 backend = LlamaCppBackend(str(config.local_model_path), n_ctx=config.local_n_ctx)
             else:
-                backend = OpenAIBackend(
-                    api_key=config.resolved_api_key(),
-                    base_url=config.base_url,
-                    timeout=config.timeout,
-                    azure=config.provider == "azure",
-                    azure_api_version=config.azure_api_version,
-                    stream=config.stream,
-                )
+                backend = LangChainBackend.from_config(config)
         cache = ResponseCache(config.resolved_cache_path()) if config.cache else None
         return cls(
             backend,
