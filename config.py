@@ -50,6 +50,11 @@ class LLMConfig(_Section):
     stream: bool = False
     max_concurrency: int = Field(8, ge=1)
     tool_calling: Literal["native", "text"] = "native"
+    context_window: int | None = Field(
+        None, ge=1024,
+        description="tokens the model can take (prompt + answer); unset: a known default for the model "
+                    "(8192 for models CLAIRE does not know; llm.local_n_ctx for the local provider)",
+    )
     cache: bool = True
     refresh_cache: bool = False
     cache_path: Path | None = None
@@ -99,6 +104,10 @@ class AgentConfig(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     report: bool | None = None  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = False
+    keep_observations: int = Field(
+        2, ge=0, le=100,
+        description="latest controller observations always kept whole when older ones are condensed to fit the context window",
+    )
 
     @field_validator("tools", mode="before")
     @classmethod

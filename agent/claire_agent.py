@@ -6,19 +6,30 @@ runs it, and the verifier turns everything gathered into an inconsistency score.
 The step budget is enforced by the graph (the controller hands over to the verifier when it is
 spent), not by LangGraph's recursion limit. In interactive runs a reported inconsistency pauses
 the graph (``interrupt``) until a person accepts, rejects or comments on it.
+
+Lists in the state grow through reducers (each node returns only what it adds); the run settings
+(step budget, passages per query, ...) travel in the graph's run context, not in the compiled
+graph; every step is written to the graph's custom stream, and ``on_step`` is a thin listener on
+that stream. Each prompt is fitted to the model's context window (``agent.budget``): what was
+condensed or left out appears in the trace as a ``context_budget`` step.
 """
 
 from __future__ import annotations
 
+import operator
 import time
 import uuid
-from typing import Any, Awaitable, Callable, TypedDict
+from dataclasses import dataclass
+from typing import Annotated, Any, Awaitable, Callable, TypedDict
 
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from claire.agent.actions import Action, read_action
+from claire.agent.budget import FitNote, fit_history
 from claire.agent.llm import LLMClient
 from claire.agent.system import Assessment, Claim, Evidence, TraceItem
 from claire.agent.usage import track_usage
@@ -37,14 +48,17 @@ Reviewer = Callable[[dict[str, Any]], Awaitable[str]]
 SNIPPET_CHARS = 400
 
 
+Added = operator.add  # a list field's reducer: a node's update is appended, never copied
+
+
 class ResearchState(TypedDict, total=False):
     claim: dict[str, Any]
     steps: int
-    history: list[dict[str, str]]  # {action, argument, observation} as the controller sees them
-    documents: list[dict[str, Any]]  # Evidence dumps, numbered in first-seen order
-    clarifications: list[dict[str, str]]
-    explanations: list[dict[str, str]]
-    reported: list[str]
+    history: Annotated[list[dict[str, str]], Added]  # {action, argument, observation} as the controller sees them
+    documents: Annotated[list[dict[str, Any]], Added]  # Evidence dumps, numbered in first-seen order
+    clarifications: Annotated[list[dict[str, str]], Added]
+    explanations: Annotated[list[dict[str, str]], Added]
+    reported: Annotated[list[str], Added]
     pending: dict[str, Any] | None  # the action the controller chose, not yet run
     awaiting_review: bool  # a new inconsistency was just reported in an interactive run
     finished: bool
@@ -53,8 +67,28 @@ class ResearchState(TypedDict, total=False):
     restated_claim: str | None
     reasoning: str | None
     report: dict[str, str] | None
-    trace: list[dict[str, Any]]
-    errors: list[str]
+    trace: Annotated[list[dict[str, Any]], Added]
+    errors: Annotated[list[str], Added]
+    condensed: list[int]  # controller steps the context budget has condensed or left out so far
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings one run reads (the graph's run context): change them without recompiling."""
+
+    max_steps: int
+    docs_per_query: int
+    clarify_k: int
+    stop_on_report: bool
+    report: bool
+    keep_observations: int = 2
+
+    @classmethod
+    def from_config(cls, config: Config) -> "RunSettings":
+        agent = config.agent
+        return cls(max_steps=agent.max_steps, docs_per_query=agent.docs_per_query, clarify_k=agent.clarify_k,
+                   stop_on_report=agent.stop_on_report, report=bool(agent.report),
+                   keep_observations=agent.keep_observations)
 
 
 def evidence_from_hit(hit: Any, n: int) -> Evidence:
@@ -99,7 +133,7 @@ class ClaireAgent:
 
     # -- graph -----------------------------------------------------------------------------
     def _build(self) -> StateGraph:
-        graph = StateGraph(ResearchState)
+        graph = StateGraph(ResearchState, context_schema=RunSettings)
         graph.add_node("controller", self._controller)
         graph.add_node("tools", self._tools)
         graph.add_node("review", self._review)
@@ -113,54 +147,63 @@ class ClaireAgent:
         graph.add_edge("report", END)
         return graph
 
-    def _emit(self, state: ResearchState, item: dict[str, Any], **extra: Any) -> None:
-        if self.on_step:
-            self.on_step({"item": item, "steps": state.get("steps", 0), "documents": len(state.get("documents", [])), **extra})
+    @staticmethod
+    def _emit(state: ResearchState, item: dict[str, Any], **extra: Any) -> None:
+        """Write one step to the graph's custom stream (``assess`` hands it to ``on_step``)."""
+        get_stream_writer()({"item": item, "steps": state.get("steps", 0), "documents": len(state.get("documents", [])), **extra})
 
     def _claim(self, state: ResearchState) -> Claim:
         return Claim.model_validate(state["claim"])
 
-    async def _controller(self, state: ResearchState) -> dict[str, Any]:
-        steps_left = self.config.agent.max_steps - state.get("steps", 0)
+    async def _controller(self, state: ResearchState, runtime: Runtime[RunSettings]) -> dict[str, Any]:
+        settings = runtime.context
+        steps_left = settings.max_steps - state.get("steps", 0)
         if steps_left <= 0:
             item = {"action_name": "budget_exhausted", "action_argument": None,
-                    "action_output": f"the step budget of {self.config.agent.max_steps} is spent"}
+                    "action_output": f"the step budget of {settings.max_steps} is spent"}
             self._emit(state, item)
-            return {"pending": None, "stop_reason": "step budget spent", "trace": state.get("trace", []) + [item]}
+            return {"pending": None, "stop_reason": "step budget spent", "trace": [item]}
         claim = self._claim(state)
-        messages = self.prompts.render(
-            "controller",
-            claim=claim.text,
-            context=claim.context.model_dump(),
-            tools=[{"name": s.name, "argument": s.argument, "description": s.description} for s in self.specs if s.name != "finish"],
-            history=state.get("history", []),
-            steps_left=steps_left,
-            text_actions=not self.native,
-        )
+        tools = [s.openai_schema() for s in self.specs] if self.native else None
+
+        def render(history: list[dict[str, str]]) -> list[dict[str, Any]]:
+            return self.prompts.render(
+                "controller",
+                claim=claim.text,
+                context=claim.context.model_dump(),
+                tools=[{"name": s.name, "argument": s.argument, "description": s.description} for s in self.specs if s.name != "finish"],
+                history=history,
+                steps_left=steps_left,
+                text_actions=not self.native,
+            )
+
+        messages, fit = fit_history(render, state.get("history", []), count=lambda m: self.llm.count_tokens(m, tools),
+                                    budget=self.llm.prompt_budget(), keep_latest=settings.keep_observations)
+        update: dict[str, Any] = {}
+        shortened = sorted(set(fit.condensed_steps + fit.omitted_steps + fit.trimmed_steps))
+        if shortened and shortened != state.get("condensed", []):  # the trace notes each change, not every call
+            item = fit.trace_item()
+            self._emit(state, item)
+            update.update(trace=[item], condensed=shortened)
         try:
             if self.native:
-                response = await self.llm.chat(messages, tools=[s.openai_schema() for s in self.specs], tool_choice="auto")
+                response = await self.llm.chat(messages, tools=tools, tool_choice="auto")
             else:
                 response = await self.llm.chat(messages)
         except ClaireError as error:
-            return {"pending": None, "stop_reason": "LLM error in the controller",
-                    "errors": state.get("errors", []) + [f"controller: {error}"]}
+            return {**update, "pending": None, "stop_reason": "LLM error in the controller",
+                    "errors": [f"controller: {error}"]}
         action = read_action(response, self.allowed)
-        return {"pending": {"name": action.name, "argument": action.argument, "problem": action.problem}}
+        return {**update, "pending": {"name": action.name, "argument": action.argument, "problem": action.problem}}
 
     def _after_controller(self, state: ResearchState) -> str:
         return "tools" if state.get("pending") else "verifier"
 
-    async def _tools(self, state: ResearchState) -> dict[str, Any]:
+    async def _tools(self, state: ResearchState, runtime: Runtime[RunSettings]) -> dict[str, Any]:
         action = Action(**state["pending"])  # type: ignore[arg-type]
         claim = self._claim(state)
-        update: dict[str, Any] = {
-            "documents": list(state.get("documents", [])),
-            "clarifications": list(state.get("clarifications", [])),
-            "explanations": list(state.get("explanations", [])),
-            "reported": list(state.get("reported", [])),
-            "errors": list(state.get("errors", [])),
-        }
+        # What this step adds (the reducers append it to the state's lists).
+        update: dict[str, Any] = {"documents": [], "clarifications": [], "explanations": [], "reported": [], "errors": []}
         output: Any
         finished = False
         repeated = next((h for h in state.get("history", []) if (h["action"], h["argument"]) == (action.name, action.argument)), None)
@@ -171,35 +214,40 @@ class ClaireAgent:
                                     f"{state['history'].index(repeated) + 1} above. Choose a different action.")
         else:
             try:
-                observation, output, finished = await self._run_tool(action, claim, update)
+                observation, output, finished = await self._run_tool(action, claim, state, update, runtime.context)
             except ClaireError as error:
                 observation = output = f"The {action.name} tool failed: {error}"
                 update["errors"].append(f"{action.name}: {error}")
         item = {"action_name": action.name, "action_argument": action.argument or None, "action_output": output}
         update.update(
-            awaiting_review=self.reviewer is not None and len(update["reported"]) > len(state.get("reported", [])),
+            awaiting_review=self.reviewer is not None and bool(update["reported"]),
             steps=state.get("steps", 0) + 1,
-            history=state.get("history", []) + [{"action": action.name, "argument": action.argument, "observation": observation}],
-            trace=state.get("trace", []) + [item],
+            history=[{"action": action.name, "argument": action.argument, "observation": observation}],
+            trace=[item],
             finished=finished,
         )
         if finished:
             update["stop_reason"] = "the model finished" if action.name == "finish" else "an inconsistency was reported"
-        self._emit({**state, **update}, item, observation=observation)
+        self._emit({**state, "steps": update["steps"], "documents": state.get("documents", []) + update["documents"]},
+                   item, observation=observation)
         return update
 
-    async def _run_tool(self, action: Action, claim: Claim, update: dict[str, Any]) -> tuple[str, Any, bool]:
-        """Run one valid action; returns (observation for the controller, trace output, finished)."""
-        agent = self.config.agent
+    async def _run_tool(
+        self, action: Action, claim: Claim, state: ResearchState, update: dict[str, Any], settings: RunSettings
+    ) -> tuple[str, Any, bool]:
+        """Run one valid action, adding what it finds to ``update``; returns (observation for the
+        controller, trace output, finished)."""
         if action.name == "search":
-            hits = await self.search_tool.search(action.argument, exclude_title=claim.context.document_title or None, k=agent.docs_per_query)
+            hits = await self.search_tool.search(action.argument, exclude_title=claim.context.document_title or None, k=settings.docs_per_query)
             if not hits:
                 return "No passages found for this query. Try other words or another angle.", [], False
+            seen = {d["block_id"]: d for d in state.get("documents", [])}
             lines, passages = [], []
             for hit in hits:
-                known = next((d for d in update["documents"] if d["block_id"] == hit.block.id), None)
+                known = seen.get(hit.block.id)
                 if known is None:
-                    known = evidence_from_hit(hit, len(update["documents"]) + 1).model_dump()
+                    known = evidence_from_hit(hit, len(seen) + 1).model_dump()
+                    seen[hit.block.id] = known
                     update["documents"].append(known)
                     snippet = " ".join(hit.block.content.split())[:SNIPPET_CHARS]
                     lines.append(f"[{known['n']}] {hit.block.document_title} > {hit.block.section_title}: {snippet}")
@@ -210,7 +258,7 @@ class ClaireAgent:
         if action.name == "clarify_entity":
             note, _ = await clarify_entity(
                 action.argument, claim=claim.text, search=self.search_tool, llm=self.llm, prompts=self.prompts,
-                k=agent.clarify_k, exclude_title=claim.context.document_title or None,
+                k=settings.clarify_k, exclude_title=claim.context.document_title or None,
             )
             update["clarifications"].append({"entity": action.argument, "text": note})
             return note, note, False
@@ -219,7 +267,7 @@ class ClaireAgent:
             update["explanations"].append({"topic": action.argument, "text": note})
             return note, note, False
         if action.name == "report_inconsistency":
-            stops = agent.stop_on_report and self.reviewer is None
+            stops = settings.stop_on_report and self.reviewer is None
             observation = report_inconsistency(action.argument, update["reported"], stops_research=stops)
             return observation, observation, stops
         return "Research finished.", None, True  # finish
@@ -232,11 +280,10 @@ class ClaireAgent:
     async def _review(self, state: ResearchState) -> dict[str, Any]:
         answer = interrupt({"claim": state["claim"]["text"], "evidence": state["reported"][-1]})
         observation = f"The human reviewer answered: {answer}"
-        history = list(state["history"])
-        history[-1] = {**history[-1], "observation": history[-1]["observation"] + "\n" + observation}
         item = {"action_name": "human_review", "action_argument": state["reported"][-1], "action_output": str(answer)}
         self._emit(state, item)
-        return {"history": history, "trace": state["trace"] + [item], "awaiting_review": False}
+        return {"history": [{"action": "human_review", "argument": state["reported"][-1], "observation": observation}],
+                "trace": [item], "awaiting_review": False}
 
     async def _verifier(self, state: ResearchState) -> dict[str, Any]:
         claim = self._claim(state)
@@ -245,44 +292,69 @@ class ClaireAgent:
         try:
             verdict = await verify(claim, documents=documents, clarifications=clarifications, llm=self.llm, prompts=self.prompts)
         except ClaireError as error:
-            return {"score": None, "errors": state.get("errors", []) + [f"verifier: {error}"]}
+            return {"score": None, "errors": [f"verifier: {error}"]}
+        items = self._fit_items(state, [verdict.fit])
         item = {"action_name": "verifier", "action_argument": None,
                 "action_output": {"inconsistency_score": verdict.score, "analysis": verdict.analysis}}
         self._emit(state, item)
-        errors = state.get("errors", []) + ([f"verifier: {verdict.error}"] if verdict.error else [])
+        errors = [f"verifier: {verdict.error}"] if verdict.error else []
         return {"score": verdict.score, "restated_claim": verdict.restated_claim, "reasoning": verdict.analysis,
-                "trace": state.get("trace", []) + [item], "errors": errors}
+                "trace": items + [item], "errors": errors}
 
-    def _after_verifier(self, state: ResearchState) -> str:
-        return "report" if self.config.agent.report and state.get("score") is not None else END
+    def _fit_items(self, state: ResearchState, notes: list[FitNote | None]) -> list[dict[str, Any]]:
+        items = [note.trace_item() for note in notes if note is not None and note.changed]
+        for item in items:
+            self._emit(state, item)
+        return items
+
+    def _after_verifier(self, state: ResearchState, runtime: Runtime[RunSettings]) -> str:
+        return "report" if runtime.context.report and state.get("score") is not None else END
 
     async def _report(self, state: ResearchState) -> dict[str, Any]:
         claim = self._claim(state)
         documents = [Evidence.model_validate(d) for d in state.get("documents", [])]
+        notes: list[FitNote] = []
         try:
             report = await two_sided_report(claim, documents=documents, clarifications=state.get("clarifications", []),
-                                            llm=self.llm, prompts=self.prompts)
+                                            llm=self.llm, prompts=self.prompts, notes=notes)
         except ClaireError as error:
-            return {"errors": state.get("errors", []) + [f"report: {error}"]}
-        return {"report": report}
+            return {"errors": [f"report: {error}"]}
+        return {"report": report, "trace": self._fit_items(state, notes)}
 
     # -- System interface ------------------------------------------------------------------
     async def assess(self, claim: Claim) -> Assessment:
         started = time.perf_counter()
         state: dict[str, Any] = {"claim": claim.model_dump(), "steps": 0, "history": [], "documents": [], "trace": [], "errors": []}
-        run_config: dict[str, Any] = {"recursion_limit": 4 * self.config.agent.max_steps + 20}
+        settings = RunSettings.from_config(self.config)
+        run_config: dict[str, Any] = {"recursion_limit": 4 * settings.max_steps + 20}
         if self.reviewer is not None:
             run_config["configurable"] = {"thread_id": f"{claim.claim_id}-{uuid.uuid4().hex[:8]}"}
         with track_usage() as usage:
             try:
-                result = await self.graph.ainvoke(state, run_config)
-                while self.reviewer is not None and result.get("__interrupt__"):
-                    answer = await self.reviewer(result["__interrupt__"][0].value)
-                    result = await self.graph.ainvoke(Command(resume=answer), run_config)
+                result, interrupts = await self._stream(state, run_config, settings)
+                while self.reviewer is not None and interrupts:
+                    answer = await self.reviewer(interrupts[0].value)
+                    result, interrupts = await self._stream(Command(resume=answer), run_config, settings)
                 state = result
             except ClaireError as error:
                 state["errors"] = state.get("errors", []) + [str(error)]
         return self._assessment(claim, state, usage.to_dict(), time.perf_counter() - started)
+
+    async def _stream(self, graph_input: Any, run_config: dict[str, Any], settings: RunSettings) -> tuple[dict[str, Any], list[Any]]:
+        """Run the graph, handing each step written to its custom stream to ``on_step``; returns the
+        final state and any interrupts it stopped at."""
+        state: dict[str, Any] = {}
+        interrupts: list[Any] = []
+        async for mode, chunk in self.graph.astream(graph_input, run_config, context=settings,
+                                                    stream_mode=["custom", "updates", "values"]):
+            if mode == "custom":
+                if self.on_step is not None:
+                    self.on_step(chunk)
+            elif mode == "values":
+                state = chunk
+            elif isinstance(chunk, dict) and "__interrupt__" in chunk:
+                interrupts = list(chunk["__interrupt__"])
+        return state, interrupts
 
     def _assessment(self, claim: Claim, state: dict[str, Any], usage: dict[str, Any], latency: float) -> Assessment:
         # A failed research step makes the result unreliable even with a score: it is an error, so

@@ -23,6 +23,7 @@ from claire.agent.llm_backends import (
 )
 from claire.agent.chat_models import LangChainBackend
 from claire.agent.llm_cache import ResponseCache, cache_key
+from claire.agent.tokens import TokenCounter, known_context_window
 from claire.agent.usage import Usage, record_call
 from claire.config import LLMConfig
 from claire.errors import LLMError
@@ -46,6 +47,7 @@ class LLMClient:
         retry_base_wait: float = 0.5,
         retry_max_wait: float = 30.0,
         tool_calling: str = "native",
+        context_window: int | None = None,
     ):
         self.backend = backend
         self.model = model
@@ -59,6 +61,8 @@ class LLMClient:
         self.retry_base_wait = retry_base_wait
         self.retry_max_wait = retry_max_wait
         self.tool_calling = tool_calling
+        self.context_window = context_window or known_context_window(model)
+        self.counter = TokenCounter(model)
         self.total = Usage()
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
 
@@ -85,6 +89,7 @@ class LLMClient:
             retry_base_wait=config.retry_base_wait,
             retry_max_wait=config.retry_max_wait,
             tool_calling=config.tool_calling,
+            context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
         )
 
     @classmethod
@@ -93,6 +98,17 @@ class LLMClient:
         kwargs.setdefault("model", "scripted")
         kwargs.setdefault("retry_base_wait", 0.0)
         return cls(ScriptedBackend(script), **kwargs)
+
+    def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        """Prompt tokens of a request for this client's model (exact for OpenAI models, else a safe estimate)."""
+        return self.counter.messages(messages, tools)
+
+    def prompt_budget(self, max_tokens: int | None = None) -> int:
+        """The most prompt tokens a call may use: the context window less room for the answer
+        (``max_tokens``) and a small margin for the server's own chat formatting."""
+        answer = max_tokens or self.max_tokens
+        margin = max(64, self.context_window // 50)
+        return max(self.context_window - answer - margin, 256)
 
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from claire.agent.budget import FitNote, fit_documents
 from claire.agent.llm import LLMClient
 from claire.agent.system import Claim
 from claire.prompts import PromptLibrary
@@ -69,6 +70,7 @@ class Verdict:
     analysis: str | None
     raw: str
     error: str | None = None
+    fit: FitNote | None = None  # what the context budget left out of the prompt
 
 
 def document_view(documents: list[Any]) -> list[dict[str, Any]]:
@@ -88,20 +90,35 @@ def _claim_vars(claim: Claim, clarifications: list[dict[str, str]], documents: l
     }
 
 
+def fitted_prompt(
+    name: str, claim: Claim, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient,
+    prompts: PromptLibrary, *, reserve: int = 0,
+) -> tuple[list[dict[str, Any]], FitNote]:
+    """Render prompt ``name`` with the gathered passages de-duplicated, most relevant first, cut to
+    fit the model's window with room for the answer (and ``reserve`` more tokens)."""
+    render = lambda docs: prompts.render(name, **_claim_vars(claim, clarifications, docs))  # noqa: E731
+    _, messages, note = fit_documents(render, documents, claim=claim.text, count=llm.count_tokens,
+                                      budget=llm.prompt_budget() - reserve, prompt=name)
+    return messages, note
+
+
 async def verify(
     claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary
 ) -> Verdict:
     """Ask for the score; a missing or malformed score is asked for once more, then an error."""
-    messages = prompts.render("verifier", **_claim_vars(claim, clarifications, documents))
+    messages, fit = fitted_prompt("verifier", claim, documents, clarifications, llm, prompts)
     response = await llm.chat(messages)
     score = parse_score(response.content)
     text = response.content
     if score is None:
-        follow_up = messages + [
+        extra = [
             {"role": "assistant", "content": response.content},
             {"role": "user", "content": "Your answer has no usable <inconsistency_score>. Reply with the tag and a number from 0 to 1, for example <inconsistency_score>0.2</inconsistency_score>."},
         ]
-        retry = await llm.chat(follow_up)
+        if llm.count_tokens(messages + extra) > llm.prompt_budget():  # the first answer needs room too
+            messages, fit = fitted_prompt("verifier", claim, documents, clarifications, llm, prompts,
+                                          reserve=llm.count_tokens(extra))
+        retry = await llm.chat(messages + extra)
         score = parse_score(retry.content)
         text = response.content + "\n" + retry.content
     return Verdict(
@@ -110,16 +127,19 @@ async def verify(
         analysis=_tag(text, "analysis") or text.strip(),
         raw=text,
         error=None if score is not None else "the verifier gave no usable <inconsistency_score> (asked twice)",
+        fit=fit,
     )
 
 
 async def two_sided_report(
-    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary
+    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary,
+    notes: list[FitNote] | None = None,
 ) -> dict[str, str]:
-    """The strongest case for each verdict, each citing [n]; the two calls run concurrently."""
-    values = _claim_vars(claim, clarifications, documents)
-    consistent, inconsistent = await asyncio.gather(
-        llm.chat(prompts.render("report_consistent", **values)),
-        llm.chat(prompts.render("report_inconsistent", **values)),
-    )
-    return {"consistent": consistent.content.strip(), "inconsistent": inconsistent.content.strip()}
+    """The strongest case for each verdict, each citing [n]; the two calls run concurrently.
+    What the context budget left out of each prompt is appended to ``notes`` when given."""
+    consistent, consistent_fit = fitted_prompt("report_consistent", claim, documents, clarifications, llm, prompts)
+    inconsistent, inconsistent_fit = fitted_prompt("report_inconsistent", claim, documents, clarifications, llm, prompts)
+    if notes is not None:
+        notes.extend([consistent_fit, inconsistent_fit])
+    answers = await asyncio.gather(llm.chat(consistent), llm.chat(inconsistent))
+    return {"consistent": answers[0].content.strip(), "inconsistent": answers[1].content.strip()}
