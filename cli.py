@@ -540,6 +540,18 @@ def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
     run_llm_bench(calls=calls, console=console)
 
 
+@bench_app.command("prompts")
+def bench_prompts(
+    dataset: Annotated[Path, typer.Option("--dataset", help="WikiCollide claims (JSON)")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="the blocks to search (JSONL), indexed for the run")],
+    window: Annotated[int, typer.Option("--window", help="the small model's context window")] = 8192,
+) -> None:
+    """Prompt tokens per claim before and after the context budget (local mock server)."""
+    from claire.bench.prompts import run_prompt_bench
+
+    run_prompt_bench(dataset, corpus, window=window, console=console)
+
+
 @bench_app.command("retrieval")
 def bench_retrieval(
     n: Annotated[int, typer.Option("--n", help="Synthetic blocks for the embedded engine.")] = 100_000,
