@@ -241,7 +241,7 @@ def search_command(
 # -- check -----------------------------------------------------------------------------------
 @app.command("check")
 def check_command(
-    fact: Annotated[str, typer.Argument(help="The fact to check.")],
+    fact: Annotated[Optional[str], typer.Argument(help="The fact to check.")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="The fact's article (excluded from search).")] = None,
     section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
     context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
@@ -254,6 +254,7 @@ def check_command(
     no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
     index: IndexOpt = None,
     model: ModelOpt = None,
@@ -266,7 +267,9 @@ def check_command(
     """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent, 2 error."""
     from claire.agent.system import Claim, ContextBlock
 
-    if not fact.strip():
+    if resume is not None and (fact or as_json or no_review or not sys.stdin.isatty()):
+        raise ConfigError("--resume goes on with a saved interactive check: give no fact, no --json and no --no-review, in a terminal")
+    if resume is None and not (fact or "").strip():
         raise ConfigError("the fact is empty: give the sentence to check")
     if context_file is not None:
         context = _passage_text(None, context_file)
@@ -287,11 +290,12 @@ def check_command(
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check
         config = config.with_overrides({"agent.report": True})
-    claim = Claim(claim_id="cli", text=fact.strip(),
-                  context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
+    claim = None if resume is not None else Claim(
+        claim_id="cli", text=(fact or "").strip(),
+        context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
     from claire.views import CheckView
 
-    view = CheckView(console, claim, config, quiet=as_json)
+    view = CheckView(console, claim, config, quiet=as_json, resume=resume)
     assessment = run(view.run())
     if trace_out is not None:
         try:

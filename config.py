@@ -28,6 +28,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("CLAIRE_CACHE_DIR") or platformdirs.user_cache_dir("claire"))
 
 
+def data_dir() -> Path:
+    """Where CLAIRE keeps what must outlive a cache clean-up (saved interactive checks)."""
+    return Path(os.environ.get("CLAIRE_DATA_DIR") or platformdirs.user_data_dir("claire"))
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -104,6 +109,10 @@ class AgentConfig(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     report: bool | None = None  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = False
+    checkpoints: Path | None = Field(
+        None, description="SQLite file where interactive checks save their progress so `claire check --resume THREAD` "
+                          "can go on after an interruption; unset: checkpoints.sqlite in the user data directory",
+    )
     keep_observations: int = Field(
         2, ge=0, le=100,
         description="latest controller observations always kept whole when older ones are condensed to fit the context window",

@@ -19,10 +19,11 @@ from __future__ import annotations
 import operator
 import time
 import uuid
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Awaitable, Callable, TypedDict
+from pathlib import Path
+from typing import AsyncIterator,  Annotated, Any, Awaitable, Callable, TypedDict
 
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -34,8 +35,8 @@ from claire.agent.llm import LLMClient
 from claire.agent.system import Assessment, Claim, Evidence, TraceItem
 from claire.agent.usage import track_usage
 from claire.agent.verifier import two_sided_report, verify
-from claire.config import Config
-from claire.errors import ClaireError
+from claire.config import Config, data_dir
+from claire.errors import ClaireError, ConfigError
 from claire.prompts import PromptLibrary
 from claire.tools.clarify_entity import clarify_entity
 from claire.tools.explain import explain
@@ -129,7 +130,7 @@ class ClaireAgent:
         self.specs = specs_for(self.enabled)
         self.allowed = [spec.name for spec in self.specs]
         self.native = llm.tool_calling == "native"
-        self.graph = self._build().compile(checkpointer=InMemorySaver() if self.reviewer else None)
+        self.graph = self._build().compile()  # interactive runs compile their own, with the SQLite checkpointer
 
     # -- graph -----------------------------------------------------------------------------
     def _build(self) -> StateGraph:
@@ -322,31 +323,82 @@ class ClaireAgent:
         return {"report": report, "trace": self._fit_items(state, notes)}
 
     # -- System interface ------------------------------------------------------------------
-    async def assess(self, claim: Claim) -> Assessment:
-        started = time.perf_counter()
+    def checkpoint_path(self) -> Path:
+        return self.config.agent.checkpoints or data_dir() / "checkpoints.sqlite"
+
+    @asynccontextmanager
+    async def _run_graph(self) -> AsyncIterator[Any]:
+        """The graph for one run: interactive runs save every step to the SQLite checkpointer, so
+        an interrupted review can be resumed from another process."""
+        if self.reviewer is None:
+            yield self.graph
+            return
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        path = self.checkpoint_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"cannot create the checkpoint folder {path.parent}: {error.strerror} (set agent.checkpoints)") from None
+        async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+            yield self._build().compile(checkpointer=saver)
+
+    async def assess(self, claim: Claim, *, thread_id: str | None = None) -> Assessment:
+        """Research one claim. In interactive runs the progress is saved under ``thread_id``
+        (made up when not given; it is in ``details["thread_id"]``)."""
         state: dict[str, Any] = {"claim": claim.model_dump(), "steps": 0, "history": [], "documents": [], "trace": [], "errors": []}
+        thread = thread_id or f"{claim.claim_id}-{uuid.uuid4().hex[:8]}"
+        return await self._drive(claim, state, thread)
+
+    async def resume(self, thread_id: str) -> Assessment:
+        """Go on with a saved interactive check: ask the pending review question again, or carry on
+        from the last saved step."""
+        if self.reviewer is None:
+            raise ConfigError("resuming a check needs the interactive review (a terminal, without --no-review)")
+        async with self._run_graph() as graph:
+            snapshot = await graph.aget_state({"configurable": {"thread_id": thread_id}})
+        if not snapshot.values:
+            raise ConfigError(f"no saved check '{thread_id}' in {self.checkpoint_path()}")
+        claim = Claim.model_validate(snapshot.values["claim"])
+        if snapshot.interrupts:
+            return await self._drive(claim, None, thread_id, pending=list(snapshot.interrupts))
+        if not snapshot.next:  # it had finished: nothing left to run
+            return self._assessment(claim, dict(snapshot.values), {}, 0.0)
+        return await self._drive(claim, None, thread_id)
+
+    async def _drive(self, claim: Claim, graph_input: Any, thread: str, pending: list[Any] | None = None) -> Assessment:
+        started = time.perf_counter()
         settings = RunSettings.from_config(self.config)
         run_config: dict[str, Any] = {"recursion_limit": 4 * settings.max_steps + 20}
         if self.reviewer is not None:
-            run_config["configurable"] = {"thread_id": f"{claim.claim_id}-{uuid.uuid4().hex[:8]}"}
+            run_config["configurable"] = {"thread_id": thread}
+        state: dict[str, Any] = dict(graph_input or {})
         with track_usage() as usage:
             try:
-                result, interrupts = await self._stream(state, run_config, settings)
-                while self.reviewer is not None and interrupts:
-                    answer = await self.reviewer(interrupts[0].value)
-                    result, interrupts = await self._stream(Command(resume=answer), run_config, settings)
+                async with self._run_graph() as graph:
+                    if pending:
+                        result, interrupts = state, pending
+                    else:
+                        result, interrupts = await self._stream(graph, graph_input, run_config, settings)
+                    while self.reviewer is not None and interrupts:
+                        answer = await self.reviewer(interrupts[0].value)
+                        result, interrupts = await self._stream(graph, Command(resume=answer), run_config, settings)
                 state = result
             except ClaireError as error:
                 state["errors"] = state.get("errors", []) + [str(error)]
-        return self._assessment(claim, state, usage.to_dict(), time.perf_counter() - started)
+        assessment = self._assessment(claim, state, usage.to_dict(), time.perf_counter() - started)
+        if self.reviewer is not None:
+            assessment.details["thread_id"] = thread
+        return assessment
 
-    async def _stream(self, graph_input: Any, run_config: dict[str, Any], settings: RunSettings) -> tuple[dict[str, Any], list[Any]]:
+    async def _stream(self, graph: Any, graph_input: Any, run_config: dict[str, Any],
+                      settings: RunSettings) -> tuple[dict[str, Any], list[Any]]:
         """Run the graph, handing each step written to its custom stream to ``on_step``; returns the
         final state and any interrupts it stopped at."""
         state: dict[str, Any] = {}
         interrupts: list[Any] = []
-        async for mode, chunk in self.graph.astream(graph_input, run_config, context=settings,
-                                                    stream_mode=["custom", "updates", "values"]):
+        async for mode, chunk in graph.astream(graph_input, run_config, context=settings,
+                                               stream_mode=["custom", "updates", "values"]):
             if mode == "custom":
                 if self.on_step is not None:
                     self.on_step(chunk)
