@@ -17,6 +17,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from claire.errors import ConfigError
+from claire.validation import problems
 
 TOOL_NAMES = ("search", "clarify_entity", "explain", "report_inconsistency")
 OPTIONAL_TOOLS = ("clarify_entity", "explain")
@@ -207,9 +208,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def _format_errors(error: ValidationError, source: str) -> str:
     lines = [f"invalid configuration ({source}):"]
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"])
-        message = item["msg"]
+    for item, (where, message) in zip(error.errors(), problems(error)):
         if item["type"] == "extra_forbidden":
             section = item["loc"][0] if len(item["loc"]) > 1 else None
             allowed = (

@@ -14,8 +14,6 @@ sorted into retryable (:class:`TransientLLMError`, with the server's Retry-After
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -25,6 +23,7 @@ from langchain_core.messages import AIMessage, convert_to_messages
 from claire.agent.llm_backends import ChatRequest, ChatResponse, ToolCall, TransientLLMError
 from claire.config import LLMConfig
 from claire.errors import LLMError
+from claire.retrying import retry_after
 
 # Providers LangChain's init_chat_model can build (the prefix before ":" in llm.model), with the
 # pip package each needs. A prefix not listed here is part of the model name ("qwen2.5:7b").
@@ -143,28 +142,6 @@ def chat_model_from_config(config: LLMConfig) -> tuple[BaseChatModel, str, str]:
 
 
 # -- errors ------------------------------------------------------------------------------------
-def retry_after(headers: Any) -> float | None:
-    """Seconds a server asked us to wait (``retry-after-ms``, ``retry-after`` seconds or HTTP date)."""
-    if not headers:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value:
-        try:
-            return max(float(value), 0.0)
-        except ValueError:
-            try:  # the HTTP-date form
-                return max((parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds(), 0.0)
-            except (TypeError, ValueError):
-                return None
-    return None
-
-
 def _brief(error: Exception) -> str:
     body = getattr(error, "body", None)
     if isinstance(body, dict):

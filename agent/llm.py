@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
-
 from claire.agent.llm_backends import (
     ChatBackend,
     ChatRequest,
@@ -27,6 +25,7 @@ from claire.agent.tokens import TokenCounter, known_context_window
 from claire.agent.usage import Usage, record_call
 from claire.config import LLMConfig
 from claire.errors import LLMError
+from claire.retrying import async_retrying
 
 MAX_RETRY_AFTER = 120.0
 
@@ -118,12 +117,6 @@ class LLMClient:
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return semaphore
 
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, TransientLLMError) and error.retry_after is not None:
-            return min(error.retry_after, MAX_RETRY_AFTER)
-        return wait_random_exponential(multiplier=self.retry_base_wait, max=self.retry_max_wait)(state)
-
     async def chat(
         self,
         messages: list[dict[str, Any]],
@@ -160,12 +153,8 @@ class LLMClient:
         return response
 
     async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception_type(TransientLLMError),
-            reraise=True,
-        )
+        retrying = async_retrying(self.max_attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait,
+                                  cap=MAX_RETRY_AFTER)
         try:
             async for attempt in retrying:
                 with attempt:

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Protocol
 
 from claire.errors import LLMError
+from claire.retrying import TransientError
 
 
 @dataclass
@@ -74,12 +75,8 @@ class ChatRequest:
         }
 
 
-class TransientLLMError(Exception):
-    """A failure worth retrying; ``retry_after`` is the server's requested wait in seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
+class TransientLLMError(TransientError):
+    """An LLM call worth retrying; ``retry_after`` is the server's requested wait in seconds."""
 
 
 class ChatBackend(Protocol):

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from claire.errors import ConfigError, DatasetError
+from claire.validation import describe
 
 # WikiCollide's name for a search step, and CLAIRE's own (its traces can be read back the same way)
 SEARCH_ACTIONS = ("search_wikipedia_outside_claim_article", "search")
@@ -84,15 +85,6 @@ class CorpusLoad:
     errors: list[str] = field(default_factory=list)
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "line"
-        problem = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
-        parts.append(f"field '{where}' {problem}")
-    return "; ".join(parts)
-
-
 def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:
     """Read a JSONL corpus. A bad line raises ``DatasetError("FILE:LINE: problem")``, or is
     counted and listed in the result when ``skip_invalid``. Blank lines are ignored."""
@@ -120,7 +112,7 @@ def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:
                 try:
                     block = Block.model_validate(record)
                 except ValidationError as exc:
-                    problem = _describe(exc)
+                    problem = describe(exc)
                 else:
                     if block.id in first_line:
                         problem = f"duplicate id '{block.id}' (first on line {first_line[block.id]})"
