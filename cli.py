@@ -101,11 +101,14 @@ def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, as_json: Ann
         print(json.dumps(data, indent=2))
         return
     from rich.table import Table
+    from rich.text import Text
+
+    from claire.config_help import describe
 
     for section, values in data.items():
         table = Table(title=f"\\[{section}]", title_justify="left", show_header=False, box=None, padding=(0, 2))
         for key, value in values.items():
-            table.add_row(key, json.dumps(value) if not isinstance(value, str) else value)
+            table.add_row(key, json.dumps(value) if not isinstance(value, str) else value, Text(describe(section, key), style="dim"))
         console.print(table)
 
 
