@@ -130,3 +130,21 @@ async def test_ten_step_check_fits_an_8k_model(demo_root, clean_env):
         # the latest observations reached the controller whole
         last_controller = [b for b in server.requests if kind_of(b) == "controller"][-1]["messages"][-1]["content"]
         assert last_controller.count("<observation>") == 9
+
+
+async def test_clarify_entity_leaves_out_the_last_passages_when_they_do_not_fit():
+    from claire.indexes.corpus import Block
+    from claire.prompts import library
+    from claire.testing.doubles import KeywordRetriever, ScriptedModel
+    from claire.tools.clarify_entity import clarify_entity
+    from claire.tools.search import SearchTool
+
+    blocks = [Block(id=f"p{i}", document_title=f"Paris {i}", section_title="S", content=f"Paris number {i}. " + "filler words " * 400)
+              for i in range(10)]
+    model = ScriptedModel()
+    llm = LLMClient.scripted(model, context_window=4096, max_tokens=300)
+    note, hits = await clarify_entity("Paris", claim="Paris is big.", search=SearchTool(KeywordRetriever(blocks)),
+                                      llm=llm, prompts=library(), k=10)
+    sent = model.requests("clarify")[0].messages
+    assert len(hits) == 10 and 0 < sent[-1]["content"].count("<document ") < 10
+    assert llm.count_tokens(sent) <= llm.prompt_budget()
