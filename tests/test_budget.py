@@ -148,3 +148,22 @@ async def test_clarify_entity_leaves_out_the_last_passages_when_they_do_not_fit(
     sent = model.requests("clarify")[0].messages
     assert len(hits) == 10 and 0 < sent[-1]["content"].count("<document ") < 10
     assert llm.count_tokens(sent) <= llm.prompt_budget()
+
+
+async def test_verifier_follow_up_still_fits_and_reports_what_it_left_out():
+    from claire.agent.verifier import verify
+    from claire.prompts import library
+
+    answers = iter(["I think it is fine. " * 150, "<inconsistency_score>0.2</inconsistency_score>"])
+    requests = []
+
+    def verifier(request):
+        requests.append(request)
+        return next(answers)
+
+    llm = LLMClient.scripted(lambda request: verifier(request), context_window=4096, max_tokens=600)
+    documents = [doc(i, f"Passage {i} about the Eiffel Tower and its year. " + "more words " * 120) for i in range(1, 21)]
+    verdict = await verify(CLAIM, documents=documents, clarifications=[], llm=llm, prompts=library())
+    assert verdict.score == 0.2 and verdict.fit is not None and verdict.fit.dropped
+    assert all(llm.count_tokens(r.messages) <= llm.prompt_budget() for r in requests)
+    assert requests[1].messages[-2]["role"] == "assistant"  # the follow-up carries the first answer
