@@ -22,7 +22,7 @@ import uuid
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator,  Annotated, Any, Awaitable, Callable, TypedDict
+from typing import Annotated, Any, AsyncIterator, Awaitable, Callable, TypedDict
 
 from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph

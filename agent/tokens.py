@@ -83,17 +83,24 @@ class TokenCounter:
 
     def __init__(self, model: str = ""):
         self.model = model
-        self._encoding = _tiktoken_encoding(model) if model else None
+        self._encoding: Any = False  # looked up at the first count: tiktoken may try to fetch a file
+
+    @property
+    def encoding(self) -> Any:
+        if self._encoding is False:
+            self._encoding = _tiktoken_encoding(self.model) if self.model else None
+        return self._encoding
 
     @property
     def exact(self) -> bool:
-        return self._encoding is not None
+        return self.encoding is not None
 
     def text(self, text: str) -> int:
         if not text:
             return 0
-        if self._encoding is not None:
-            return len(self._encoding.encode(text, disallowed_special=()))
+        encoding = self.encoding
+        if encoding is not None:
+            return len(encoding.encode(text, disallowed_special=()))
         return estimate_tokens(text)
 
     def messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
