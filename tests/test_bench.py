@@ -31,3 +31,19 @@ def test_llm_bench_reports_overhead_scaling_and_cache_hits():
     assert scaling["calls_c32"] == 20 and scaling["calls_per_s_c1"] > 0 and scaling["speedup"] > 1
     assert cache["server_calls"] == 0 and cache["p50_ms"] > 0
     assert "overhead p50 / p95" in console.export_text()
+
+
+def test_prompt_bench_compares_prompt_sizes_with_and_without_the_budget():
+    from pathlib import Path
+
+    from claire.bench.prompts import run_prompt_bench
+    from claire.indexes.corpus import demo_corpus_path
+
+    console = Console(record=True, width=160)
+    dataset = Path(__file__).parent / "fixtures" / "wikicollide_mini.json"
+    result = run_prompt_bench(dataset, demo_corpus_path(), window=2048, max_steps=3, docs_per_query=15, console=console)
+    before, after = result["no budget"], result["budget 2048"]
+    assert before["largest_prompt"] > 2048 and before["over_window"] > 0  # a 2k model would have refused some
+    assert after["largest_prompt"] <= 2048 and after["over_window"] == after["rejected"] == 0
+    assert after["mean_per_claim"] < before["mean_per_claim"]
+    assert "prompts over 2048" in console.export_text()
