@@ -74,6 +74,24 @@ def _http_client(timeout: float) -> httpx.AsyncClient:
     )
 
 
+def _inline(base: type) -> type:
+    """``base`` (ChatOpenAI or AzureChatOpenAI) reading its answer on the event loop: langchain-openai
+    hands that small step to a worker thread, and the hop costs about a millisecond per call
+    (more on a busy machine) — the largest part of the LLM layer's overhead (``claire bench llm``).
+    Requests that use structured output or the Responses API go the library's own way."""
+
+    class Inline(base):  # type: ignore[misc, valid-type]
+        async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+            payload = self._get_request_payload(messages, stop=stop, **kwargs)
+            if "response_format" in payload or self._use_responses_api(payload) or self.include_response_headers:
+                return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
+            raw = await self.async_client.with_raw_response.create(**payload)
+            return self._create_chat_result(raw.parse(), {})
+
+    Inline.__name__ = Inline.__qualname__ = f"Inline{base.__name__}"
+    return Inline
+
+
 def _openai_model(config: LLMConfig, name: str, azure: bool) -> tuple[BaseChatModel, str]:
     from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
@@ -93,10 +111,10 @@ def _openai_model(config: LLMConfig, name: str, azure: bool) -> tuple[BaseChatMo
     if azure:
         if not config.base_url:
             raise LLMError("Azure OpenAI needs llm.base_url set to your resource endpoint (https://NAME.openai.azure.com)")
-        model = AzureChatOpenAI(azure_endpoint=config.base_url, api_version=config.azure_api_version,
+        model = _inline(AzureChatOpenAI)(azure_endpoint=config.base_url, api_version=config.azure_api_version,
                                 azure_deployment=name, model=name, **common)
         return model, config.base_url
-    model = ChatOpenAI(model=name, base_url=config.base_url, **common)
+    model = _inline(ChatOpenAI)(model=name, base_url=config.base_url, **common)
     return model, config.base_url or "https://api.openai.com/v1"
 
 
