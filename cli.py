@@ -102,11 +102,14 @@ def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, as_json: Ann
         print(json.dumps(data, indent=2))
         return
     from rich.table import Table
+    from rich.text import Text
+
+    from claire.config_help import describe
 
     for section, values in data.items():
         table = Table(title=f"\\[{section}]", title_justify="left", show_header=False, box=None, padding=(0, 2))
         for key, value in values.items():
-            table.add_row(key, json.dumps(value) if not isinstance(value, str) else value)
+            table.add_row(key, json.dumps(value) if not isinstance(value, str) else value, Text(describe(section, key), style="dim"))
         console.print(table)
 
 
@@ -257,7 +260,7 @@ def search_command(
 # -- check -----------------------------------------------------------------------------------
 @app.command("check")
 def check_command(
-    fact: Annotated[str, typer.Argument(help="The fact to check.")],
+    fact: Annotated[Optional[str], typer.Argument(help="The fact to check.")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="The fact's article (excluded from search).")] = None,
     section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
     context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
@@ -271,6 +274,7 @@ def check_command(
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
     index: IndexOpt = None,
     model: ModelOpt = None,
@@ -283,7 +287,9 @@ def check_command(
     """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES), 2 error."""
     from claire.agent.system import Claim, ContextBlock
 
-    if not fact.strip():
+    if resume is not None and (fact or as_json or no_review or not sys.stdin.isatty()):
+        raise ConfigError("--resume goes on with a saved interactive check: give no fact, no --json and no --no-review, in a terminal")
+    if resume is None and not (fact or "").strip():
         raise ConfigError("the fact is empty: give the sentence to check")
     if context_file is not None:
         context = _passage_text(None, context_file)
@@ -305,11 +311,12 @@ def check_command(
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check
         config = config.with_overrides({"agent.report": True})
-    claim = Claim(claim_id="cli", text=fact.strip(),
-                  context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
+    claim = None if resume is not None else Claim(
+        claim_id="cli", text=(fact or "").strip(),
+        context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
     from claire.views import CheckView
 
-    view = CheckView(console, claim, config, quiet=as_json)
+    view = CheckView(console, claim, config, quiet=as_json, resume=resume)
     assessment = run(view.run())
     if trace_out is not None:
         try:
@@ -815,6 +822,18 @@ def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
     from claire.bench.llm import run_llm_bench
 
     run_llm_bench(calls=calls, console=console)
+
+
+@bench_app.command("prompts")
+def bench_prompts(
+    dataset: Annotated[Path, typer.Option("--dataset", help="WikiCollide claims (JSON)")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="the blocks to search (JSONL), indexed for the run")],
+    window: Annotated[int, typer.Option("--window", help="the small model's context window")] = 8192,
+) -> None:
+    """Prompt tokens per claim before and after the context budget (local mock server)."""
+    from claire.bench.prompts import run_prompt_bench
+
+    run_prompt_bench(dataset, corpus, window=window, console=console)
 
 
 @bench_app.command("retrieval")

@@ -20,6 +20,7 @@ import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from claire.errors import ConfigError, mask, redact, register_secret
+from claire.validation import problems
 
 TOOL_NAMES = ("search", "clarify_entity", "explain", "report_inconsistency")
 OPTIONAL_TOOLS = ("clarify_entity", "explain")
@@ -34,6 +35,11 @@ TASK_NAMES = ("wikicollide", "feverous")
 def cache_dir() -> Path:
     """Where CLAIRE keeps its LLM cache and embedded indexes unless told otherwise."""
     return Path(os.environ.get("CLAIRE_CACHE_DIR") or platformdirs.user_cache_dir("claire"))
+
+
+def data_dir() -> Path:
+    """Where CLAIRE keeps what must outlive a cache clean-up (saved interactive checks)."""
+    return Path(os.environ.get("CLAIRE_DATA_DIR") or platformdirs.user_data_dir("claire"))
 
 
 class _Section(BaseModel):
@@ -58,6 +64,11 @@ class LLMConfig(_Section):
     stream: bool = False
     max_concurrency: int = Field(8, ge=1)
     tool_calling: Literal["native", "text"] = "native"
+    context_window: int | None = Field(
+        None, ge=1024,
+        description="tokens the model can take (prompt + answer); unset: a known default for the model "
+                    "(8192 for models CLAIRE does not know; llm.local_n_ctx for the local provider)",
+    )
     cache: bool = True
     refresh_cache: bool = False
     cache_path: Path | None = None
@@ -119,6 +130,14 @@ class AgentConfig(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     report: bool | None = None  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = False
+    checkpoints: Path | None = Field(
+        None, description="SQLite file where interactive checks save their progress so `claire check --resume THREAD` "
+                          "can go on after an interruption; unset: checkpoints.sqlite in the user data directory",
+    )
+    keep_observations: int = Field(
+        2, ge=0, le=100,
+        description="latest controller observations always kept whole when older ones are condensed to fit the context window",
+    )
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -241,9 +260,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def _format_errors(error: ValidationError, source: str) -> str:
     lines = [f"invalid configuration ({source}):"]
-    for item in error.errors():
-        where = ".".join(str(part) for part in item["loc"])
-        message = item["msg"]
+    for item, (where, message) in zip(error.errors(), problems(error)):
         if item["type"] == "extra_forbidden":
             section = item["loc"][0] if len(item["loc"]) > 1 else None
             allowed = (

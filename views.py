@@ -5,6 +5,7 @@ check, the interactive review prompt, and ranked search results. Used only by ``
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from rich.console import Console, Group
@@ -18,6 +19,7 @@ from claire.agent.runtime import open_system
 from claire.agent.system import Assessment, Claim
 from claire.agent.usage import Usage
 from claire.config import Config
+from claire.errors import ConfigError
 
 
 def one_line(value: Any, limit: int = 90) -> str:
@@ -51,8 +53,10 @@ def hits_table(hits: list[Any], query: str) -> Table:
 class CheckView:
     """Runs one check, printing each step as it happens, then renders the verdict."""
 
-    def __init__(self, console: Console, claim: Claim, config: Config, *, quiet: bool = False):
+    def __init__(self, console: Console, claim: Claim | None, config: Config, *, quiet: bool = False,
+                 resume: str | None = None):
         self.console = console
+        self.resume = resume  # the thread of a saved interactive check to go on with
         self.claim = claim
         self.config = config
         self.quiet = quiet
@@ -91,13 +95,24 @@ class CheckView:
         reviewer = self.review if self.config.agent.review else None
         on_step = None if self.quiet else self.on_step
         async with open_system(self.config, reviewer=reviewer, on_step=on_step) as system:
+            if self.resume is not None:
+                if not hasattr(system, "resume"):
+                    raise ConfigError(f"--resume works with the claire system, not {system.name}")
+                assessment = await system.resume(self.resume)
+                self.claim = Claim(claim_id=assessment.claim_id, text=assessment.claim_text)
+                return assessment
+            assert self.claim is not None
+            kwargs: dict[str, Any] = {}
+            if reviewer is not None and hasattr(system, "resume"):
+                kwargs["thread_id"] = f"check-{uuid.uuid4().hex[:8]}"
+                self.console.print(Text(f"progress is saved; if interrupted, go on with: claire check --resume {kwargs['thread_id']}", style="dim"))
             if self.quiet:
-                return await system.assess(self.claim)
+                return await system.assess(self.claim, **kwargs)
             self.llm_total = getattr(system, "llm", None) and system.llm.total
             self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
             with self.console.status("researching…") as status:
                 self.status = status
-                return await system.assess(self.claim)
+                return await system.assess(self.claim, **kwargs)
 
     def final(self, a: Assessment) -> None:
         c = self.console

@@ -109,6 +109,8 @@ class RetrieveAndVerify(_SearchOnce):
         assessment.evidence = evidence
         assessment.trace.append(TraceItem.model_validate(search_item))
         verdict = await verify(claim, documents=evidence, clarifications=[], llm=self.llm, prompts=self.prompts, task=self.config.agent.task)
+        if verdict.fit is not None and verdict.fit.changed:
+            assessment.trace.append(TraceItem.model_validate(verdict.fit.trace_item()))
         item = {"action_name": "verifier", "action_argument": None,
                 "action_output": {"inconsistency_score": verdict.score, "analysis": verdict.analysis}}
         if verdict.label is not None:

@@ -11,21 +11,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_random_exponential
-
 from claire.agent.llm_backends import (
     ChatBackend,
     ChatRequest,
     ChatResponse,
     LlamaCppBackend,
-    OpenAIBackend,
     ScriptedBackend,
     TransientLLMError,
 )
+from claire.agent.chat_models import LangChainBackend
 from claire.agent.llm_cache import ResponseCache, cache_key
+from claire.agent.tokens import TokenCounter, known_context_window
 from claire.agent.usage import Usage, record_call
 from claire.config import LLMConfig
 from claire.errors import LLMError
+from claire.retrying import async_retrying
 
 MAX_RETRY_AFTER = 120.0
 
@@ -46,6 +46,7 @@ class LLMClient:
         retry_base_wait: float = 0.5,
         retry_max_wait: float = 30.0,
         tool_calling: str = "native",
+        context_window: int | None = None,
     ):
         self.backend = backend
         self.model = model
@@ -59,6 +60,8 @@ class LLMClient:
         self.retry_base_wait = retry_base_wait
         self.retry_max_wait = retry_max_wait
         self.tool_calling = tool_calling
+        self.context_window = context_window or known_context_window(model)
+        self.counter = TokenCounter(model)
         self.total = Usage()
         # Set when a call gave up because the endpoint could not be reached: later calls try once
         # instead of a full retry cycle each, until one gets through again.
@@ -73,14 +76,7 @@ class LLMClient:
                     raise LLMError("the local provider needs llm.local_model_path (a .gguf file)")
                 backend = LlamaCppBackend(str(config.local_model_path), n_ctx=config.local_n_ctx)
             else:
-                backend = OpenAIBackend(
-                    api_key=config.resolved_api_key(),
-                    base_url=config.base_url,
-                    timeout=config.timeout,
-                    azure=config.provider == "azure",
-                    azure_api_version=config.azure_api_version,
-                    stream=config.stream,
-                )
+                backend = LangChainBackend.from_config(config)
         cache = ResponseCache(config.resolved_cache_path()) if config.cache else None
         return cls(
             backend,
@@ -95,6 +91,7 @@ class LLMClient:
             retry_base_wait=config.retry_base_wait,
             retry_max_wait=config.retry_max_wait,
             tool_calling=config.tool_calling,
+            context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
         )
 
     @classmethod
@@ -104,6 +101,17 @@ class LLMClient:
         kwargs.setdefault("retry_base_wait", 0.0)
         return cls(ScriptedBackend(script), **kwargs)
 
+    def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        """Prompt tokens of a request for this client's model (exact for OpenAI models, else a safe estimate)."""
+        return self.counter.messages(messages, tools)
+
+    def prompt_budget(self, max_tokens: int | None = None) -> int:
+        """The most prompt tokens a call may use: the context window less room for the answer
+        (``max_tokens``) and a small margin for the server's own chat formatting."""
+        answer = max_tokens or self.max_tokens
+        margin = max(64, self.context_window // 50)
+        return max(self.context_window - answer - margin, 256)
+
     def _semaphore(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
         semaphore = self._semaphores.get(loop)
@@ -111,12 +119,6 @@ class LLMClient:
             self._semaphores = {l: s for l, s in self._semaphores.items() if not l.is_closed()}
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return semaphore
-
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, TransientLLMError) and error.retry_after is not None:
-            return min(error.retry_after, MAX_RETRY_AFTER)
-        return wait_random_exponential(multiplier=self.retry_base_wait, max=self.retry_max_wait)(state)
 
     async def chat(
         self,
@@ -155,12 +157,8 @@ class LLMClient:
 
     async def _call_with_retries(self, request: ChatRequest) -> ChatResponse:
         attempts = 1 if self.endpoint_down else self.max_attempts
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts),
-            wait=self._wait,
-            retry=retry_if_exception_type(TransientLLMError),
-            reraise=True,
-        )
+        retrying = async_retrying(attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait,
+                                  cap=MAX_RETRY_AFTER)
         try:
             async for attempt in retrying:
                 with attempt:

@@ -1,4 +1,5 @@
-"""Backends that answer one chat request: OpenAI-compatible HTTP, in-process llama.cpp, scripted.
+"""The chat request/response types and the backends that are not LangChain models: in-process
+llama.cpp and the scripted test double (LangChain chat models are in ``agent.chat_models``).
 
 A backend turns a :class:`ChatRequest` into a :class:`ChatResponse` and reports failures as
 :class:`TransientLLMError` (worth retrying: 429, 5xx, timeouts, connection errors, garbled
@@ -11,14 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterable, Protocol
 
-import httpx
-import openai
-
 from claire.errors import LLMError
+from claire.retrying import TransientError
 
 
 @dataclass
@@ -78,12 +75,8 @@ class ChatRequest:
         }
 
 
-class TransientLLMError(Exception):
-    """A failure worth retrying; ``retry_after`` is the server's requested wait in seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
+class TransientLLMError(TransientError):
+    """An LLM call worth retrying; ``retry_after`` is the server's requested wait in seconds."""
 
 
 class ChatBackend(Protocol):
@@ -93,27 +86,6 @@ class ChatBackend(Protocol):
     async def complete(self, request: ChatRequest) -> ChatResponse: ...
 
     async def aclose(self) -> None: ...
-
-
-def _retry_after(headers: httpx.Headers | None) -> float | None:
-    if not headers:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return float(value) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value:
-        try:
-            return max(float(value), 0.0)
-        except ValueError:
-            try:  # the HTTP-date form
-                return max((parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds(), 0.0)
-            except (TypeError, ValueError):
-                return None
-    return None
 
 
 def response_from_openai_dict(data: dict[str, Any], model: str) -> ChatResponse:
@@ -140,148 +112,6 @@ def response_from_openai_dict(data: dict[str, Any], model: str) -> ChatResponse:
         )
     except (KeyError, IndexError, TypeError, AttributeError) as error:
         raise TransientLLMError(f"unparseable response from the endpoint: {error!r}") from None
-
-
-class OpenAIBackend:
-    """OpenAI Chat Completions over HTTP (OpenAI, Azure OpenAI, vLLM, llama.cpp server, Ollama...)."""
-
-    name = "openai"
-
-    def __init__(
-        self,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        timeout: float,
-        azure: bool = False,
-        azure_api_version: str = "2024-10-21",
-        stream: bool = False,
-    ):
-        if not api_key:
-            if base_url and not azure:
-                api_key = "unused"  # local OpenAI-compatible servers usually ignore the key
-            else:
-                raise LLMError(
-                    "no API key for the LLM endpoint: set OPENAI_API_KEY (or llm.api_key_env to the "
-                    "variable holding it), or point llm.base_url / OPENAI_BASE_URL at a local server"
-                )
-        self.stream = stream
-        self.endpoint = base_url or ("azure" if azure else "https://api.openai.com/v1")
-        http = httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
-        )
-        if azure:
-            if not base_url:
-                raise LLMError("Azure OpenAI needs llm.base_url set to your resource endpoint (https://NAME.openai.azure.com)")
-            self.name = "azure"
-            self._client: openai.AsyncOpenAI = openai.AsyncAzureOpenAI(
-                api_key=api_key, azure_endpoint=base_url, api_version=azure_api_version,
-                max_retries=0, timeout=timeout, http_client=http,
-            )
-        else:
-            self._client = openai.AsyncOpenAI(
-                api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http
-            )
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        kwargs: dict[str, Any] = {
-            "model": request.model,
-            "messages": request.messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            "timeout": request.timeout,
-        }
-        if request.tools:
-            kwargs["tools"] = request.tools
-            if request.tool_choice:
-                kwargs["tool_choice"] = request.tool_choice
-        try:
-            if self.stream:
-                return await self._complete_streaming(kwargs, request.model)
-            raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
-            try:
-                data = json.loads(raw.http_response.text)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise TransientLLMError("the endpoint sent a body that is not JSON") from None
-            if not isinstance(data, dict):
-                raise TransientLLMError("the endpoint sent JSON that is not a completion object")
-            return response_from_openai_dict(data, request.model)
-        except openai.AuthenticationError:
-            raise LLMError(
-                f"the LLM endpoint {self.endpoint} rejected the API key (401): set OPENAI_API_KEY "
-                "(or llm.api_key_env) to a valid key"
-            ) from None
-        except openai.PermissionDeniedError as error:
-            raise LLMError(f"the LLM endpoint {self.endpoint} refused access (403): {_brief(error)}") from None
-        except openai.NotFoundError as error:
-            raise LLMError(
-                f"model '{request.model}' was not found at {self.endpoint} (404: {_brief(error)}); "
-                "set --model / llm.model to a model that endpoint serves"
-            ) from None
-        except openai.RateLimitError as error:
-            raise TransientLLMError("rate limited (429)", _retry_after(error.response.headers)) from None
-        except openai.InternalServerError as error:
-            raise TransientLLMError(
-                f"server error ({error.status_code})", _retry_after(error.response.headers)
-            ) from None
-        except openai.APITimeoutError:
-            raise TransientLLMError(f"no answer within {request.timeout:g} s (timeout)") from None
-        except openai.APIConnectionError:
-            raise TransientLLMError(f"cannot connect to {self.endpoint}") from None
-        except openai.APIStatusError as error:
-            if error.status_code in (408, 409, 425) or error.status_code >= 500:
-                raise TransientLLMError(f"HTTP {error.status_code}", _retry_after(error.response.headers)) from None
-            raise LLMError(f"the LLM endpoint answered HTTP {error.status_code}: {_brief(error)}") from None
-        except (openai.APIResponseValidationError, json.JSONDecodeError) as error:
-            raise TransientLLMError(f"unparseable response: {error}") from None
-
-    async def _complete_streaming(self, kwargs: dict[str, Any], model: str) -> ChatResponse:
-        stream = await self._client.chat.completions.create(
-            **kwargs, stream=True, stream_options={"include_usage": True}
-        )
-        content: list[str] = []
-        calls: dict[int, dict[str, Any]] = {}
-        result = ChatResponse(model=model)
-        async for chunk in stream:
-            if chunk.usage:
-                result.prompt_tokens = chunk.usage.prompt_tokens or 0
-                result.completion_tokens = chunk.usage.completion_tokens or 0
-            if chunk.model:
-                result.model = chunk.model
-            for choice in chunk.choices or []:
-                delta = choice.delta
-                if delta.content:
-                    content.append(delta.content)
-                for part in delta.tool_calls or []:
-                    slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": []})
-                    if part.id:
-                        slot["id"] = part.id
-                    if part.function and part.function.name:
-                        slot["name"] = part.function.name
-                    if part.function and part.function.arguments:
-                        slot["arguments"].append(part.function.arguments)
-                if choice.finish_reason:
-                    result.finish_reason = choice.finish_reason
-        result.content = "".join(content)
-        result.tool_calls = [
-            ToolCall(id=slot["id"] or f"call_{index}", name=slot["name"], arguments="".join(slot["arguments"]) or "{}")
-            for index, slot in sorted(calls.items())
-        ]
-        return result
-
-    async def aclose(self) -> None:
-        await self._client.close()
-
-
-def _brief(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error")
-        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
-        if message:
-            return str(message)[:200]
-    return str(error.message)[:200]
 
 
 class LlamaCppBackend:

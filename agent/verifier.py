@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from claire.agent.budget import FitNote, fit_documents
 from claire.agent.llm import LLMClient
 from claire.agent.system import Claim
 from claire.prompts import PromptLibrary
@@ -90,6 +91,7 @@ class Verdict:
     error: str | None = None
     label: str | None = None  # task "feverous": SUPPORTS | REFUTES | NOT ENOUGH INFO
     evidence_elements: list[str] = field(default_factory=list)  # task "feverous": cited element ids
+    fit: FitNote | None = None  # what the context budget left out of the prompt
 
 
 def document_view(documents: list[Any]) -> list[dict[str, Any]]:
@@ -109,6 +111,18 @@ def _claim_vars(claim: Claim, clarifications: list[dict[str, str]], documents: l
     }
 
 
+def fitted_prompt(
+    name: str, claim: Claim, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient,
+    prompts: PromptLibrary, *, reserve: int = 0,
+) -> tuple[list[dict[str, Any]], FitNote]:
+    """Render prompt ``name`` with the gathered passages de-duplicated, most relevant first, cut to
+    fit the model's window with room for the answer (and ``reserve`` more tokens)."""
+    render = lambda docs: prompts.render(name, **_claim_vars(claim, clarifications, docs))  # noqa: E731
+    _, messages, note = fit_documents(render, documents, claim=claim.text, count=llm.count_tokens,
+                                      budget=llm.prompt_budget() - reserve, prompt=name)
+    return messages, note
+
+
 async def verify(
     claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary,
     task: str = "wikicollide",
@@ -119,16 +133,19 @@ async def verify(
         from claire.agent.feverous_task import judge
 
         return await judge(claim, documents=documents, clarifications=clarifications, llm=llm, prompts=prompts)
-    messages = prompts.render("verifier", **_claim_vars(claim, clarifications, documents))
+    messages, fit = fitted_prompt("verifier", claim, documents, clarifications, llm, prompts)
     response = await llm.chat(messages)
     score = parse_score(response.content)
     text = response.content
     if score is None:
-        follow_up = messages + [
+        extra = [
             {"role": "assistant", "content": response.content},
             {"role": "user", "content": "Your answer has no usable <inconsistency_score>. Reply with the tag and a number from 0 to 1, for example <inconsistency_score>0.2</inconsistency_score>."},
         ]
-        retry = await llm.chat(follow_up)
+        if llm.count_tokens(messages + extra) > llm.prompt_budget():  # the first answer needs room too
+            messages, fit = fitted_prompt("verifier", claim, documents, clarifications, llm, prompts,
+                                          reserve=llm.count_tokens(extra))
+        retry = await llm.chat(messages + extra)
         score = parse_score(retry.content)
         text = response.content + "\n" + retry.content
     return Verdict(
@@ -137,16 +154,19 @@ async def verify(
         analysis=_tag(text, "analysis") or text.strip(),
         raw=text,
         error=None if score is not None else "the verifier gave no usable <inconsistency_score> (asked twice)",
+        fit=fit,
     )
 
 
 async def two_sided_report(
-    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary
+    claim: Claim, *, documents: list[Any], clarifications: list[dict[str, str]], llm: LLMClient, prompts: PromptLibrary,
+    notes: list[FitNote] | None = None,
 ) -> dict[str, str]:
-    """The strongest case for each verdict, each citing [n]; the two calls run concurrently."""
-    values = _claim_vars(claim, clarifications, documents)
-    consistent, inconsistent = await asyncio.gather(
-        llm.chat(prompts.render("report_consistent", **values)),
-        llm.chat(prompts.render("report_inconsistent", **values)),
-    )
-    return {"consistent": consistent.content.strip(), "inconsistent": inconsistent.content.strip()}
+    """The strongest case for each verdict, each citing [n]; the two calls run concurrently.
+    What the context budget left out of each prompt is appended to ``notes`` when given."""
+    consistent, consistent_fit = fitted_prompt("report_consistent", claim, documents, clarifications, llm, prompts)
+    inconsistent, inconsistent_fit = fitted_prompt("report_inconsistent", claim, documents, clarifications, llm, prompts)
+    if notes is not None:
+        notes.extend([consistent_fit, inconsistent_fit])
+    answers = await asyncio.gather(llm.chat(consistent), llm.chat(inconsistent))
+    return {"consistent": answers[0].content.strip(), "inconsistent": answers[1].content.strip()}

@@ -22,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from claire.agent.system import Claim, ContextBlock, TraceItem
 from claire.errors import DatasetError
+from claire.validation import describe
 
 Split = Literal["validation", "test"]
 
@@ -108,15 +109,6 @@ def _raw_records(path: Path) -> list[tuple[str, Any]]:
     return records
 
 
-def _problems(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"])
-        problem = "missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
-        parts.append(f"field {field}: {problem}")
-    return "; ".join(parts)
-
-
 def load_records(path: str | Path) -> list[WikiCollideRecord]:
     """Every record of a WikiCollide file (JSON array or JSONL), validated, gold traces kept."""
     path = Path(path)
@@ -134,7 +126,7 @@ def load_records(path: str | Path) -> list[WikiCollideRecord]:
         try:
             record = WikiCollideRecord.model_validate(value)
         except ValidationError as error:
-            raise DatasetError(f"{path}: {label}: {_problems(error)}") from None
+            raise DatasetError(f"{path}: {label}: {describe(error)}") from None
         if record.claim.claim_id in first_index:
             raise DatasetError(
                 f"{path}: {label}: field claim.claim_id: duplicate of {first_index[record.claim.claim_id]}"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from claire.agent.system import Assessment, Claim
 from claire.errors import ConfigError, DatasetError, redact
+from claire.validation import describe
 
 PREDICTIONS = "predictions.jsonl"
 CONFIG = "config.json"
@@ -70,12 +71,6 @@ def prediction_from(assessment: Assessment, claim: Claim) -> Prediction:
     )
 
 
-def _problem(error: ValidationError) -> str:
-    item = error.errors()[0]
-    where = ".".join(str(part) for part in item["loc"])
-    return f"field {where}: {item['msg']}" if where else item["msg"]
-
-
 def _read(path: Path, model: type[BaseModel] = Prediction) -> tuple[dict[str, Any], int, int, bool]:
     """(last prediction per claim_id, lines read, bytes of whole valid lines, last line lacks \\n).
 
@@ -103,7 +98,7 @@ def _read(path: Path, model: type[BaseModel] = Prediction) -> tuple[dict[str, An
         except ValidationError as error:
             if last:
                 return latest, count, good, False
-            raise DatasetError(f"{path}: line {number}: {_problem(error)}") from None
+            raise DatasetError(f"{path}: line {number}: {describe(error)}") from None
         latest[prediction.claim_id] = prediction
         count += 1
         good += len(line) + 1

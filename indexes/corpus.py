@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from claire.errors import ConfigError, DatasetError
+from claire.validation import describe
 
 # WikiCollide's name for a search step, and CLAIRE's own (its traces can be read back the same way)
 SEARCH_ACTIONS = ("search_wikipedia_outside_claim_article", "search")
@@ -143,15 +144,6 @@ class CorpusLoad:
     errors: list[str] = field(default_factory=list)
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "line"
-        problem = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
-        parts.append(f"field '{where}' {problem}")
-    return "; ".join(parts)
-
-
 def _read_block(raw: bytes, *, first_bom: bool) -> tuple[Block | None, str | None]:
     """One corpus line as a block, or the problem with it."""
     try:
@@ -169,7 +161,7 @@ def _read_block(raw: bytes, *, first_bom: bool) -> tuple[Block | None, str | Non
     try:
         return Block.model_validate(record), None
     except ValidationError as exc:
-        return None, _describe(exc)
+        return None, describe(exc)
 
 
 def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:

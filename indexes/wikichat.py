@@ -9,17 +9,15 @@ limited, so 429 and 5xx answers and dropped connections are retried, honouring `
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from claire import __version__
 from claire.errors import RetrievalError
 from claire.indexes.corpus import Block, BlockType, block_id, is_table
 from claire.indexes.retriever import Hit
+from claire.retrying import TransientError, retry_after, retrying
 
 DEFAULT_URL = "https://search.genie.stanford.edu/wikipedia_20250320"
 MAX_BLOCKS = 100  # the API's limit on num_blocks
@@ -27,27 +25,6 @@ MAX_QUERIES = 100  # ... and on queries per request
 MAX_QUERY_CHARS = 512  # ... and on the length of one query
 _RETRY_STATUSES = {429, 500, 502, 503, 504}
 _KINDS: dict[str, BlockType] = {"text": "text", "table": "table", "infobox": "infobox"}
-
-
-class _Transient(Exception):
-    """A failure worth retrying; ``retry_after`` is the server's requested delay, if any."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
-    except (TypeError, ValueError):
-        return None
 
 
 def _clip(query: str) -> str:
@@ -98,7 +75,6 @@ class WikiChatRetriever:
         self.language = language
         self.rerank = rerank
         self.max_wait = max_wait
-        self._backoff = wait_exponential_jitter(initial=1, max=max_wait)
         self._client = httpx.Client(timeout=timeout, headers={"User-Agent": f"claire/{__version__}"})
 
     def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **_: Any) -> list[Hit]:
@@ -136,15 +112,9 @@ class WikiChatRetriever:
         if self.rerank:
             body["rerank"] = True
             body["num_blocks_to_rerank"] = min(2 * num_blocks, MAX_BLOCKS)
-        retrying = Retrying(
-            stop=stop_after_attempt(self.max_attempts),
-            wait=self._wait,
-            retry=retry_if_exception_type(_Transient),
-            reraise=True,
-        )
         try:
-            payload = retrying(self._post, body)
-        except _Transient as exc:
+            payload = retrying(self.max_attempts, base=1.0, max_wait=self.max_wait, cap=self.max_wait)(self._post, body)
+        except TransientError as exc:
             raise RetrievalError(
                 f"WikiChat search at {self.url} failed after {self.max_attempts} attempts: {exc}. "
                 "The public endpoint is rate limited; wait and retry, or use a local index."
@@ -166,9 +136,9 @@ class WikiChatRetriever:
         try:
             response = self._client.post(self.url, json=body)
         except httpx.TransportError as exc:
-            raise _Transient(f"{type(exc).__name__}: {exc}") from None
+            raise TransientError(f"{type(exc).__name__}: {exc}") from None
         if response.status_code in _RETRY_STATUSES:
-            raise _Transient(f"HTTP {response.status_code}", _retry_after(response.headers.get("Retry-After")))
+            raise TransientError(f"HTTP {response.status_code}", retry_after(response.headers))
         if response.status_code != 200:
             raise RetrievalError(
                 f"WikiChat search at {self.url} refused the request: HTTP {response.status_code} {response.text[:300]}"
@@ -177,12 +147,6 @@ class WikiChatRetriever:
             return response.json()
         except ValueError:
             raise RetrievalError(f"WikiChat search at {self.url} answered with something other than JSON") from None
-
-    def _wait(self, state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, _Transient) and error.retry_after is not None:
-            return min(error.retry_after, self.max_wait)
-        return self._backoff(state)
 
     def close(self) -> None:
         self._client.close()

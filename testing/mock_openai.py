@@ -14,6 +14,10 @@ from a responder function of the request body; items can inject faults:
     {"fault": "401"} / {"fault": "404"}                   bad key / unknown model
 
 ``latency`` seconds are added to every answer (to measure concurrency and throughput).
+``max_prompt_tokens`` plays a model with a small context window: a longer prompt is rejected
+with HTTP 400 ``context_length_exceeded``, as OpenAI and vLLM do, and counted in ``rejected``.
+Prompt tokens are counted as a typical tokenizer would for English (about four characters a
+token, plus a few per message); ``prompt_tokens`` keeps the count of every request.
 """
 
 from __future__ import annotations
@@ -36,10 +40,25 @@ def _tokens(text: str) -> int:
     return max(len(text) // 4, 1)
 
 
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt size of a request: its messages' text, their roles, and the tool schemas."""
+    total = 3
+    for message in body.get("messages") or []:
+        content = message.get("content") or ""
+        total += 4 + -(-len(content if isinstance(content, str) else json.dumps(content)) // 4)
+    if body.get("tools"):
+        total += _tokens(json.dumps(body["tools"]))
+    return total
+
+
 class MockOpenAIServer:
-    def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model"):
+    def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model",
+                 max_prompt_tokens: int | None = None):
         self.responder = responder
         self.latency = latency
+        self.max_prompt_tokens = max_prompt_tokens
+        self.rejected = 0
+        self.prompt_tokens: list[int] = []
         self.model = model
         self.queue: deque[dict[str, Any]] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -108,7 +127,7 @@ class MockOpenAIServer:
             }
             for index, call in enumerate(item.get("tool_calls") or [])
         ]
-        prompt = json.dumps(body.get("messages", []))
+        prompt_size = prompt_tokens(body)
         message: dict[str, Any] = {"role": "assistant", "content": content if content is not None else (None if calls else "")}
         if calls:
             message["tool_calls"] = calls
@@ -119,9 +138,9 @@ class MockOpenAIServer:
             "model": body.get("model") or self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
             "usage": {
-                "prompt_tokens": _tokens(prompt),
+                "prompt_tokens": prompt_size,
                 "completion_tokens": _tokens((content or "") + json.dumps(calls)),
-                "total_tokens": _tokens(prompt) + _tokens((content or "") + json.dumps(calls)),
+                "total_tokens": prompt_size + _tokens((content or "") + json.dumps(calls)),
             },
         }
 
@@ -165,8 +184,20 @@ class MockOpenAIServer:
                 except json.JSONDecodeError:
                     self._error(400, "request body is not JSON")
                     return
+                size = prompt_tokens(body)
                 with server._lock:
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    server.prompt_tokens.append(size)
+                    too_long = server.max_prompt_tokens is not None and size > server.max_prompt_tokens
+                    if too_long:
+                        server.rejected += 1
+                        server.requests.append(body)
+                if too_long:
+                    body_out = {"error": {"message": f"This model's maximum context length is {server.max_prompt_tokens} tokens; "
+                                          f"the messages came to {size} tokens.", "type": "invalid_request_error",
+                                          "code": "context_length_exceeded"}}
+                    self._send(400, json.dumps(body_out).encode())
+                    return
                 item = server._next_item(body)
                 if server.latency:
                     time.sleep(server.latency)

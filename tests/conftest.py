@@ -17,6 +17,12 @@ SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikic
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def private_data_dir(monkeypatch, tmp_path):
+    """Saved interactive checks go to the test's own folder, never the user's data directory."""
+    monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "claire-data"))
+
+
 @pytest.fixture
 def openai_server():
     with MockOpenAIServer() as server:

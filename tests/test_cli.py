@@ -49,7 +49,8 @@ def test_check_json_end_to_end(server, demo_cache):
     titles = {e["document_title"] for e in data["evidence"]}
     assert "Paris" not in titles and "Eiffel Tower" in titles
     assert data["report"]["consistent"] and data["report"]["inconsistent"]
-    assert data["usage"]["calls"] >= 5  # controller x2, rankgpt, verifier, report x2
+    # controller x2, rankgpt windows, verifier, report x2: each call the server answered is counted once
+    assert data["usage"]["calls"] == server.calls >= 6 and data["usage"]["cached_calls"] == 0
     assert "sk-e2e-secret" not in result.stdout + result.stderr
     assert any(r.get("tools") for r in server.requests)  # native tool calling went over the wire
 

@@ -47,9 +47,9 @@ def test_read_corpus_reads_valid_lines_and_ignores_blank_ones(tmp_path):
     [
         ("{not json", "invalid JSON"),
         ("[1, 2]", "expected a JSON object"),
-        (json.dumps({k: v for k, v in GOOD.items() if k != "content"}), "field 'content' is missing"),
-        (json.dumps({**GOOD, "content": "   "}), "field 'content' must not be empty"),
-        (json.dumps({**GOOD, "block_type": "list"}), "field 'block_type'"),
+        (json.dumps({k: v for k, v in GOOD.items() if k != "content"}), "field content: missing"),
+        (json.dumps({**GOOD, "content": "   "}), "field content: must not be empty"),
+        (json.dumps({**GOOD, "block_type": "list"}), "field block_type:"),
         (json.dumps(GOOD), "duplicate id 'a1' (first on line 1)"),
     ],
 )

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from claire.agent.llm import LLMClient
-from claire.agent.llm_backends import OpenAIBackend
+from claire.agent.chat_models import LangChainBackend
 from claire.agent.llm_cache import ResponseCache
 from claire.agent.usage import price_for, track_usage
 from claire.config import LLMConfig
@@ -136,7 +136,7 @@ async def test_unreachable_endpoint_says_what_to_set():
 def test_missing_key_for_openai_says_what_to_set(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMError, match="set OPENAI_API_KEY"):
-        OpenAIBackend(api_key=None, base_url=None, timeout=5)
+        LangChainBackend.from_config(LLMConfig(model="gpt-4o"))
 
 
 async def test_concurrency_limit_is_shared(openai_server):

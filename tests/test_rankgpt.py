@@ -53,6 +53,8 @@ async def test_search_tool_reranks_a_deeper_pool_and_returns_k():
     llm = LLMClient.scripted(lambda request: "[3] > [2] > [1]")
     tool = SearchTool(retriever, reranker=RankGPTReranker(llm, library()), candidates=50)
     found = await tool.search("Eiffel Tower Paris 1889", exclude_title="Paris", k=2)
-    assert len(found) == 2 and [h.rank for h in found] == [1, 2]
+    pool = KeywordRetriever().search("Eiffel Tower Paris 1889", exclude_title="Paris", k=4)
+    # the model's order "[3] > [2] > [1]" over the pool of 4, cut to k = 2
+    assert [h.block.id for h in found] == [pool[2].block.id, pool[1].block.id] and [h.rank for h in found] == [1, 2]
     assert retriever.queries[-1] == ("Eiffel Tower Paris 1889", "Paris", 4)  # a pool twice as deep
     assert all(h.block.document_title != "Paris" for h in found)

@@ -23,5 +23,11 @@ async def clarify_entity(
         {"n": i, "document_title": h.block.document_title, "section_title": h.block.section_title, "content": h.block.content}
         for i, h in enumerate(hits, start=1)
     ]
-    response = await llm.chat(prompts.render("clarify_entity", entity=entity, claim=claim, documents=documents))
+    messages = prompts.render("clarify_entity", entity=entity, claim=claim, documents=documents)
+    # Long passages could overflow a small model's window: leave out the least relevant (the last).
+    count, budget = getattr(llm, "count_tokens", None), getattr(llm, "prompt_budget", None)
+    while count is not None and budget is not None and len(documents) > 1 and count(messages) > budget():
+        documents.pop()
+        messages = prompts.render("clarify_entity", entity=entity, claim=claim, documents=documents)
+    response = await llm.chat(messages)
     return response.content.strip(), hits

@@ -1,0 +1,68 @@
+"""Retrying calls to remote services (the LLM layer, the WikiChat retriever): one transient-error
+type, the server's ``Retry-After`` read in all its forms, and tenacity policies that wait what the
+server asked (capped) or else back off exponentially with jitter. A leaf module, like ``errors``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Callable, Mapping
+
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+
+class TransientError(Exception):
+    """A failure worth retrying; ``retry_after`` is the server's requested wait in seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def retry_after(headers: Mapping[str, str] | Any | None) -> float | None:
+    """Seconds a server asked us to wait: ``retry-after-ms``, or ``retry-after`` in seconds or as
+    an HTTP date; None when it did not say (or said something unreadable)."""
+    if not headers:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(float(value) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        try:
+            return max((parsedate_to_datetime(value) - datetime.now(timezone.utc)).total_seconds(), 0.0)
+        except (TypeError, ValueError):
+            return None
+
+
+def wait_policy(base: float, max_wait: float, cap: float) -> Callable[[RetryCallState], float]:
+    """Wait what the server asked (at most ``cap`` seconds), else random exponential backoff."""
+    backoff = wait_random_exponential(multiplier=base, max=max_wait)
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        if isinstance(error, TransientError) and error.retry_after is not None:
+            return min(error.retry_after, cap)
+        return backoff(state)
+
+    return wait
+
+
+def retrying(attempts: int, *, base: float, max_wait: float, cap: float) -> Retrying:
+    """A tenacity policy for blocking calls: up to ``attempts`` tries on TransientError, then re-raise."""
+    return Retrying(stop=stop_after_attempt(attempts), wait=wait_policy(base, max_wait, cap),
+                    retry=retry_if_exception_type(TransientError), reraise=True)
+
+
+def async_retrying(attempts: int, *, base: float, max_wait: float, cap: float) -> AsyncRetrying:
+    """The same policy for coroutines."""
+    return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait_policy(base, max_wait, cap),
+                         retry=retry_if_exception_type(TransientError), reraise=True)
