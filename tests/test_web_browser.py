@@ -1,0 +1,184 @@
+"""The page and the extension in a real browser: Debian's headless Chromium driven by Selenium,
+against the app on 127.0.0.1 with a local OpenAI-compatible server and the real demo index.
+
+Skips when Chromium, chromedriver or selenium are missing (`.ci/run` installs them). Saves the
+screenshots README shows under docs/.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from claire.agent.runtime import open_retrieval
+from claire.config import load_config
+from claire.indexes.retriever import ensure_demo_index
+from claire.testing.doubles import http_responder, kind_of
+from claire.testing.mock_openai import MockOpenAIServer
+from claire.web.app import ServeSettings, create_app
+from claire.web.serve import ServerThread
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium and chromium-driver are not installed")
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+EXTENSION = ROOT / "web" / "extension"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+PLANTED = '<script>window.__pwned = "script"</script><img src="x" onerror="window.__pwned = \'img\'">'
+PASSAGE = ("The Eiffel Tower was completed in 1890. It stands in Paris and is made of wrought iron. "
+           f"Its guide book says {PLANTED} on the first page.")
+
+
+def hostile_responder():
+    """The demo model, but its facts and analysis carry markup that must stay text."""
+    base = http_responder()
+
+    def respond(body):
+        kind = kind_of(body)
+        if kind == "extract":
+            return {"content": "<fact>The Eiffel Tower was completed in 1890.</fact>\n"
+                               "<fact>The guide book of the Eiffel Tower says &lt;img src=x onerror=\"window.__pwned='fact'\"&gt;.</fact>"}
+        answer = base(body)
+        if kind == "verifier":
+            answer["content"] = answer["content"].replace(
+                "<analysis>[1] disagrees.", "<analysis>[1] disagrees. <img src=x onerror=\"window.__pwned='analysis'\"> <b>bold</b>")
+        return answer
+
+    return respond
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """The LLM server, a page server for the saved Wikipedia article, and the app allowing its origin."""
+    root = tmp_path_factory.mktemp("browser-indexes")
+    ensure_demo_index(root)
+    pages = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(FIXTURES)))
+    threading.Thread(target=pages.serve_forever, daemon=True).start()
+    page_origin = f"http://127.0.0.1:{pages.server_address[1]}"
+    with MockOpenAIServer(hostile_responder(), latency=0.02) as llm:
+        config = load_config(None, {"llm.base_url": llm.base_url, "llm.cache": False, "llm.api_key": "sk-browser-secret-0123456789",
+                                    "retrieval.rerank": False, "retrieval.path": str(root)})
+        retriever = open_retrieval(config)
+        settings = ServeSettings(data_dir=tmp_path_factory.mktemp("browser-data"), cors_origins=[page_origin])
+        with ServerThread(create_app(config, settings, retriever=retriever)) as app:
+            yield {"app": app.url, "pages": page_origin}
+        retriever.close()
+    pages.shutdown()
+    pages.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,950",
+                 "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    try:
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    except Exception as error:  # a broken browser install is a skip, not a failure of CLAIRE
+        pytest.skip(f"cannot start headless chromium: {str(error).splitlines()[0]}")
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def wait(driver, timeout=90):
+    return WebDriverWait(driver, timeout, poll_frequency=0.1)
+
+
+def assert_inert(driver):
+    assert driver.execute_script("return window.__pwned === undefined"), driver.execute_script("return window.__pwned")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#article img, #article script, #panel img, #panel script, "
+                                                     "#fact-list img, .claire-panel img, .claire-panel b")
+
+
+def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
+    DOCS.mkdir(exist_ok=True)
+    browser.get(stack["app"] + "/")
+    browser.find_element(By.ID, "scan-title").send_keys("Paris")
+    text = browser.find_element(By.ID, "scan-text")
+    browser.execute_script("arguments[0].value = arguments[1]", text, PASSAGE)
+    browser.find_element(By.CSS_SELECTOR, "#scan-form button[type=submit]").click()
+
+    flagged = wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high")))
+    assert flagged.text == "The Eiffel Tower was completed in 1890."
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
+    article = browser.find_element(By.ID, "article").text
+    assert "<script>" in article and "onerror" in article  # shown as text
+    assert_inert(browser)
+    browser.save_screenshot(str(DOCS / "web-page.png"))
+
+    browser.find_element(By.CSS_SELECTOR, "#article mark.claire-high").click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    assert "Possibly inconsistent · score 0.90" in panel.text
+    assert "TWO-SIDED REPORT" in panel.text and "CITED PASSAGES" in panel.text
+    link = panel.find_element(By.CSS_SELECTOR, ".claire-passage-head a")
+    assert link.get_attribute("href").startswith("https://") and link.get_attribute("rel") == "noopener noreferrer"
+    assert "onerror" in panel.text  # the model's markup, as text
+    panel.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("1889 per the tower's own article")
+    panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#panel .claire-decision"), "You accepted"))
+    assert_inert(browser)
+    browser.save_screenshot(str(DOCS / "web-panel.png"))
+
+    browser.refresh()
+    mark = wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high.claire-reviewed")))
+    mark.click()
+    decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-decision")))
+    assert decision.text == "You accepted this: 1889 per the tower's own article"
+    assert_inert(browser)
+
+
+def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
+    browser.get(stack["app"] + "/")
+    browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
+    browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was completed in 1890.")
+    browser.find_element(By.ID, "check-title").send_keys("Paris")
+    browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    wait(browser).until(lambda d: "score 0.90" in panel.text)
+    steps = browser.execute_script("return Array.from(document.querySelectorAll('#steps li')).map(li => li.textContent)")
+    assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
+
+
+def test_extension_content_script_highlights_the_wikipedia_page(stack, browser):
+    browser.get(stack["pages"] + "/wikipedia_paris.html")
+    browser.execute_script("window.CLAIRE_SETTINGS = {server: arguments[0]};"
+                           "const style = document.createElement('style'); style.textContent = arguments[1];"
+                           "document.head.appendChild(style);", stack["app"], (EXTENSION / "panel.css").read_text())
+    for script in ("panel.js", "content.js"):  # as the manifest lists them
+        browser.execute_script((EXTENSION / script).read_text())
+    button = wait(browser, 10).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#firstHeading + .claire-ui button")))
+    assert button.text == "Check consistency"
+    button.click()
+    mark = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, ".mw-parser-output p mark.claire-mark")))
+    sentence = browser.execute_script(
+        "const key = arguments[0].dataset.claireKey;"
+        "return Array.from(document.querySelectorAll('mark.claire-mark')).filter(m => m.dataset.claireKey === key)"
+        ".map(m => m.textContent).join('')", mark)
+    assert sentence == "The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."  # not the [3]
+    assert browser.find_element(By.CSS_SELECTOR, "a[href='/wiki/Eiffel_Tower'] > mark.claire-mark")  # the link stays a link
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, ".claire-status"), "Done"))
+    mark.click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "aside.claire-panel")))
+    assert "Possibly inconsistent" in panel.text and "CITED PASSAGES" in panel.text
+    panel.find_element(By.CSS_SELECTOR, "button.claire-reject").click()
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You rejected"))
+    assert browser.execute_script("return window.__pwned === undefined")
+    browser.save_screenshot(str(DOCS / "web-extension.png"))
