@@ -8,6 +8,7 @@ screenshots README shows under docs/.
 from __future__ import annotations
 
 import functools
+import html
 import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -38,23 +39,39 @@ EXTENSION = ROOT / "web" / "extension"
 FIXTURES = Path(__file__).parent / "fixtures"
 
 PLANTED = '<script>window.__pwned = "script"</script><img src="x" onerror="window.__pwned = \'img\'">'
-PASSAGE = ("The Eiffel Tower was completed in 1890. It stands in Paris and is made of wrought iron. "
-           f"Its guide book says {PLANTED} on the first page.")
+HOSTILE = f"The Eiffel Tower was completed in 1890. Its guide book says {PLANTED} on the first page."
+PASSAGE = ("Paris is the capital and largest city of France. The Eiffel Tower was completed in 1890 and quickly "
+           "became the symbol of the city. It stands on the Champ de Mars and is made of wrought iron.\n\n"
+           "The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace.")
+FACTS = {  # what the model "extracts" from PASSAGE, and the score its verifier gives each
+    "Paris is the capital and largest city of France.": 0.05,
+    "The Eiffel Tower was completed in 1890.": 0.9,
+    "The Eiffel Tower is made of wrought iron.": 0.2,
+    "The Louvre opened in 1793.": 0.3,
+}
+GUIDE_FACT = "The guide book of the Eiffel Tower says <img src=x onerror=\"window.__pwned='fact'\">."
 
 
-def hostile_responder():
-    """The demo model, but its facts and analysis carry markup that must stay text."""
+def responder():
+    """A small model for the page: facts and scores from FACTS; for the hostile passage, facts and an
+    analysis that carry markup which must stay text."""
     base = http_responder()
 
     def respond(body):
         kind = kind_of(body)
+        user = body["messages"][-1]["content"]
         if kind == "extract":
-            return {"content": "<fact>The Eiffel Tower was completed in 1890.</fact>\n"
-                               "<fact>The guide book of the Eiffel Tower says &lt;img src=x onerror=\"window.__pwned='fact'\"&gt;.</fact>"}
+            facts = ["The Eiffel Tower was completed in 1890.", GUIDE_FACT] if "guide book" in user else list(FACTS)
+            return {"content": "\n".join(f"<fact>{html.escape(f)}</fact>" for f in facts)}
         answer = base(body)
         if kind == "verifier":
-            answer["content"] = answer["content"].replace(
-                "<analysis>[1] disagrees.", "<analysis>[1] disagrees. <img src=x onerror=\"window.__pwned='analysis'\"> <b>bold</b>")
+            fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+            if "guide book" in fact:
+                analysis = "[1] disagrees. <img src=x onerror=\"window.__pwned='analysis'\"> <b>bold</b> <script>window.__pwned='s'</script>"
+                answer["content"] = f"<analysis>{analysis}</analysis><inconsistency_score>0.8</inconsistency_score>"
+            else:
+                score = next((v for k, v in FACTS.items() if html.unescape(fact).strip().startswith(k[:-1])), 0.1)
+                answer["content"] = answer["content"].replace("0.9<", f"{score}<").replace("0.1<", f"{score}<")
         return answer
 
     return respond
@@ -68,7 +85,7 @@ def stack(tmp_path_factory):
     pages = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(FIXTURES)))
     threading.Thread(target=pages.serve_forever, daemon=True).start()
     page_origin = f"http://127.0.0.1:{pages.server_address[1]}"
-    with MockOpenAIServer(hostile_responder(), latency=0.02) as llm:
+    with MockOpenAIServer(responder(), latency=0.02) as llm:
         config = load_config(None, {"llm.base_url": llm.base_url, "llm.cache": False, "llm.api_key": "sk-browser-secret-0123456789",
                                     "retrieval.rerank": False, "retrieval.path": str(root)})
         retriever = open_retrieval(config)
@@ -108,20 +125,24 @@ def assert_inert(driver):
                                                      "#fact-list img, .claire-panel img, .claire-panel b")
 
 
-def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
-    DOCS.mkdir(exist_ok=True)
-    browser.get(stack["app"] + "/")
-    browser.find_element(By.ID, "scan-title").send_keys("Paris")
-    text = browser.find_element(By.ID, "scan-text")
-    browser.execute_script("arguments[0].value = arguments[1]", text, PASSAGE)
+def submit_scan(browser, url, title, text):
+    browser.get(url + "/")
+    browser.find_element(By.ID, "scan-title").send_keys(title)
+    browser.execute_script("arguments[0].value = arguments[1]", browser.find_element(By.ID, "scan-text"), text)
     browser.find_element(By.CSS_SELECTOR, "#scan-form button[type=submit]").click()
 
-    flagged = wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high")))
-    assert flagged.text == "The Eiffel Tower was completed in 1890."
-    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
-    article = browser.find_element(By.ID, "article").text
-    assert "<script>" in article and "onerror" in article  # shown as text
-    assert_inert(browser)
+
+def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
+    DOCS.mkdir(exist_ok=True)
+    submit_scan(browser, stack["app"], "Paris", PASSAGE)
+    wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high")))
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done · 4 of 4 facts checked · 1 flagged"))
+    marks = browser.execute_script("return Array.from(document.querySelectorAll('#article mark'))"
+                                   ".map(m => [m.textContent, m.className, m.dataset.score])")
+    by_text = {text: (classes, score) for text, classes, score in marks}
+    assert by_text["The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."] == ("claire-mark claire-high", "0.9")
+    assert by_text["Paris is the capital and largest city of France."] == ("claire-mark claire-ok", "0.05")
+    assert by_text["The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace."][0] == "claire-mark claire-low"
     browser.save_screenshot(str(DOCS / "web-page.png"))
 
     browser.find_element(By.CSS_SELECTOR, "#article mark.claire-high").click()
@@ -130,11 +151,9 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     assert "TWO-SIDED REPORT" in panel.text and "CITED PASSAGES" in panel.text
     link = panel.find_element(By.CSS_SELECTOR, ".claire-passage-head a")
     assert link.get_attribute("href").startswith("https://") and link.get_attribute("rel") == "noopener noreferrer"
-    assert "onerror" in panel.text  # the model's markup, as text
     panel.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("1889 per the tower's own article")
     panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
     wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#panel .claire-decision"), "You accepted"))
-    assert_inert(browser)
     browser.save_screenshot(str(DOCS / "web-panel.png"))
 
     browser.refresh()
@@ -142,6 +161,20 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     mark.click()
     decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-decision")))
     assert decision.text == "You accepted this: 1889 per the tower's own article"
+    assert "accepted" in browser.find_element(By.ID, "fact-list").text
+
+
+def test_planted_markup_in_the_passage_and_model_output_stays_inert(stack, browser):
+    submit_scan(browser, stack["app"], "Paris", HOSTILE)
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
+    article = browser.find_element(By.ID, "article").text
+    assert PLANTED in article  # shown as text, verbatim
+    guide = next(m for m in browser.find_elements(By.CSS_SELECTOR, "#article mark") if "guide book" in m.text)
+    guide.click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    wait(browser).until(lambda d: "onerror" in panel.text)
+    assert "<b>bold</b>" in panel.text and "<script>" in panel.text and GUIDE_FACT in panel.text
+    assert GUIDE_FACT in browser.find_element(By.ID, "fact-list").text
     assert_inert(browser)
 
 

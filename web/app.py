@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Query, Request
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from sse_starlette.sse import EventSourceResponse
@@ -186,18 +186,36 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
             raise HTTPException(422, "the title and the text must not be blank")
         return Created(id=runner().submit_scan(body.model_dump()))
 
-    @app.get("/api/scan/{job_id}", tags=["scans"])
-    async def get_scan(job_id: str) -> dict[str, Any]:
-        """Status, progress and every fact with its span in the text, score, verdict, assessment and review."""
-        job = job_or_404(job_id, "scan")
+    def scan_view(job: dict[str, Any], trace: bool) -> bytes:
+        job_id = job["id"]
         reviews = {r["claim_id"]: r for r in store().reviews(job_id)}
         facts = [_fact_view(f, reviews.get(f["claim_id"])) for f in store().facts(job_id)]
+        if not trace:
+            for fact in facts:
+                if fact["assessment"]:
+                    fact["assessment"].pop("trace", None)
         done = sum(f["status"] in ("done", "error") for f in facts)
-        return {"id": job_id, "status": job["status"], "error": job["error"], "title": job["request"]["title"],
+        view = {"id": job_id, "status": job["status"], "error": job["error"], "title": job["request"]["title"],
                 "text": job["request"]["text"], "system": job["request"].get("system") or config.agent.system,
                 "progress": {"total": len(facts), "done": done, "errors": sum(f["status"] == "error" for f in facts),
                              "flagged": sum(f["verdict"] == "inconsistent" for f in facts)},
                 "facts": facts}
+        return json.dumps(view, ensure_ascii=False).encode()
+
+    rendered: dict[tuple[str, bool], tuple[tuple[Any, ...], bytes]] = {}
+
+    @app.get("/api/scan/{job_id}", tags=["scans"])
+    async def get_scan(job_id: str, trace: bool = False) -> Response:
+        """Status, progress and every fact with its span in the text, score, verdict, assessment and
+        review. Assessments come without their trace unless ``trace=true`` (it is large)."""
+        job = job_or_404(job_id, "scan")
+        version = (job["status"], *store().version(job_id))
+        cached = rendered.get((job_id, trace))
+        if cached is None or cached[0] != version:  # pollers mostly ask again before anything changed
+            cached = rendered[(job_id, trace)] = (version, scan_view(job, trace))
+            if len(rendered) > 256:
+                rendered.pop(next(iter(rendered)))
+        return Response(cached[1], media_type="application/json")
 
     async def events(job_id: str, kind: str, request: Request) -> EventSourceResponse:
         job_or_404(job_id, kind)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"'”’)\]]*|$)", re.MULTILINE)
+# A sentence runs to a stop that is followed by a blank, a line end or the end of the text (so
+# "1.5 km" and "example.org" do not end one), closing quotes and brackets included.
+_SENTENCE = re.compile(r"""(?:[^.!?\n]|[.!?]+(?=[^\s.!?"'”’)\]]))+(?:[.!?]+["'”’)\]]*)?""")
 _WORD = re.compile(r"\w+")
 _STOP = frozenset(
     "a an the of in on at to for by with from and or is was were are be been it its this that as which who".split()

@@ -131,6 +131,13 @@ class JobStore:
         self._write("DELETE FROM events WHERE job_id = ? AND kind = 'step' AND json_extract(data, '$.fact') = ?",
                     job_id, fact_index)
 
+    def version(self, job_id: str) -> tuple[Any, ...]:
+        """Changes whenever anything a reader of the job sees changes (an event or a review)."""
+        with self._lock:
+            seq = self._db.execute("SELECT MAX(seq) FROM events WHERE job_id = ?", (job_id,)).fetchone()[0]
+            reviews = self._db.execute("SELECT COUNT(*), MAX(created) FROM reviews WHERE job_id = ?", (job_id,)).fetchone()
+        return (seq, *reviews)
+
     # -- reviews ---------------------------------------------------------------------------
     def put_review(self, job_id: str, claim_id: str, fact: str, decision: str, comment: str | None) -> dict[str, Any]:
         now = time.time()
