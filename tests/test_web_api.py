@@ -109,6 +109,12 @@ def test_scan_gives_spans_scores_and_progress_then_reviews_export_as_wikicollide
     flagged = next(f for f in data["facts"] if f["verdict"] == "inconsistent")
     assert PASSAGE[flagged["start"]:flagged["end"]] == "The Eiffel Tower was completed in 1890."
     assert flagged["score"] == 0.9 and flagged["assessment"]["evidence"] and flagged["cited"] == [1]
+    assert "trace" not in flagged["assessment"]
+    traced = client.get(f"/api/scan/{job}", params={"view": "trace"}).json()
+    assert [t["action_name"] for t in traced["facts"][flagged["index"]]["assessment"]["trace"]][0] == "search"
+    summary = client.get(f"/api/scan/{job}", params={"view": "summary"}).json()
+    assert summary["progress"] == data["progress"] and all(f["assessment"] is None for f in summary["facts"])
+    assert summary["facts"][flagged["index"]]["score"] == 0.9
     other = next(f for f in data["facts"] if f is not flagged)
     assert other["start"] is not None and "Eiffel Tower" in PASSAGE[other["start"]:other["end"]]  # the sentence naming it
 
@@ -234,3 +240,19 @@ def test_restart_keeps_finished_facts_and_resumes_the_scan(index_root, retriever
         verifier_calls = sum(kind_of(r) == "verifier" for r in slow.requests)
         assert verifier_calls - verifier_calls_before <= 6 - len(finished_before) + 1  # at most the one in flight again
         assert sum(kind_of(r) == "extract" for r in slow.requests) == 1  # facts were not extracted again
+
+
+def test_serve_bench_runs_end_to_end_with_tiny_parameters(index_root, retriever):
+    from rich.console import Console
+
+    from claire.bench.serve import CALLS_PER_FACT, run_serve_bench
+
+    console = Console(record=True, width=160)
+    result = run_serve_bench(facts=3, concurrency=2, latency=0.01, clients=3, polls=2, console=console,
+                             index_root=index_root, retriever=retriever)
+    assert result["scan_ok"] and result["facts"] == 3
+    assert result["llm_calls"] == 3 * CALLS_PER_FACT + 1  # one extraction call for a short article
+    assert 0 < result["first_fact_s"] <= result["finished_s"]
+    for view in ("summary", "full"):
+        assert result[f"poll_{view}_count"] == 6 and result[f"poll_{view}_errors"] == 0 and result[f"poll_{view}_p50_ms"] > 0
+    assert "first highlighted fact" in console.export_text()

@@ -186,14 +186,15 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
             raise HTTPException(422, "the title and the text must not be blank")
         return Created(id=runner().submit_scan(body.model_dump()))
 
-    def scan_view(job: dict[str, Any], trace: bool) -> bytes:
+    def scan_view(job: dict[str, Any], view: str) -> bytes:
         job_id = job["id"]
         reviews = {r["claim_id"]: r for r in store().reviews(job_id)}
         facts = [_fact_view(f, reviews.get(f["claim_id"])) for f in store().facts(job_id)]
-        if not trace:
-            for fact in facts:
-                if fact["assessment"]:
-                    fact["assessment"].pop("trace", None)
+        for fact in facts:
+            if view == "summary":
+                fact["assessment"] = None
+            elif view == "full" and fact["assessment"]:
+                fact["assessment"].pop("trace", None)
         done = sum(f["status"] in ("done", "error") for f in facts)
         view = {"id": job_id, "status": job["status"], "error": job["error"], "title": job["request"]["title"],
                 "text": job["request"]["text"], "system": job["request"].get("system") or config.agent.system,
@@ -202,17 +203,18 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
                 "facts": facts}
         return json.dumps(view, ensure_ascii=False).encode()
 
-    rendered: dict[tuple[str, bool], tuple[tuple[Any, ...], bytes]] = {}
+    rendered: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = {}
 
     @app.get("/api/scan/{job_id}", tags=["scans"])
-    async def get_scan(job_id: str, trace: bool = False) -> Response:
+    async def get_scan(job_id: str, view: Literal["full", "summary", "trace"] = "full") -> Response:
         """Status, progress and every fact with its span in the text, score, verdict, assessment and
-        review. Assessments come without their trace unless ``trace=true`` (it is large)."""
+        review. ``view=full`` gives assessments without their (large) trace, ``trace`` with it, and
+        ``summary`` none at all: what a client polling for progress needs."""
         job = job_or_404(job_id, "scan")
         version = (job["status"], *store().version(job_id))
-        cached = rendered.get((job_id, trace))
+        cached = rendered.get((job_id, view))
         if cached is None or cached[0] != version:  # pollers mostly ask again before anything changed
-            cached = rendered[(job_id, trace)] = (version, scan_view(job, trace))
+            cached = rendered[(job_id, view)] = (version, scan_view(job, view))
             if len(rendered) > 256:
                 rendered.pop(next(iter(rendered)))
         return Response(cached[1], media_type="application/json")

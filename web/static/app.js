@@ -132,6 +132,10 @@
   function openPanel(key, force) {
     const facts = panelFacts(key);
     if (!facts.length) return;
+    if (facts.some((f) => f.status === "done" && !f.assessment)) { // checked, but polled without details
+      refresh(true).then(() => openPanel(key, true)).catch((e) => say(e.message));
+      return;
+    }
     const sig = signature(facts);
     if (!force && key === panelKey && sig === panelSignature) return;
     panelKey = key;
@@ -185,12 +189,24 @@
     };
   }
 
-  async function refresh() {
+  /* While a scan runs, poll the light summary (no assessments); fetch the full view once it is
+   * finished, or when the reader opens a fact that is already checked. */
+  async function refresh(full) {
     if (!current) return;
     const job = current;
-    const data = await api("/api/" + job.kind + "/" + encodeURIComponent(job.id));
+    const base = "/api/" + job.kind + "/" + encodeURIComponent(job.id);
+    let data;
+    if (job.kind === "scan") {
+      data = full || job.full ? null : await api(base + "?view=summary");
+      if (!data || ["done", "error"].includes(data.status)) {
+        data = await api(base + "?view=full");
+        job.full = ["done", "error"].includes(data.status);
+      }
+    } else {
+      data = checkAsScan(await api(base));
+    }
     if (job !== current) return;
-    current.data = job.kind === "scan" ? data : checkAsScan(data);
+    current.data = data;
     draw();
   }
 
