@@ -11,6 +11,7 @@ import functools
 import html
 import shutil
 import threading
+import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -143,6 +144,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     assert by_text["The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."] == ("claire-mark claire-high", "0.9")
     assert by_text["Paris is the capital and largest city of France."] == ("claire-mark claire-ok", "0.05")
     assert by_text["The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace."][0] == "claire-mark claire-low"
+    time.sleep(0.5)  # let the progress bar's transition end before the picture
     browser.save_screenshot(str(DOCS / "web-page.png"))
 
     browser.find_element(By.CSS_SELECTOR, "#article mark.claire-high").click()
