@@ -210,7 +210,8 @@ def _many_facts(count: int):
 
     def respond(body):
         if kind_of(body) == "extract":
-            return {"content": "\n".join(f"<fact>Tower number {i} was completed in {1850 + i}.</fact>" for i in range(count))}
+            facts = "\n".join(f"<fact>Tower number {i} was completed in {1850 + i}.</fact>" for i in range(count))
+            return {"content": facts or "This text states no checkable fact."}
         return base(body)
 
     return respond
@@ -256,3 +257,16 @@ def test_serve_bench_runs_end_to_end_with_tiny_parameters(index_root, retriever)
     for view in ("summary", "full"):
         assert result[f"poll_{view}_count"] == 6 and result[f"poll_{view}_errors"] == 0 and result[f"poll_{view}_p50_ms"] > 0
     assert "first highlighted fact" in console.export_text()
+
+
+def test_a_passage_without_facts_ends_the_scan_with_a_message_and_a_full_queue_says_so(index_root, retriever, tmp_path):
+    with MockOpenAIServer(_many_facts(0), latency=0.3) as llm:
+        app = create_app(make_config(index_root, llm.base_url), ServeSettings(data_dir=tmp_path, max_jobs=1), retriever=retriever)
+        with ServerThread(app) as server:
+            client = httpx.Client(base_url=server.url, timeout=30)
+            job = client.post("/api/scan", json={"title": "Paris", "text": "Nothing to see."}).json()["id"]
+            busy = client.post("/api/check", json={"fact": "The Eiffel Tower was completed in 1890."})
+            assert busy.status_code == 429 and "limit is 1" in busy.json()["detail"]
+            data = wait_done(client, f"/api/scan/{job}")
+            assert data["status"] == "error" and data["error"] == "no checkable facts were found in the text"
+            assert read_events(client, f"/api/scan/{job}/events")[-1][1]["status"] == "error"

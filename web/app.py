@@ -27,7 +27,7 @@ from claire.config import Config, cache_dir
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher
 from claire.web import security
-from claire.web.jobs import JobRunner, cited_numbers
+from claire.web.jobs import JobRunner, TooBusy, cited_numbers
 from claire.web.store import JobStore
 
 HERE = Path(__file__).parent
@@ -42,6 +42,7 @@ class ServeSettings(BaseModel):
     token: SecretStr | None = None
     concurrency: int = Field(4, ge=1, le=256)
     max_body_bytes: int = Field(1_000_000, ge=1024)
+    max_jobs: int = Field(200, ge=1)  # queued or running at once; more are refused with 429
     data_dir: Path | None = None
     cors_origins: list[str] = Field(default_factory=list)
 
@@ -123,7 +124,8 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
         own_llm, own_retriever = llm is None, retriever is None
         client = llm or LLMClient.from_config(config.llm)
         searcher = retriever or await asyncio.to_thread(open_retrieval, config)
-        runner = JobRunner(config, store, llm=client, retriever=searcher, concurrency=settings.concurrency)
+        runner = JobRunner(config, store, llm=client, retriever=searcher, concurrency=settings.concurrency,
+                           max_jobs=settings.max_jobs)
         state.update(store=store, runner=runner, retriever=searcher)
         runner.resume()
         try:
@@ -155,7 +157,7 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
 
     @app.exception_handler(ClaireError)
     async def claire_error(_: Request, error: ClaireError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=400)
+        return JSONResponse({"detail": str(error)}, status_code=429 if isinstance(error, TooBusy) else 400)
 
     # -- checks and scans ------------------------------------------------------------------
     @app.post("/api/check", response_model=Created, status_code=202, tags=["checks"])

@@ -40,13 +40,18 @@ def _short(value: Any) -> Any:
     return value
 
 
+class TooBusy(ClaireError):
+    """More jobs are waiting than the server accepts."""
+
+
 def cited_numbers(reasoning: str | None) -> list[int]:
     """The passage numbers [n] the verifier's analysis cites, in order of first mention."""
     return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", reasoning or "")))
 
 
 class JobRunner:
-    def __init__(self, config: Config, store: JobStore, *, llm: LLMClient, retriever: Searcher, concurrency: int = 4):
+    def __init__(self, config: Config, store: JobStore, *, llm: LLMClient, retriever: Searcher, concurrency: int = 4,
+                 max_jobs: int = 200):
         if config.agent.report is None:  # editors read the two-sided report in the side panel
             config = config.with_overrides({"agent.report": True})
         self.config = config.with_overrides({"agent.review": False})
@@ -55,6 +60,7 @@ class JobRunner:
         self.retriever = retriever
         self.slots = asyncio.Semaphore(concurrency)
         self.concurrency = concurrency
+        self.max_jobs = max_jobs
         self.tasks: dict[str, asyncio.Task] = {}
         self._listeners: dict[str, set[asyncio.Event]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -96,7 +102,13 @@ class JobRunner:
         self._publish(job_id, "status", {"status": status, "error": error})
 
     # -- submitting ------------------------------------------------------------------------
+    def _admit(self) -> None:
+        if len(self.tasks) >= self.max_jobs:
+            raise TooBusy(f"{len(self.tasks)} jobs are already queued or running (the limit is {self.max_jobs}); "
+                          "try again when some have finished")
+
     def submit_check(self, request: dict[str, Any]) -> str:
+        self._admit()
         job_id = self.store.create_job("check", request)
         claim = Claim(claim_id="check", text=request["fact"], context=ContextBlock(
             document_title=request.get("title") or "", section_title=request.get("section") or "",
@@ -106,6 +118,7 @@ class JobRunner:
         return job_id
 
     def submit_scan(self, request: dict[str, Any]) -> str:
+        self._admit()
         job_id = self.store.create_job("scan", request)
         self._start(job_id)
         return job_id
