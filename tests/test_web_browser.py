@@ -26,6 +26,7 @@ from claire.web.app import ServeSettings, create_app
 from claire.web.serve import ServerThread
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -117,7 +118,23 @@ def browser():
 
 
 def wait(driver, timeout=90):
-    return WebDriverWait(driver, timeout, poll_frequency=0.1)
+    # The page redraws its highlights as facts finish: an element found a moment ago may be replaced.
+    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,))
+
+
+def click(driver, css):
+    """Click the element ``css`` names once it is clickable, finding it again if a redraw replaced it."""
+    def attempt(d):
+        try:
+            element = d.find_element(By.CSS_SELECTOR, css)
+            if not element.is_displayed():
+                return False
+            element.click()
+            return True
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+
+    wait(driver).until(attempt)
 
 
 def assert_inert(driver):
@@ -147,7 +164,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     time.sleep(0.5)  # let the progress bar's transition end before the picture
     browser.save_screenshot(str(DOCS / "web-page.png"))
 
-    browser.find_element(By.CSS_SELECTOR, "#article mark.claire-high").click()
+    click(browser, "#article mark.claire-high")
     panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
     assert "Possibly inconsistent · score 0.90" in panel.text
     assert "TWO-SIDED REPORT" in panel.text and "CITED PASSAGES" in panel.text
@@ -159,8 +176,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     browser.save_screenshot(str(DOCS / "web-panel.png"))
 
     browser.refresh()
-    mark = wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high.claire-reviewed")))
-    mark.click()
+    click(browser, "#article mark.claire-high.claire-reviewed")
     decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-decision")))
     assert decision.text == "You accepted this: 1889 per the tower's own article"
     assert "accepted" in browser.find_element(By.ID, "fact-list").text
