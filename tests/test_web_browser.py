@@ -1,13 +1,15 @@
 """The page and the extension in a real browser: Debian's headless Chromium driven by Selenium,
 against the app on 127.0.0.1 with a local OpenAI-compatible server and the real demo index.
 
-Skips when Chromium, chromedriver or selenium are missing (`.ci/run` installs them). Saves the
-screenshots README shows under docs/.
+Skips when Chromium, chromedriver or selenium are missing (`.ci/run` installs them). The
+screenshots README shows are taken here: `CLAIRE_SCREENSHOTS=docs python -m pytest
+tests/test_web_browser.py` writes them to docs/ (by default they go to a temporary folder).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import html
 import shutil
 import threading
@@ -36,7 +38,6 @@ CHROMEDRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists()
 pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium and chromium-driver are not installed")
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs"
 EXTENSION = ROOT / "web" / "extension"
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -100,6 +101,13 @@ def stack(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    folder = Path(os.environ.get("CLAIRE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
 def browser():
     from selenium.webdriver.chrome.service import Service
 
@@ -150,8 +158,7 @@ def submit_scan(browser, url, title, text):
     browser.find_element(By.CSS_SELECTOR, "#scan-form button[type=submit]").click()
 
 
-def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
-    DOCS.mkdir(exist_ok=True)
+def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots):
     submit_scan(browser, stack["app"], "Paris", PASSAGE)
     wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high")))
     wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done · 4 of 4 facts checked · 1 flagged"))
@@ -162,7 +169,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     assert by_text["Paris is the capital and largest city of France."] == ("claire-mark claire-ok", "0.05")
     assert by_text["The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace."][0] == "claire-mark claire-low"
     time.sleep(0.5)  # let the progress bar's transition end before the picture
-    browser.save_screenshot(str(DOCS / "web-page.png"))
+    assert browser.save_screenshot(str(shots / "web-page.png"))
 
     click(browser, "#article mark.claire-high")
     panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
@@ -173,7 +180,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser):
     panel.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("1889 per the tower's own article")
     panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
     wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#panel .claire-decision"), "You accepted"))
-    browser.save_screenshot(str(DOCS / "web-panel.png"))
+    browser.save_screenshot(str(shots / "web-panel.png"))
 
     browser.refresh()
     click(browser, "#article mark.claire-high.claire-reviewed")
@@ -208,7 +215,7 @@ def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
     assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
 
 
-def test_extension_content_script_highlights_the_wikipedia_page(stack, browser):
+def test_extension_content_script_highlights_the_wikipedia_page(stack, browser, shots):
     browser.get(stack["pages"] + "/wikipedia_paris.html")
     browser.execute_script("window.CLAIRE_SETTINGS = {server: arguments[0]};"
                            "const style = document.createElement('style'); style.textContent = arguments[1];"
@@ -232,4 +239,4 @@ def test_extension_content_script_highlights_the_wikipedia_page(stack, browser):
     panel.find_element(By.CSS_SELECTOR, "button.claire-reject").click()
     wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You rejected"))
     assert browser.execute_script("return window.__pwned === undefined")
-    browser.save_screenshot(str(DOCS / "web-extension.png"))
+    browser.save_screenshot(str(shots / "web-extension.png"))
