@@ -4,7 +4,7 @@
  * verdict and score, the verifier's analysis, the two-sided report, entity clarifications and
  * the cited passages with their links, plus accept / reject / comment controls. `facts` have the
  * shape GET /api/scan/{id} gives them. Everything from the corpus or the model is set with
- * textContent (never innerHTML), and only http(s) links are made clickable.
+ * textContent (never parsed as HTML), and only http(s) links are made clickable.
  */
 (function (root) {
   "use strict";
