@@ -815,6 +815,34 @@ def review_command(
         _print_rates(result.summary, run_dir, False)
 
 
+# -- web app ---------------------------------------------------------------------------------
+@app.command("serve")
+def serve_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (a non-loopback one needs --token).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+    token: Annotated[Optional[str], typer.Option("--token", envvar="CLAIRE_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' on every API call.")] = None,
+    concurrency: ConcurrencyOpt = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where jobs and reviews are kept (default: the cache folder).")] = None,
+    cors_origin: Annotated[Optional[list[str]], typer.Option("--cors-origin", help="Another page origin allowed to call the API (repeatable).")] = None,
+    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """The web app and REST API for editors: paste an article, see flagged facts, review them."""
+    from claire.web.app import ServeSettings
+    from claire.web.serve import serve
+
+    config = _eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    settings = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
+                             data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body)
+    serve(config, settings, console=err)
+
+
 # -- benchmarks ------------------------------------------------------------------------------
 @bench_app.command("llm")
 def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
@@ -891,6 +919,20 @@ def bench_eval(
     from claire.bench.eval import run_eval_bench
 
     run_eval_bench(claims=claims, latency=latency, system=system, console=console)
+
+
+@bench_app.command("serve")
+def bench_serve(
+    facts: Annotated[int, typer.Option("--facts", help="Facts in the scanned article.")] = 40,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Facts checked at once.")] = 8,
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+    clients: Annotated[int, typer.Option("--clients", help="Concurrent clients polling the scan status.")] = 100,
+    polls: Annotated[int, typer.Option("--polls", help="Status polls per client.")] = 20,
+) -> None:
+    """Web app: time to the first highlighted fact and to a finished scan, and status-poll latency under load."""
+    from claire.bench.serve import run_serve_bench
+
+    run_serve_bench(facts=facts, concurrency=concurrency, latency=latency, clients=clients, polls=polls, console=console)
 
 
 def _show_config_warning(message, category, filename, lineno, file=None, line=None) -> None:

@@ -106,6 +106,18 @@ def render_scan_report(result: ScanResult, system: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+async def extract_claims(
+    *, title: str, text: str, llm: LLMClient, config: Config, section: str = "", max_facts: int | None = None
+) -> list[Claim]:
+    """The passage's atomic facts as claims with stable ids, each in the context of its block."""
+    facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
+    if not facts:
+        raise ClaireError("no checkable facts were found in the text")
+    facts = facts[:max_facts] if max_facts else facts
+    return [Claim(claim_id=fact_id(f.text), text=f.text,
+                  context=ContextBlock(document_title=title, section_title=section, content=f.block)) for f in facts]
+
+
 async def run_scan(
     *,
     title: str,
@@ -121,12 +133,7 @@ async def run_scan(
     llm = LLMClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
-        facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
-        if not facts:
-            raise ClaireError("no checkable facts were found in the text")
-        facts = facts[:max_facts] if max_facts else facts
-        claims = [Claim(claim_id=fact_id(f.text), text=f.text,
-                        context=ContextBlock(document_title=title, section_title=section, content=f.block)) for f in facts]
+        claims = await extract_claims(title=title, section=section, text=text, llm=llm, config=config, max_facts=max_facts)
         has_document = getattr(retriever, "has_document", None)
         title_in_index = has_document(title) if has_document else None
         if title_in_index is False and console is not None:

@@ -1,0 +1,214 @@
+"""Background jobs of the web app: single-fact checks and whole-article scans.
+
+Jobs run as asyncio tasks on the server's loop, independent of the request that created them
+(a client may disconnect), with at most ``concurrency`` facts being checked at once across all
+jobs. Facts are extracted with ``workflows.scan.extract_claims`` and each one is assessed by a
+system from ``agent.runtime.open_system`` over one shared LLM client and retriever; every step
+the system reports, each finished fact and each status change is written to the
+:class:`~claire.web.store.JobStore` and wakes the clients listening for events. On start the
+runner picks up the jobs a previous server left queued or running: facts already checked are
+kept, the rest are checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from claire.agent.llm import LLMClient
+from claire.agent.runtime import open_system
+from claire.agent.system import Claim, ContextBlock
+from claire.config import Config
+from claire.errors import ClaireError
+from claire.indexes.registry import Searcher
+from claire.web.spans import locate
+from claire.web.store import JobStore
+from claire.workflows.scan import extract_claims
+
+MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
+
+
+def _short(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > MAX_OUTPUT_CHARS:
+        return value[:MAX_OUTPUT_CHARS] + "…"
+    if isinstance(value, list):
+        return [_short(v) for v in value[:50]]
+    if isinstance(value, dict):
+        return {k: _short(v) for k, v in value.items()}
+    return value
+
+
+class TooBusy(ClaireError):
+    """More jobs are waiting than the server accepts."""
+
+
+def cited_numbers(reasoning: str | None) -> list[int]:
+    """The passage numbers [n] the verifier's analysis cites, in order of first mention."""
+    return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", reasoning or "")))
+
+
+class JobRunner:
+    def __init__(self, config: Config, store: JobStore, *, llm: LLMClient, retriever: Searcher, concurrency: int = 4,
+                 max_jobs: int = 200):
+        if config.agent.report is None:  # editors read the two-sided report in the side panel
+            config = config.with_overrides({"agent.report": True})
+        self.config = config.with_overrides({"agent.review": False})
+        self.store = store
+        self.llm = llm
+        self.retriever = retriever
+        self.slots = asyncio.Semaphore(concurrency)
+        self.concurrency = concurrency
+        self.max_jobs = max_jobs
+        self.tasks: dict[str, asyncio.Task] = {}
+        self._listeners: dict[str, set[asyncio.Event]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # -- events ----------------------------------------------------------------------------
+    @contextmanager
+    def listening(self, job_id: str) -> Iterator[asyncio.Event]:
+        """An event set whenever something new is published for ``job_id``."""
+        event = asyncio.Event()
+        self._listeners.setdefault(job_id, set()).add(event)
+        try:
+            yield event
+        finally:
+            listeners = self._listeners.get(job_id, set())
+            listeners.discard(event)
+            if not listeners:
+                self._listeners.pop(job_id, None)
+
+    def _wake(self, job_id: str) -> None:
+        for event in self._listeners.get(job_id, ()):
+            event.set()
+
+    def _publish(self, job_id: str, kind: str, data: dict[str, Any]) -> None:
+        self.store.add_event(job_id, kind, data)
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self._wake(job_id)
+        else:  # a step reported from a worker thread
+            loop.call_soon_threadsafe(self._wake, job_id)
+
+    def _status(self, job_id: str, status: str, error: str | None = None) -> None:
+        self.store.set_status(job_id, status, error)
+        self._publish(job_id, "status", {"status": status, "error": error})
+
+    # -- submitting ------------------------------------------------------------------------
+    def _admit(self) -> None:
+        if len(self.tasks) >= self.max_jobs:
+            raise TooBusy(f"{len(self.tasks)} jobs are already queued or running (the limit is {self.max_jobs}); "
+                          "try again when some have finished")
+
+    def submit_check(self, request: dict[str, Any]) -> str:
+        self._admit()
+        job_id = self.store.create_job("check", request)
+        claim = Claim(claim_id="check", text=request["fact"], context=ContextBlock(
+            document_title=request.get("title") or "", section_title=request.get("section") or "",
+            content=request.get("context") or ""))
+        self.store.add_facts(job_id, [{"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()}])
+        self._start(job_id)
+        return job_id
+
+    def submit_scan(self, request: dict[str, Any]) -> str:
+        self._admit()
+        job_id = self.store.create_job("scan", request)
+        self._start(job_id)
+        return job_id
+
+    def resume(self) -> list[str]:
+        """Start again every job a previous server left unfinished."""
+        resumed = []
+        for job in self.store.unfinished_jobs():
+            self._start(job["id"])
+            resumed.append(job["id"])
+        return resumed
+
+    def _start(self, job_id: str) -> None:
+        self._loop = asyncio.get_running_loop()
+        task = self._loop.create_task(self._run(job_id), name=f"claire-job-{job_id}")
+        self.tasks[job_id] = task
+        task.add_done_callback(lambda _: self.tasks.pop(job_id, None))
+
+    async def shutdown(self) -> None:
+        """Stop running jobs; they stay 'running' in the store and resume on the next start."""
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- running ---------------------------------------------------------------------------
+    async def _run(self, job_id: str) -> None:
+        job = self.store.job(job_id)
+        assert job is not None
+        try:
+            self._status(job_id, "running")
+            facts = self.store.facts(job_id)
+            if job["kind"] == "scan" and not facts:
+                facts = await self._extract(job_id, job["request"])
+            system = job["request"].get("system")
+            todo = [fact for fact in facts if fact["status"] not in ("done", "error")]
+            await asyncio.gather(*(self._check(job_id, fact, system) for fact in todo))
+            self._status(job_id, "done")
+        except asyncio.CancelledError:
+            raise
+        except ClaireError as error:
+            self._status(job_id, "error", str(error))
+        except Exception as error:  # a bug must end this job with a message, not the server
+            self._status(job_id, "error", f"{type(error).__name__}: {error}")
+
+    async def _extract(self, job_id: str, request: dict[str, Any]) -> list[dict[str, Any]]:
+        text = request["text"]
+        async with self.slots:
+            claims = await extract_claims(title=request["title"], section=request.get("section") or "", text=text,
+                                          llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
+        rows = []
+        for claim in claims:
+            span = locate(claim.text, text)
+            rows.append({"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump(),
+                         "start": span[0] if span else None, "end": span[1] if span else None})
+        self.store.add_facts(job_id, rows)
+        facts = self.store.facts(job_id)
+        self._publish(job_id, "facts", {"facts": [{"index": f["idx"], "fact": f["fact"], "start": f["span_start"],
+                                                   "end": f["span_end"]} for f in facts]})
+        return facts
+
+    async def _check(self, job_id: str, fact: dict[str, Any], system_name: str | None) -> None:
+        index = fact["idx"]
+        claim = Claim.model_validate(fact["claim"])
+
+        def on_step(event: dict[str, Any]) -> None:
+            item = event.get("item") or {}
+            self._publish(job_id, "step", {
+                "fact": index, "action_name": item.get("action_name"), "action_argument": _short(item.get("action_argument")),
+                "action_output": _short(item.get("action_output")), "steps": event.get("steps"),
+                "documents": event.get("documents")})
+
+        async with self.slots:
+            self.store.drop_steps(job_id, index)
+            self.store.set_fact_status(job_id, index, "running")
+            self._publish(job_id, "fact_started", {"fact": index})
+            assessment: dict[str, Any] | None = None
+            error: str | None = None
+            try:
+                async with open_system(self.config, name=system_name, llm=self.llm, retriever=self.retriever,
+                                       on_step=on_step) as system:
+                    result = await system.assess(claim)
+                assessment = result.model_dump(mode="json")
+                error = result.error
+            except asyncio.CancelledError:
+                raise
+            except ClaireError as failure:
+                error = str(failure)
+            except Exception as failure:  # one broken fact must not end the scan
+                error = f"{type(failure).__name__}: {failure}"
+            self.store.finish_fact(job_id, index, assessment, error)
+            self._publish(job_id, "fact", {"fact": index, "score": (assessment or {}).get("score"),
+                                           "verdict": (assessment or {}).get("verdict"), "error": error})

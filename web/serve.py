@@ -1,0 +1,69 @@
+"""Running the web app with uvicorn: in the foreground for ``claire serve``, or on a thread of
+this process for tests and benchmarks (``ServerThread``, which picks a free port)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from rich.console import Console
+
+from claire.config import Config
+from claire.errors import ClaireError
+from claire.web.app import ServeSettings, create_app
+from claire.web.security import check_bind
+
+
+def serve(config: Config, settings: ServeSettings, console: Console | None = None) -> None:
+    """Serve until interrupted. Refuses a non-loopback address without a token."""
+    token = settings.token.get_secret_value() if settings.token else None
+    check_bind(settings.host, token)
+    app = create_app(config, settings)
+    if console is not None:
+        host = f"[{settings.host}]" if ":" in settings.host else settings.host
+        console.print(f"CLAIRE on http://{host}:{settings.port}/  (API docs at /docs; jobs in {settings.store_path()})"
+                      + ("; token required" if token else ""))
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", server_header=False,
+                    timeout_graceful_shutdown=5)
+    except OSError as error:
+        raise ClaireError(f"cannot listen on {settings.host}:{settings.port}: {error.strerror or error}") from None
+
+
+class ServerThread:
+    """The app on 127.0.0.1 in a background thread; ``url`` once started. Stopping it runs the
+    app's shutdown (jobs in flight stay unfinished in the store, as after a restart)."""
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0, limit_concurrency: int | None = None):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", backlog=1024, timeout_graceful_shutdown=2,
+                                limit_concurrency=limit_concurrency)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def start(self, timeout: float = 120) -> "ServerThread":
+        self.thread.start()
+        deadline = time.monotonic() + timeout
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the CLAIRE web app did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+    def __enter__(self) -> "ServerThread":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,323 @@
+/* The CLAIRE page: submit an article (or one fact), follow the check live over server-sent
+ * events, see the text with its facts highlighted by score, open the side panel, review.
+ * Plain browser JavaScript, no build step. Text from the corpus, the model or the user is only
+ * ever set with textContent. */
+(function () {
+  "use strict";
+  const $ = (id) => document.getElementById(id);
+  const el = window.ClairePanel.el;
+  const TOKEN_KEY = "claire-token";
+  let current = null; // {kind, id, data, abort}
+  let panelKey = null;
+  let panelSignature = "";
+
+  // -- talking to the server ----------------------------------------------------------------
+  function headers(extra) {
+    const h = Object.assign({}, extra || {});
+    const token = localStorage.getItem(TOKEN_KEY);
+    if (token) h["Authorization"] = "Bearer " + token;
+    return h;
+  }
+
+  async function api(path, options) {
+    options = options || {};
+    const init = { method: options.method || "GET", headers: headers(options.body ? { "Content-Type": "application/json" } : {}) };
+    if (options.body) init.body = JSON.stringify(options.body);
+    const response = await fetch(path, init);
+    if (response.status === 401) {
+      $("token-form").hidden = false;
+      throw new Error("this server needs its access token");
+    }
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const detail = typeof data.detail === "string" ? data.detail : (data.detail && data.detail[0] && data.detail[0].msg) || response.statusText;
+      throw new Error(detail);
+    }
+    return data;
+  }
+
+  /* Read server-sent events with fetch (EventSource cannot send the Authorization header). */
+  async function follow(path, onEvent, signal) {
+    const response = await fetch(path, { headers: headers({ Accept: "text/event-stream" }), signal });
+    if (!response.ok || !response.body) throw new Error("no event stream (" + response.status + ")");
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+      let cut;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let kind = "message";
+        const data = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("event:")) kind = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (!data.length) continue;
+        let payload = null;
+        try { payload = JSON.parse(data.join("\n")); } catch (error) { continue; }
+        if (onEvent(kind, payload) === false) return;
+      }
+    }
+  }
+
+  function say(text) { $("message").textContent = text || ""; }
+
+  // -- rendering a scan -----------------------------------------------------------------------
+  function groups(facts) {
+    const byKey = new Map();
+    for (const fact of facts) {
+      if (fact.start === null || fact.start === undefined) continue;
+      const key = fact.start + ":" + fact.end;
+      if (!byKey.has(key)) byKey.set(key, { key, start: fact.start, end: fact.end, facts: [] });
+      byKey.get(key).facts.push(fact);
+    }
+    return Array.from(byKey.values()).sort((a, b) => a.start - b.start);
+  }
+
+  function strongest(facts) {
+    return facts.reduce((best, f) => ((f.score ?? -1) > (best.score ?? -1) ? f : best), facts[0]);
+  }
+
+  function renderArticle(text, facts) {
+    const article = $("article");
+    article.replaceChildren();
+    let at = 0;
+    for (const group of groups(facts)) {
+      if (group.start < at) continue; // overlaps the previous highlight: listed below instead
+      article.appendChild(document.createTextNode(text.slice(at, group.start)));
+      const top = strongest(group.facts);
+      const mark = el("mark", "claire-mark claire-" + window.ClairePanel.band(top), text.slice(group.start, group.end));
+      if (group.facts.every((f) => f.review)) mark.classList.add("claire-reviewed");
+      if (panelKey === group.key) mark.classList.add("claire-active");
+      mark.dataset.key = group.key;
+      mark.dataset.score = top.score ?? "";
+      mark.title = group.facts.map((f) => f.fact).join("\n");
+      mark.addEventListener("click", () => openPanel(group.key));
+      article.appendChild(mark);
+      at = group.end;
+    }
+    article.appendChild(document.createTextNode(text.slice(at)));
+  }
+
+  function renderFactList(facts) {
+    const list = $("fact-list");
+    list.replaceChildren();
+    const sorted = facts.slice().sort((a, b) => (b.score ?? -1) - (a.score ?? -1));
+    for (const fact of sorted) {
+      const item = el("li", "claire-" + window.ClairePanel.band(fact));
+      item.appendChild(el("span", "score", fact.score === null || fact.score === undefined ? "…" : Number(fact.score).toFixed(2)));
+      item.appendChild(el("span", null, fact.fact));
+      if (fact.review) item.appendChild(el("em", null, " — " + fact.review.decision + "ed"));
+      item.addEventListener("click", () => openPanel("fact-" + fact.index));
+      list.appendChild(item);
+    }
+  }
+
+  function panelFacts(key) {
+    if (!current || !current.data) return [];
+    const facts = current.data.facts;
+    if (key.startsWith("fact-")) return facts.filter((f) => "fact-" + f.index === key);
+    return facts.filter((f) => f.start + ":" + f.end === key);
+  }
+
+  function signature(facts) {
+    return JSON.stringify(facts.map((f) => [f.index, f.status, f.score, f.review && f.review.decision, f.review && f.review.comment]));
+  }
+
+  function openPanel(key, force) {
+    const facts = panelFacts(key);
+    if (!facts.length) return;
+    if (facts.some((f) => f.status === "done" && !f.assessment)) { // checked, but polled without details
+      refresh(true).then(() => openPanel(key, true)).catch((e) => say(e.message));
+      return;
+    }
+    const sig = signature(facts);
+    if (!force && key === panelKey && sig === panelSignature) return;
+    panelKey = key;
+    panelSignature = sig;
+    const panel = $("panel");
+    panel.hidden = false;
+    window.ClairePanel.render(panel, facts, {
+      title: facts.length > 1 ? facts.length + " facts in this sentence" : "Fact",
+      onReview: review,
+      onClose: () => { panel.hidden = true; panelKey = null; draw(); },
+    });
+    draw();
+  }
+
+  async function review(fact, decision, comment) {
+    const saved = await api("/api/reviews", { method: "POST", body: { job_id: current.id, fact: String(fact.index), decision, comment } });
+    await refresh();
+    return saved;
+  }
+
+  function draw() {
+    const data = current && current.data;
+    if (!data) return;
+    $("result").hidden = false;
+    const progress = data.progress;
+    $("result-title").textContent = current.kind === "scan" ? data.title : "Fact check";
+    $("progress-bar").style.width = (progress.total ? (100 * progress.done) / progress.total : 0) + "%";
+    const state = data.status === "error" ? "Stopped: " + (data.error || "error")
+      : data.status === "done" ? "Done" : progress.total ? "Checking" : "Extracting facts";
+    $("progress-text").textContent = state + " · " + progress.done + " of " + progress.total + " facts checked · " + progress.flagged + " flagged";
+    const sig = signature(data.facts) + "|" + panelKey;
+    if (sig !== current.drawn) { // re-render only what changed (keeps the reader's place and selection)
+      current.drawn = sig;
+      renderArticle(data.text, data.facts);
+      renderFactList(data.facts);
+    }
+    if (panelKey && !$("panel").hidden) openPanel(panelKey);
+  }
+
+  function checkAsScan(check) {
+    const a = check.assessment;
+    const fact = {
+      index: 0, id: "check", fact: check.request.fact, start: 0, end: check.request.fact.length,
+      status: a ? (a.score === null ? "error" : "done") : check.status === "error" ? "error" : "running",
+      score: a ? a.score : null, verdict: a ? a.verdict : null, error: check.error, cited: check.cited,
+      assessment: a, review: check.review,
+    };
+    return {
+      status: check.status, error: check.error, title: "Fact check", text: check.request.fact, facts: [fact],
+      progress: { total: 1, done: a || check.status === "error" ? 1 : 0, flagged: fact.verdict === "inconsistent" ? 1 : 0 },
+    };
+  }
+
+  /* While a scan runs, poll the light summary (no assessments); fetch the full view once it is
+   * finished, or when the reader opens a fact that is already checked. */
+  async function refresh(full) {
+    if (!current) return;
+    const job = current;
+    const base = "/api/" + job.kind + "/" + encodeURIComponent(job.id);
+    let data;
+    if (job.kind === "scan") {
+      data = full || job.full ? null : await api(base + "?view=summary");
+      if (!data || ["done", "error"].includes(data.status)) {
+        data = await api(base + "?view=full");
+        job.full = ["done", "error"].includes(data.status);
+      }
+    } else {
+      data = checkAsScan(await api(base));
+    }
+    if (job !== current) return;
+    current.data = data;
+    draw();
+  }
+
+  let refreshTimer = null;
+  function refreshSoon() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(() => { refreshTimer = null; refresh().catch((e) => say(e.message)); }, 250);
+  }
+
+  function logStep(data) {
+    const steps = $("steps");
+    const argument = data.action_argument === null || data.action_argument === undefined ? "" : String(data.action_argument);
+    steps.appendChild(el("li", null, "fact " + (data.fact + 1) + " · " + data.action_name + (argument ? " (" + argument.slice(0, 120) + ")" : "")));
+    steps.scrollTop = steps.scrollHeight;
+  }
+
+  async function show(kind, id) {
+    if (current && current.abort) current.abort.abort();
+    const abort = new AbortController();
+    current = { kind, id, data: null, abort };
+    panelKey = null;
+    $("panel").hidden = true;
+    $("steps").replaceChildren();
+    say("");
+    try {
+      await refresh();
+    } catch (error) {
+      say(error.message);
+      return;
+    }
+    if (current.data.status === "done" || current.data.status === "error") {
+      if (kind === "check") openPanel("fact-0", true);
+      return;
+    }
+    try {
+      await follow("/api/" + kind + "/" + encodeURIComponent(id) + "/events", (event, data) => {
+        if (event === "step") logStep(data);
+        if (event === "end") { refresh().then(() => { if (kind === "check") openPanel("fact-0", true); }); return false; }
+        if (event !== "step" || current.data.progress.total === 0) refreshSoon();
+        return true;
+      }, abort.signal);
+    } catch (error) {
+      if (error.name === "AbortError") return;
+      while (current && current.id === id && !["done", "error"].includes(current.data.status)) { // fall back to polling
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await refresh().catch(() => null);
+      }
+    }
+  }
+
+  function route() {
+    const match = /^#(scan|check)=([\w-]+)$/.exec(location.hash);
+    if (match) show(match[1], match[2]);
+  }
+
+  // -- forms ----------------------------------------------------------------------------------
+  $("scan-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    say("");
+    try {
+      const created = await api("/api/scan", { method: "POST", body: { title: $("scan-title").value.trim(), text: $("scan-text").value } });
+      location.hash = "scan=" + created.id;
+    } catch (error) { say(error.message); }
+  });
+
+  $("check-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    say("");
+    const body = { fact: $("check-fact").value.trim(), title: $("check-title").value.trim() || null,
+      section: $("check-section").value.trim() || null, context: $("check-context").value.trim() || null };
+    try {
+      const created = await api("/api/check", { method: "POST", body });
+      location.hash = "check=" + created.id;
+    } catch (error) { say(error.message); }
+  });
+
+  let suggestTimer = null;
+  $("scan-title").addEventListener("input", () => {
+    clearTimeout(suggestTimer);
+    const q = $("scan-title").value.trim();
+    if (q.length < 2) return;
+    suggestTimer = setTimeout(async () => {
+      try {
+        const data = await api("/api/articles?q=" + encodeURIComponent(q));
+        $("titles").replaceChildren(...data.titles.map((t) => { const o = el("option"); o.value = t; return o; }));
+      } catch (error) { /* suggestions are optional */ }
+    }, 250);
+  });
+
+  $("load-article").addEventListener("click", async () => {
+    say("");
+    try {
+      const article = await api("/api/article?title=" + encodeURIComponent($("scan-title").value.trim()));
+      $("scan-text").value = article.text;
+    } catch (error) { say(error.message); }
+  });
+
+  for (const tab of document.querySelectorAll(".tab")) {
+    tab.addEventListener("click", () => {
+      for (const other of document.querySelectorAll(".tab")) other.classList.toggle("active", other === tab);
+      for (const body of document.querySelectorAll(".tab-body")) body.hidden = body.id !== tab.dataset.tab;
+    });
+  }
+
+  $("token-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    localStorage.setItem(TOKEN_KEY, $("token").value);
+    $("token-form").hidden = true;
+    route();
+  });
+
+  window.addEventListener("hashchange", route);
+  route();
+})();

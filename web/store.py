@@ -1,0 +1,150 @@
+"""The web app's job store: checks, scans, their facts, live events and editors' reviews in one
+SQLite file, so a server restart loses no finished work and can resume unfinished scans.
+
+Every write commits at once (WAL journal). The store is shared by the event loop and worker
+threads behind one lock; rows hold JSON text for the parts whose shape belongs to other layers
+(the request, the Assessment, a step event).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL, request TEXT NOT NULL,
+    error TEXT, created REAL NOT NULL, updated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS facts (
+    job_id TEXT NOT NULL, idx INTEGER NOT NULL, claim_id TEXT NOT NULL, fact TEXT NOT NULL,
+    claim TEXT NOT NULL, span_start INTEGER, span_end INTEGER, status TEXT NOT NULL,
+    score REAL, verdict TEXT, assessment TEXT, error TEXT, PRIMARY KEY (job_id, idx));
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, seq);
+CREATE TABLE IF NOT EXISTS reviews (
+    job_id TEXT NOT NULL, claim_id TEXT NOT NULL, fact TEXT NOT NULL, decision TEXT NOT NULL,
+    comment TEXT, created REAL NOT NULL, PRIMARY KEY (job_id, claim_id));
+"""
+
+UNFINISHED = ("queued", "running")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class JobStore:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _rows(self, sql: str, *args: Any) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _write(self, sql: str, *args: Any) -> int:
+        with self._lock:
+            return self._db.execute(sql, args).lastrowid or 0
+
+    # -- jobs ------------------------------------------------------------------------------
+    def create_job(self, kind: str, request: dict[str, Any]) -> str:
+        job_id = uuid.uuid4().hex[:16]
+        now = time.time()
+        self._write("INSERT INTO jobs VALUES (?, ?, 'queued', ?, NULL, ?, ?)", job_id, kind, _dumps(request), now, now)
+        return job_id
+
+    def job(self, job_id: str) -> dict[str, Any] | None:
+        rows = self._rows("SELECT * FROM jobs WHERE id = ?", job_id)
+        if not rows:
+            return None
+        row = dict(rows[0])
+        row["request"] = json.loads(row["request"])
+        return row
+
+    def set_status(self, job_id: str, status: str, error: str | None = None) -> None:
+        self._write("UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?", status, error, time.time(), job_id)
+
+    def unfinished_jobs(self) -> list[dict[str, Any]]:
+        ids = [r["id"] for r in self._rows("SELECT id FROM jobs WHERE status IN (?, ?) ORDER BY created", *UNFINISHED)]
+        return [job for job in (self.job(i) for i in ids) if job]
+
+    # -- facts -----------------------------------------------------------------------------
+    def add_facts(self, job_id: str, facts: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            for index, fact in enumerate(facts):
+                self._db.execute(
+                    "INSERT OR IGNORE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL, NULL)",
+                    (job_id, index, fact["claim_id"], fact["fact"], _dumps(fact["claim"]), fact.get("start"), fact.get("end")),
+                )
+            self._db.execute("COMMIT")
+
+    def facts(self, job_id: str) -> list[dict[str, Any]]:
+        facts = []
+        for row in self._rows("SELECT * FROM facts WHERE job_id = ? ORDER BY idx", job_id):
+            fact = dict(row)
+            fact["claim"] = json.loads(fact["claim"])
+            fact["assessment"] = json.loads(fact["assessment"]) if fact["assessment"] else None
+            facts.append(fact)
+        return facts
+
+    def set_fact_status(self, job_id: str, index: int, status: str) -> None:
+        self._write("UPDATE facts SET status = ? WHERE job_id = ? AND idx = ?", status, job_id, index)
+
+    def finish_fact(self, job_id: str, index: int, assessment: dict[str, Any] | None, error: str | None) -> None:
+        score = assessment.get("score") if assessment else None
+        verdict = assessment.get("verdict") if assessment else None
+        status = "done" if assessment is not None and (score is not None or not error) else "error"
+        self._write(
+            "UPDATE facts SET status = ?, score = ?, verdict = ?, assessment = ?, error = ? WHERE job_id = ? AND idx = ?",
+            status, score, verdict, _dumps(assessment) if assessment is not None else None, error, job_id, index,
+        )
+
+    # -- events ----------------------------------------------------------------------------
+    def add_event(self, job_id: str, kind: str, data: dict[str, Any]) -> int:
+        return self._write("INSERT INTO events (job_id, kind, data) VALUES (?, ?, ?)", job_id, kind, _dumps(data))
+
+    def events(self, job_id: str, after: int = 0, kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        rows = self._rows("SELECT seq, kind, data FROM events WHERE job_id = ? AND seq > ? ORDER BY seq", job_id, after)
+        return [{"seq": r["seq"], "kind": r["kind"], "data": json.loads(r["data"])}
+                for r in rows if kinds is None or r["kind"] in kinds]
+
+    def drop_steps(self, job_id: str, fact_index: int) -> None:
+        """Forget the steps of a fact whose check is started again (after a restart)."""
+        self._write("DELETE FROM events WHERE job_id = ? AND kind = 'step' AND json_extract(data, '$.fact') = ?",
+                    job_id, fact_index)
+
+    def version(self, job_id: str) -> tuple[Any, ...]:
+        """Changes whenever anything a reader of the job sees changes (an event or a review)."""
+        with self._lock:
+            seq = self._db.execute("SELECT MAX(seq) FROM events WHERE job_id = ?", (job_id,)).fetchone()[0]
+            reviews = self._db.execute("SELECT COUNT(*), MAX(created) FROM reviews WHERE job_id = ?", (job_id,)).fetchone()
+        return (seq, *reviews)
+
+    # -- reviews ---------------------------------------------------------------------------
+    def put_review(self, job_id: str, claim_id: str, fact: str, decision: str, comment: str | None) -> dict[str, Any]:
+        now = time.time()
+        self._write("INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?)", job_id, claim_id, fact, decision, comment, now)
+        return {"job_id": job_id, "claim_id": claim_id, "fact": fact, "decision": decision, "comment": comment, "created": now}
+
+    def reviews(self, job_id: str | None = None) -> list[dict[str, Any]]:
+        if job_id is None:
+            return [dict(r) for r in self._rows("SELECT * FROM reviews ORDER BY created")]
+        return [dict(r) for r in self._rows("SELECT * FROM reviews WHERE job_id = ? ORDER BY created", job_id)]
