@@ -30,11 +30,10 @@ from claire.indexes.stores import (
     delete_index,
     list_indexes,
     open_index,
-    replace_embedded_index,
 )
+from claire.indexes.sharing import DEFAULT_LOCK_TIMEOUT
 
 QUERY_CACHE_SIZE = 4096
-REBUILD_SUFFIX = ".rebuild"
 
 
 @dataclass
@@ -152,10 +151,13 @@ def build_index(
     batch_size: int = 256,
     show_progress: bool = True,
     replace: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> BuildSummary:
     """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
     Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
-    fails or is interrupted leaves no index behind."""
+    fails or is interrupted leaves no index behind; an embedded index being replaced stays
+    searchable, unchanged, until the new one is complete and swapped in. Another build of the
+    same embedded index is waited for (up to ``lock_timeout`` s)."""
     if not blocks:
         raise DatasetError("no blocks to index")
     repeated = [bid for bid, n in Counter(b.id for b in blocks).items() if n > 1]
@@ -163,19 +165,16 @@ def build_index(
         raise DatasetError(f"{len(repeated)} block ids occur more than once (e.g. {repeated[0]!r}); ids must be unique")
     if isinstance(embedder, str):
         embedder = load_embedder(embedder)
-    final = name
     if any(m.name == name for m in list_indexes(root, url, api_key=api_key)):
         if not replace:
             raise RetrievalError(f"index {name} already exists; pass --replace to rebuild it")
-        if url is None:  # embedded: build beside the old index and swap at the end, so it survives a failed rebuild
-            name = f"{final}{REBUILD_SUFFIX}"
-            with suppress(RetrievalError):
-                delete_index(name, root=root)  # the leftovers of an earlier interrupted rebuild
-        else:  # a server collection cannot be renamed: the old one goes first
+        if url is not None:  # a server collection cannot be renamed: the old one goes first
             delete_index(name, root=root, url=url, api_key=api_key)
+        # embedded: the new version is built beside the old one and swapped in by finalize
     meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim)
     started = time.monotonic()
-    store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta)
+    store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta, replace=replace,
+                      lock_timeout=lock_timeout)
     try:
         with Progress(
             TextColumn(f"indexing {name}"),
@@ -194,16 +193,15 @@ def build_index(
         store.finalize()
         size = store.size_on_disk()
     except BaseException:
-        store.close()
-        with suppress(RetrievalError):
-            delete_index(name, root=root, url=url, api_key=api_key)
+        store.close()  # an embedded store discards its unfinished version itself
+        if url is not None:
+            with suppress(RetrievalError):
+                delete_index(name, root=root, url=url, api_key=api_key)
         raise
     store.close()
-    if name != final:
-        replace_embedded_index(root, old=final, new=name)
     seconds = time.monotonic() - started
     return BuildSummary(
-        name=final,
+        name=name,
         blocks=meta.blocks,
         documents=meta.documents,
         seconds=round(seconds, 3),
@@ -219,4 +217,9 @@ def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "de
     if existing is not None and existing.complete:
         return
     blocks = read_corpus(demo_corpus_path()).blocks
-    build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None)
+    try:
+        build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None)
+    except RetrievalError:
+        # another process may have built it while this one waited for the build lock
+        if not any(m.name == name and m.complete for m in list_indexes(root)):
+            raise

@@ -124,12 +124,36 @@ def test_unfinished_index_is_refused(location):
     store = open_index("half", root=root, url=url, create_meta=toy_meta())
     store.upsert(BLOCKS[:2], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:2]]))
     store.close()
+    if url is None:  # embedded: an unfinished build is never published and is discarded on close
+        with pytest.raises(RetrievalError, match="no index named half"):
+            open_index("half", root=root, url=url)
+        assert list_indexes(root, url) == []
+        assert not (root / "half").exists()
+        return
     with pytest.raises(RetrievalError, match="never finished"):
         open_index("half", root=root, url=url)
     assert [m.complete for m in list_indexes(root, url)] == [False]
 
 
-def test_second_process_gets_a_clear_error(location):
+def test_second_process_opens_an_embedded_index_that_is_open_here(tmp_path):
+    root = tmp_path / "indexes"
+    build((root, None))
+    script = (
+        "from pathlib import Path\n"
+        "from claire.indexes.stores import open_index\n"
+        f"with open_index('geo', root=Path({str(root)!r})) as store:\n"
+        "    print(store.count())\n"
+    )
+    with open_index("geo", root=root) as store:
+        other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert [b.id for b, _ in search(store, "coral reef fish", k=1)] == ["Coral reef-1"]
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.strip() == "8"
+    assert not (root / "geo" / ".views").exists()  # both views were removed on close
+
+
+def test_second_process_gets_a_clear_error_in_local_mode(tmp_path):
+    location = (tmp_path / "indexes", f"file:{tmp_path / 'qdrant'}")
     root, url = location
     build(location)
     script = (
