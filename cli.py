@@ -47,7 +47,7 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or wri
 RefreshOpt = Annotated[bool, typer.Option("--refresh-cache", help="Ignore cached answers and store fresh ones.")]
 IndexOpt = Annotated[Optional[str], typer.Option("--index", help="Index name (retrieval.index; default: the demo corpus).")]
 PathOpt = Annotated[Optional[Path], typer.Option("--path", help="Folder holding embedded indexes (retrieval.path).")]
-UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL instead of the embedded engine (retrieval.url).")]
+UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL, or a `claire serve` .../api/search endpoint, instead of the embedded engine (retrieval.url).")]
 
 
 def resolve(
@@ -144,7 +144,7 @@ def index_build(
             err.print(f"[yellow]skipped[/] {escape(message)}")
     summary = build_index(
         blocks, name=name, embedder=embedder, root=config.retrieval.index_root(), url=config.retrieval.url,
-        api_key=_qdrant_key(config), replace=replace,
+        api_key=_qdrant_key(config), replace=replace, lock_timeout=config.retrieval.lock_timeout,
     )
     size = f"{summary.size_on_disk / 1e6:.1f} MB" if summary.size_on_disk else "n/a (server)"
     console.print(

@@ -78,6 +78,8 @@ class RetrievalConfig(_Section):
     rerank_step: int = Field(10, ge=1)
     rerank_max_chars: int = Field(600, ge=50)
     wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
+    # seconds a build, --replace or delete of an embedded index waits for another one to finish
+    lock_timeout: float = Field(600.0, ge=0)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":
