@@ -287,6 +287,10 @@ def check_command(
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check
         config = config.with_overrides({"agent.report": True})
+    from claire.agent.fact_limits import check_fact
+
+    if warning := check_fact(fact.strip(), config.agent.max_fact_chars):
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
     claim = Claim(claim_id="cli", text=fact.strip(),
                   context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
     from claire.views import CheckView
@@ -367,6 +371,10 @@ def eval_command(
         claims = [c for c in claims if c.claim_id in set(wanted)]
     if limit is not None:
         claims = claims[:limit]
+    from claire.agent.fact_limits import check_claims
+
+    for warning in check_claims(claims, config.agent.max_fact_chars, source=str(dataset)):
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
 
     async def go():
         async with open_system(config) as system_:

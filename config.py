@@ -101,6 +101,7 @@ class AgentConfig(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0)
     report: bool | None = None  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = False
+    max_fact_chars: int = Field(2000, ge=50)  # longer facts are refused: `claire scan` is for passages
 
     @field_validator("tools", mode="before")
     @classmethod
