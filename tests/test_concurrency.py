@@ -16,7 +16,7 @@ import pytest
 
 from claire.errors import RetrievalError
 from claire.indexes.corpus import Block
-from claire.indexes.retriever import build_index, ensure_demo_index, open_retriever
+from claire.indexes.retriever import build_index, open_retriever
 from claire.indexes.sharing import VERSION_PREFIX, VIEWS, WriterLock
 from claire.indexes.stores import list_indexes
 from claire.testing.doubles import http_responder
@@ -63,36 +63,41 @@ def top_id(root: Path, name: str) -> str:
         return retriever.search("bridge over the canal", k=1)[0].block.id
 
 
-def test_searches_and_a_check_run_while_an_eval_uses_the_same_index(tmp_path):
+def test_two_searches_run_while_an_eval_uses_the_same_index(tmp_path):
     cache = tmp_path / "cache"
-    ensure_demo_index(cache / "indexes")
-    with MockOpenAIServer(http_responder()) as server, open_retriever("demo", root=cache / "indexes") as held:
+    root = cache / "indexes"  # the default index folder of processes run with this cache
+    shared = [Block(id="eiffel", document_title="Eiffel Tower", content="The Eiffel Tower was completed in 1889."),
+              Block(id="apollo", document_title="Apollo 11", content="Apollo 11 landed on the Moon in July 1969."),
+              Block(id="armstrong", document_title="Neil Armstrong", content="Armstrong flew the lunar module Eagle."),
+              *OLD]
+    build_index(shared, name="shared", embedder="minilm", root=root, show_progress=False)
+    with MockOpenAIServer(http_responder()) as server, open_retriever("shared", root=root) as held:
         # this process keeps the index open throughout: before versions, every other open failed
         processes = [
-            start("eval", "--dataset", str(FIXTURE), "--out", str(tmp_path / "run"), "--ids", "demo_1,demo_2,demo_6",
-                  "--base-url", server.base_url, "--no-rerank", "--concurrency", "2", "--no-cache", cache=cache),
-            start("search", "Eiffel Tower completion", "-k", "3", "--json", cache=cache),
-            start("search", "Apollo 11 lunar module", "-k", "3", "--json", "--exclude-title", "Apollo 11", cache=cache),
-            start("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--json", "--no-rerank",
-                  "--no-report", "--base-url", server.base_url, "--no-cache", cache=cache),
+            start("eval", "--dataset", str(FIXTURE), "--out", str(tmp_path / "run"), "--ids", "demo_1,demo_2",
+                  "--index", "shared", "--base-url", server.base_url, "--no-rerank", "--no-cache", cache=cache),
+            start("search", "Eiffel Tower completion", "-k", "3", "--json", "--index", "shared", cache=cache),
+            start("search", "Apollo 11 lunar module", "-k", "3", "--json", "--index", "shared",
+                  "--exclude-title", "Apollo 11", cache=cache),
         ]
         results = [finish(p) for p in processes]
-        assert held.search("Eiffel Tower", k=1)
-    (eval_rc, _, eval_err), (s1_rc, s1_out, s1_err), (s2_rc, s2_out, s2_err), (check_rc, check_out, check_err) = results
+        assert held.search("Eiffel Tower", k=1)[0].block.id == "eiffel"
+    (eval_rc, _, eval_err), (s1_rc, s1_out, s1_err), (s2_rc, s2_out, s2_err) = results
     assert eval_rc == 0, eval_err
     assert s1_rc == 0 and s2_rc == 0, s1_err + s2_err
-    assert len(json.loads(s1_out)) == 3
-    assert all(hit["document_title"] != "Apollo 11" for hit in json.loads(s2_out))
-    assert check_rc == 1 and json.loads(check_out)["verdict"] == "inconsistent", check_err
+    assert json.loads(s1_out)[0]["id"] == "eiffel"
+    found = json.loads(s2_out)
+    assert len(found) == 3 and all(hit["document_title"] != "Apollo 11" for hit in found)
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
-    assert len(rows) == 3 and all(row["error"] is None for row in rows)
-    assert not (cache / "indexes" / "demo" / VIEWS).exists()  # every reader removed its view
+    assert len(rows) == 2 and all(row["error"] is None for row in rows)
+    assert all(set(row["evidence_ids"]) <= {b.id for b in shared} and row["evidence_ids"] for row in rows)
+    assert not (root / "shared" / VIEWS).exists()  # every reader removed its view
 
 
 def test_replace_while_searching_shows_the_old_index_until_the_swap(tmp_path):
     root = tmp_path / "indexes"
     build_index(OLD, name="swap", embedder="minilm", root=root, show_progress=False)
-    corpus = write_corpus(tmp_path / "new.jsonl", new_blocks(400))
+    corpus = write_corpus(tmp_path / "new.jsonl", new_blocks(120))
     long_lived = open_retriever("swap", root=root)  # e.g. a running `claire serve`
     builder = start("index", "build", str(corpus), "--name", "swap", "--replace", "--path", str(root), cache=tmp_path)
     seen = []
@@ -101,7 +106,7 @@ def test_replace_while_searching_shows_the_old_index_until_the_swap(tmp_path):
         time.sleep(0.05)
     rc, out, err = finish(builder)
     assert rc == 0, err
-    assert "built index swap: 400 blocks" in out
+    assert "built index swap: 120 blocks" in out
     seen.append(top_id(root, "swap"))
     kinds = [block_id.split("-")[0] for block_id in seen]
     assert kinds[0] == "old" and kinds[-1] == "new"
@@ -110,7 +115,7 @@ def test_replace_while_searching_shows_the_old_index_until_the_swap(tmp_path):
     assert long_lived.search("bridge over the canal", k=1)[0].block.id.startswith("old-")
     assert long_lived.store.count() == 3
     long_lived.close()
-    assert [(m.name, m.blocks) for m in list_indexes(root)] == [("swap", 400)]
+    assert [(m.name, m.blocks) for m in list_indexes(root)] == [("swap", 120)]
     assert len(versions(root / "swap")) == 1  # the old version is gone once nobody needs it
 
 
