@@ -278,7 +278,12 @@ class ReaderView:
 
 def _new_view(index_dir: Path) -> tuple[Path, int]:
     view = index_dir / VIEWS / f"{os.getpid()}-{secrets.token_hex(4)}"
-    view.mkdir(parents=True)
+    for _ in range(_ATTEMPTS):
+        try:
+            view.mkdir(parents=True)
+            break
+        except FileNotFoundError:  # another reader removed the empty views folder just then
+            continue
     fd = os.open(view / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
     return view, fd

@@ -300,10 +300,14 @@ class EdgeStore(IndexStore):
             if self._view is not None:
                 try:
                     self._meta = IndexMeta.from_dict(self._view.description, str(self.path / sharing.POINTER))
-                    self._shard = _load_shard(self._view.shard, self._meta.name)
+                    if self._meta.complete:  # (only folders from before versions can hold an unfinished one)
+                        self._shard = _load_shard(self._view.shard, self._meta.name)
                 except BaseException:
                     self._view.close()
                     raise
+                if self._shard is None:
+                    self._view.close()
+                    self._view = None
 
     def _create(self, meta: IndexMeta) -> None:
         name = self.path.name
@@ -426,6 +430,9 @@ class _Connection:
 
 
 def _connect(url: str | None, path: str | Path | None, api_key: str | None) -> _Connection:
+    if url and url.rstrip("/").endswith("/api/search"):  # see claire.indexes.http_search
+        raise RetrievalError(f"{url} is a `claire serve` search endpoint, which can only be searched; "
+                             "build, list and delete indexes on the machine that serves them")
     if url and url.startswith("file:"):
         path, url = url.removeprefix("file:").removeprefix("//"), None
     if url is not None and path is None:

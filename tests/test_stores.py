@@ -217,3 +217,65 @@ def test_tied_fused_scores_are_ordered_by_id_so_rankings_repeat(tmp_path):
         assert [b.id for b, _ in found] == ["tie-a", "tie-b"]
         assert found[0][1] == found[1][1]
     store.close()
+
+
+def test_an_index_folder_from_before_versions_is_shared_and_replaced(tmp_path):
+    """Folders written by earlier versions (``shard/`` with a write-ahead log beside ``meta.json``)
+    open in several places at once, and a rebuild turns them into a versioned folder."""
+    import json
+
+    import qdrant_edge as edge
+
+    from claire.indexes import sparse
+
+    root = tmp_path / "indexes"
+    folder = root / "old"
+    shard = edge.EdgeShard.create(str(folder / "shard"), edge.EdgeConfig(
+        vectors={"dense": edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)},
+        sparse_vectors={"bm25": edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}))
+    shard.update(edge.UpdateOperation.create_field_index("document_title", edge.PayloadSchemaType.Keyword))
+    shard.update(edge.UpdateOperation.upsert_points([
+        edge.Point(i, {"dense": toy_vector(b.embed_text()).tolist(), "bm25": sparse.document_vector(b.embed_text())},
+                   b.model_dump(exclude_none=True)) for i, b in enumerate(BLOCKS)]))
+    shard.flush()
+    shard.close()
+    meta = {**toy_meta().to_dict(), "name": "old", "backend": "edge", "blocks": 8, "complete": True}
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert (folder / "shard" / "wal").is_dir()
+    with open_index("old", root=root) as first, open_index("old", root=root) as second:
+        assert first.count() == second.count() == 8
+        assert [b.id for b, _ in search(second, "coral reef fish", k=1)] == ["Coral reef-1"]
+    store = open_index("old", root=root, create_meta=toy_meta(), replace=True)
+    store.upsert(BLOCKS[:2], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:2]]))
+    store.finalize()
+    store.close()
+    assert not (folder / "shard").exists() and json.loads((folder / "meta.json").read_text())["version"].startswith(".v-")
+    with open_index("old", root=root) as reopened:
+        assert reopened.count() == 2
+
+
+def test_views_of_readers_that_died_are_removed(tmp_path):
+    import os
+    import time
+
+    from claire.indexes import sharing
+
+    root = tmp_path / "indexes"
+    build((root, None))
+    dead = root / "geo" / sharing.VIEWS / "999999-dead"
+    (dead / "shard").mkdir(parents=True)
+    (dead / ".lock").touch()
+    old = time.time() - 2 * sharing.STALE_AFTER_S
+    os.utime(dead, (old, old))
+    with open_index("geo", root=root) as store:  # a live reader's view stays
+        live = store._view.view
+        os.utime(live, (old, old))
+        sharing.prune_views(root / "geo")
+        assert live.is_dir() and not dead.exists()
+        assert store.count() == 8
+    assert not (root / "geo" / sharing.VIEWS).exists()
+
+
+def test_search_endpoint_urls_are_not_taken_for_a_qdrant_server(tmp_path):
+    with pytest.raises(RetrievalError, match="search endpoint, which can only be searched"):
+        list_indexes(tmp_path, "http://127.0.0.1:9/api/search")
