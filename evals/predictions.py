@@ -33,6 +33,7 @@ REJECTED = "predictions.rejected.jsonl"
 CONFIG = "config.json"
 
 log = logging.getLogger(__name__)
+_warned: set[tuple[str, int, bytes]] = set()
 _CLAIM_ID = re.compile(rb'"claim_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
@@ -143,6 +144,9 @@ def load_predictions(run_dir: str | Path) -> list[dict[str, Any]]:
         raise ConfigError(f"no predictions at {path}: run `claire eval ... --out DIR` first")
     contents = _read(path)
     for bad in contents.damaged:
+        if (str(path), bad.number, bad.raw) in _warned:  # the same file is often read several times
+            continue
+        _warned.add((str(path), bad.number, bad.raw))
         log.warning("%s: line %d%s is damaged (%s); left out. A resumed `claire eval` with this --out moves it "
                     "to %s and runs its claim again", path, bad.number, bad.claim(), bad.problem, REJECTED)
     return [prediction.model_dump(mode="json") for prediction in contents.latest.values()]
