@@ -9,6 +9,7 @@ calls it through ``asyncio.to_thread``). :func:`build_index` embeds and stores a
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -34,6 +35,7 @@ from claire.indexes.stores import (
 from claire.indexes.sharing import DEFAULT_LOCK_TIMEOUT
 
 QUERY_CACHE_SIZE = 4096
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,6 +108,21 @@ class Retriever:
                 dense=dense, text=query, exclude_title=exclude_title, k=k, mode=mode, candidates=candidates
             )
         return [Hit(block, score, rank) for rank, (block, score) in enumerate(found, start=1)]
+
+    def refresh(self) -> bool:
+        """Switch to the index's current version if a rebuild swapped one in since it was opened
+        (a long-running server calls this; a batch run stays on one version). A new version
+        built with another embedder is not taken: it is logged and the old one kept."""
+
+        def same_embedder(meta: IndexMeta) -> bool:
+            if meta.embedder_model == self.embedder.model_id and meta.dim == self.embedder.dim:
+                return True
+            log.warning("index %s was rebuilt with %s; keeping the version this process opened (%s)",
+                        meta.name, meta.embedder_model, self.embedder.model_id)
+            return False
+
+        with self._lock:
+            return self.store.refresh(same_embedder)
 
     def has_document(self, title: str) -> bool:
         """Whether the index holds any block of the article ``title``."""

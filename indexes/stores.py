@@ -21,7 +21,7 @@ import re
 import shutil
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -185,6 +185,11 @@ class IndexStore(ABC):
                         key=lambda pair: (-round(pair[1], 9), pair[0].id))
         return ranked[:k]
 
+    def refresh(self, accept: Callable[[IndexMeta], bool] | None = None) -> bool:
+        """Move to the index's newest complete version if a build replaced it since it was opened
+        (and ``accept`` approves its description); True when it moved. Servers are always current."""
+        return False
+
     @abstractmethod
     def count(self) -> int:
         """The number of blocks stored."""
@@ -346,6 +351,24 @@ class EdgeStore(IndexStore):
             sharing.publish(self.path, self._version, self.meta.to_dict())
             self._published = True
             sharing.prune(self.path, keep=self._version.name)
+
+    def refresh(self, accept: Callable[[IndexMeta], bool] | None = None) -> bool:
+        if self._view is None:  # a build in progress, or closed
+            return False
+        pointer = sharing.read_pointer(self.path)
+        if pointer is None or pointer.get("version") == self._view.description.get("version"):
+            return False
+        fresh = EdgeStore(self.path, lock_timeout=self.lock_timeout)
+        if fresh._shard is None or (accept is not None and not accept(fresh.meta)):
+            fresh.close()
+            return False
+        old_shard, old_view = self._shard, self._view
+        self._shard, self._view, self._meta = fresh._shard, fresh._view, fresh._meta
+        fresh._shard, fresh._view = None, None
+        if old_shard is not None:
+            old_shard.close()
+        old_view.close()
+        return True
 
     @property
     def _open_shard(self) -> edge.EdgeShard:

@@ -114,6 +114,8 @@ def test_replace_while_searching_shows_the_old_index_until_the_swap(tmp_path):
     # the process that opened the old version keeps answering from it until it reopens
     assert long_lived.search("bridge over the canal", k=1)[0].block.id.startswith("old-")
     assert long_lived.store.count() == 3
+    assert long_lived.refresh() and not long_lived.refresh()  # a server moves to the new version when it asks
+    assert long_lived.search("bridge over the canal", k=1)[0].block.id.startswith("new-")
     long_lived.close()
     assert [(m.name, m.blocks) for m in list_indexes(root)] == [("swap", 120)]
     assert len(versions(root / "swap")) == 1  # the old version is gone once nobody needs it
