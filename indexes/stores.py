@@ -6,7 +6,8 @@ Both backends hold the same schema — a named dense vector ``dense`` (cosine), 
 rank fusion in one request, always able to exclude one article by title.
 
 - :class:`EdgeStore` runs Qdrant's engine in-process (``qdrant-edge-py``); an index is a directory
-  ``<root>/<name>/`` holding the shard (``shard/``) and its description (``meta.json``).
+  ``<root>/<name>/`` holding complete versions of the shard and a description (``meta.json``)
+  naming the current one, so many processes read while one builds (see :mod:`.sharing`).
 - :class:`ServerStore` talks to a Qdrant server or cluster through ``qdrant-client``; an index is
   a collection whose metadata holds its description. A ``file:PATH`` url (or ``path=``) selects
   qdrant-client's local mode, a pure-Python stand-in for a server used in tests.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import time
@@ -316,15 +316,14 @@ class EdgeStore(IndexStore):
 
     def _create(self, meta: IndexMeta) -> None:
         name = self.path.name
+        if self.path.is_dir() and any(not e.name.startswith(".") and e.name not in (sharing.POINTER, sharing.LEGACY_SHARD)
+                                      for e in self.path.iterdir()):
+            raise RetrievalError(f"{self.path} exists but is not a CLAIRE index; remove it or choose another name")
         writer = sharing.WriterLock(self.path, name, self.lock_timeout).acquire()
         try:
             current = sharing.read_pointer(self.path)
             if current is not None and not self.replace:
                 raise RetrievalError(f"index {name} already exists in {self.path.parent}; delete it or rebuild with --replace")
-            foreign = [e.name for e in self.path.iterdir()
-                       if not e.name.startswith(".") and e.name not in (sharing.POINTER, sharing.LEGACY_SHARD)]
-            if foreign:
-                raise RetrievalError(f"{self.path} exists but is not a CLAIRE index; remove it or choose another name")
             sharing.prune(self.path, keep=(current or {}).get("version"))  # leftovers of killed builds
             self._version = sharing.new_version(self.path)
             meta.name, meta.backend = name, "edge"
@@ -339,6 +338,7 @@ class EdgeStore(IndexStore):
             if self._version is not None:
                 shutil.rmtree(self._version, ignore_errors=True)
                 self._version = None
+            sharing.remove_if_unused(self.path)
             writer.release()
             raise
         self._writer = writer

@@ -279,3 +279,12 @@ def test_views_of_readers_that_died_are_removed(tmp_path):
 def test_search_endpoint_urls_are_not_taken_for_a_qdrant_server(tmp_path):
     with pytest.raises(RetrievalError, match="search endpoint, which can only be searched"):
         list_indexes(tmp_path, "http://127.0.0.1:9/api/search")
+
+
+def test_a_folder_that_is_not_an_index_is_left_alone(tmp_path):
+    root = tmp_path / "indexes"
+    (root / "mine").mkdir(parents=True)
+    (root / "mine" / "notes.txt").write_text("my own files")
+    with pytest.raises(RetrievalError, match="exists but is not a CLAIRE index"):
+        open_index("mine", root=root, create_meta=toy_meta())
+    assert sorted(p.name for p in (root / "mine").iterdir()) == ["notes.txt"]
