@@ -222,7 +222,10 @@ def remove_if_unused(index_dir: Path) -> None:
     """Remove an index folder left with nothing in it but the writer lock and empty views."""
     views = index_dir / VIEWS
     if views.is_dir() and not any(views.iterdir()):
-        views.rmdir()
+        try:
+            views.rmdir()
+        except OSError:
+            return  # a reader is making its view there right now
     if index_dir.is_dir() and all(entry.name == WRITER_LOCK for entry in index_dir.iterdir()):
         shutil.rmtree(index_dir, ignore_errors=True)
 
@@ -300,6 +303,7 @@ def _link_tree(source: Path, target: Path) -> None:
     A write-ahead log is copied instead: the engine locks and appends to it."""
     if not source.is_dir():
         raise FileNotFoundError(source)
+
     def fail(error: OSError) -> None:
         raise error
 
