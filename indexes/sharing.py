@@ -194,11 +194,12 @@ def prune(index_dir: Path, keep: str | None) -> None:
 
 def prune_views(index_dir: Path) -> None:
     """Remove the views whose reader has exited (their lock is free) — e.g. after a kill -9."""
-    views = index_dir / VIEWS
-    if not views.is_dir():
+    try:
+        views = list((index_dir / VIEWS).iterdir())
+    except FileNotFoundError:  # none, or the last reader just removed the empty folder
         return
     now = time.time()
-    for view in views.iterdir():
+    for view in views:
         try:
             if now - view.stat().st_mtime < STALE_AFTER_S:
                 continue
@@ -220,13 +221,17 @@ def prune_views(index_dir: Path) -> None:
 
 def remove_if_unused(index_dir: Path) -> None:
     """Remove an index folder left with nothing in it but the writer lock and empty views."""
-    views = index_dir / VIEWS
-    if views.is_dir() and not any(views.iterdir()):
-        try:
-            views.rmdir()
-        except OSError:
-            return  # a reader is making its view there right now
-    if index_dir.is_dir() and all(entry.name == WRITER_LOCK for entry in index_dir.iterdir()):
+    try:
+        (index_dir / VIEWS).rmdir()  # only when empty
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return  # a reader has (or is making) its view there
+    try:
+        unused = all(entry.name == WRITER_LOCK for entry in index_dir.iterdir())
+    except FileNotFoundError:
+        return
+    if unused:
         shutil.rmtree(index_dir, ignore_errors=True)
 
 
@@ -271,12 +276,10 @@ class ReaderView:
         if self._lock_fd is not None:
             _drop_view(self.view, self._lock_fd)
             self._lock_fd = None
-            views = self.view.parent
-            if views.is_dir() and not any(views.iterdir()):
-                try:
-                    views.rmdir()
-                except OSError:
-                    pass  # another reader just made its view
+            try:
+                self.view.parent.rmdir()  # only when no other reader has a view there
+            except OSError:
+                pass
 
 
 def _new_view(index_dir: Path) -> tuple[Path, int]:

@@ -288,3 +288,44 @@ def test_a_folder_that_is_not_an_index_is_left_alone(tmp_path):
     with pytest.raises(RetrievalError, match="exists but is not a CLAIRE index"):
         open_index("mine", root=root, create_meta=toy_meta())
     assert sorted(p.name for p in (root / "mine").iterdir()) == ["notes.txt"]
+
+
+def test_readers_opening_during_repeated_swaps_always_see_a_complete_version(tmp_path):
+    import threading
+    import traceback
+
+    root = tmp_path / "indexes"
+    sizes = [2, 3, 4, 5, 6, 7, 8]
+
+    def build_of(size: int, replace: bool) -> None:
+        store = open_index("flux", root=root, create_meta=toy_meta(), replace=replace)
+        store.upsert(BLOCKS[:size], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:size]]))
+        store.finalize()
+        store.close()
+
+    build_of(sizes[0], False)
+    seen, errors, done = [], [], threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            try:
+                with open_index("flux", root=root) as store:
+                    seen.append((store.meta.blocks, store.count(), len(search(store, "ice glaciers", k=10))))
+            except Exception:  # noqa: BLE001 - the test reports any failure
+                errors.append(traceback.format_exc())
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for size in sizes[1:]:
+            build_of(size, True)
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join(60)
+    assert errors == []
+    assert seen and all(meta == count == found and count in sizes for meta, count, found in seen)
+    with open_index("flux", root=root) as store:
+        assert store.count() == 8
+    assert len([p for p in (root / "flux").iterdir() if p.name.startswith(".v-")]) == 1
