@@ -48,7 +48,7 @@ NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or wri
 RefreshOpt = Annotated[bool, typer.Option("--refresh-cache", help="Ignore cached answers and store fresh ones.")]
 IndexOpt = Annotated[Optional[str], typer.Option("--index", help="Index name (retrieval.index; default: the demo corpus).")]
 PathOpt = Annotated[Optional[Path], typer.Option("--path", help="Folder holding embedded indexes (retrieval.path).")]
-UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL instead of the embedded engine (retrieval.url).")]
+UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL, or a `claire serve` .../api/search endpoint, instead of the embedded engine (retrieval.url).")]
 
 
 def resolve(
@@ -162,7 +162,7 @@ def index_build(
             err.print(f"[yellow]skipped[/] {escape(message)}")
     summary = build_index(
         blocks, name=name, embedder=embedder, root=config.retrieval.index_root(), url=config.retrieval.url,
-        api_key=_qdrant_key(config), replace=replace,
+        api_key=_qdrant_key(config), replace=replace, lock_timeout=config.retrieval.lock_timeout,
     )
     size = f"{summary.size_on_disk / 1e6:.1f} MB" if summary.size_on_disk else "n/a (server)"
     console.print(
@@ -311,9 +311,14 @@ def check_command(
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check
         config = config.with_overrides({"agent.report": True})
-    claim = None if resume is not None else Claim(
-        claim_id="cli", text=(fact or "").strip(),
-        context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
+    claim = None
+    if resume is None:
+        from claire.agent.fact_limits import check_fact
+
+        if warning := check_fact((fact or "").strip(), config.agent.max_fact_chars):
+            err.print(f"[yellow]warning:[/] {escape(warning)}")
+        claim = Claim(claim_id="cli", text=(fact or "").strip(),
+                      context=ContextBlock(document_title=title or "", section_title=section or "", content=(context or "").strip()))
     from claire.views import CheckView
 
     view = CheckView(console, claim, config, quiet=as_json, resume=resume)
@@ -419,6 +424,10 @@ def eval_command(
         claims = [c for c in claims if c.claim_id in set(wanted)]
     if limit is not None:
         claims = claims[:limit]
+    from claire.agent.fact_limits import check_claims
+
+    for warning in check_claims(claims, config.agent.max_fact_chars, source=str(dataset)):
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
 
     async def go():
         async with open_system(config) as system_:

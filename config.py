@@ -108,6 +108,8 @@ class RetrievalConfig(_Section):
     rerank_step: int = Field(10, ge=1)
     rerank_max_chars: int = Field(600, ge=50)
     wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
+    # seconds a build, --replace or delete of an embedded index waits for another one to finish
+    lock_timeout: float = Field(600.0, ge=0)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":
@@ -138,6 +140,7 @@ class AgentConfig(_Section):
         2, ge=0, le=100,
         description="latest controller observations always kept whole when older ones are condensed to fit the context window",
     )
+    max_fact_chars: int = Field(2000, ge=50)  # longer facts are refused: `claire scan` is for passages
 
     @field_validator("tools", mode="before")
     @classmethod

@@ -3,16 +3,23 @@
 Each finished claim appends one complete line with a single ``os.write`` on an ``O_APPEND``
 descriptor, then fsyncs, so a run killed at any moment leaves whole lines plus at most one torn
 last line. Reading ignores a torn last line; opening the log for appending cuts it away first.
-When a claim has several lines (a retried error), the last one counts.
+A damaged line anywhere else (edited by hand, a disk error) is left out with a warning naming it
+when reading, and moved to ``predictions.rejected.jsonl`` when the log is opened for appending,
+so its claim is run again. When a claim has several lines (a retried error), the last one counts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import fcntl
 import json
+import logging
 import os
+import re
 import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +30,12 @@ from claire.errors import ConfigError, DatasetError, redact
 from claire.validation import describe
 
 PREDICTIONS = "predictions.jsonl"
+REJECTED = "predictions.rejected.jsonl"
 CONFIG = "config.json"
+
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, int, bytes]] = set()
+_CLAIM_ID = re.compile(rb'"claim_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 class Prediction(BaseModel):
@@ -71,39 +83,57 @@ def prediction_from(assessment: Assessment, claim: Claim) -> Prediction:
     )
 
 
-def _read(path: Path, model: type[BaseModel] = Prediction) -> tuple[dict[str, Any], int, int, bool]:
-    """(last prediction per claim_id, lines read, bytes of whole valid lines, last line lacks \\n).
+@dataclass
+class _Damaged:
+    number: int  # 1-based line number
+    raw: bytes
+    problem: str
 
-    A torn last line (cut short, or not valid) is left out; an invalid line elsewhere is an error.
-    """
+    def claim(self) -> str:
+        found = _CLAIM_ID.search(self.raw)
+        return f" (claim {found.group(1).decode('utf-8', 'replace')})" if found else ""
+
+
+@dataclass
+class _Contents:
+    latest: dict[str, Any] = field(default_factory=dict)  # last prediction (of the line model) per claim_id
+    count: int = 0  # valid lines
+    good: list[bytes] = field(default_factory=list)  # the valid lines, in order, without newlines
+    damaged: list[_Damaged] = field(default_factory=list)  # invalid lines other than a torn last one
+    clean: bool = True  # the file is exactly the valid lines, each ending in a newline
+
+
+def _read(path: Path, model: type[BaseModel] = Prediction) -> _Contents:
+    """Parse ``predictions.jsonl``: a torn last line (cut short, no newline) is left out, and so
+    is every other invalid line, recorded as damaged."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return {}, 0, 0, False
+        return _Contents()
     except OSError as error:
         raise DatasetError(f"cannot read {path}: {error}") from None
-    latest: dict[str, Prediction] = {}
+    contents = _Contents()
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    good = 0
-    count = 0
     for number, line in enumerate(lines, start=1):
-        last = number == len(lines)
         if not line.strip():
-            good += len(line) + 1
+            contents.clean = False
             continue
         try:
             prediction = model.model_validate_json(line)
         except ValidationError as error:
-            if last:
-                return latest, count, good, False
-            raise DatasetError(f"{path}: line {number}: {describe(error)}") from None
-        latest[prediction.claim_id] = prediction
-        count += 1
-        good += len(line) + 1
-    missing_newline = bool(data) and not data.endswith(b"\n")
-    return latest, count, min(good, len(data)), missing_newline
+            contents.clean = False
+            torn = number == len(lines) and not data.endswith(b"\n")
+            if not torn:
+                contents.damaged.append(_Damaged(number, line, describe(error)))
+            continue
+        contents.latest[prediction.claim_id] = prediction
+        contents.count += 1
+        contents.good.append(line)
+    if data and not data.endswith(b"\n"):
+        contents.clean = False
+    return contents
 
 
 def load_predictions(run_dir: str | Path, model: type[BaseModel] = Prediction) -> list[dict[str, Any]]:
@@ -114,8 +144,14 @@ def load_predictions(run_dir: str | Path, model: type[BaseModel] = Prediction) -
         path = path / PREDICTIONS
     if not path.is_file():
         raise ConfigError(f"no predictions at {path}: run `claire eval ... --out DIR` first")
-    latest, _, _, _ = _read(path, model)
-    return [prediction.model_dump(mode="json") for prediction in latest.values()]
+    contents = _read(path, model)
+    for bad in contents.damaged:
+        if (str(path), bad.number, bad.raw) in _warned:  # the same file is often read several times
+            continue
+        _warned.add((str(path), bad.number, bad.raw))
+        log.warning("%s: line %d%s is damaged (%s); left out. A resumed `claire eval` with this --out moves it "
+                    "to %s and runs its claim again", path, bad.number, bad.claim(), bad.problem, REJECTED)
+    return [prediction.model_dump(mode="json") for prediction in contents.latest.values()]
 
 
 class PredictionLog:
@@ -135,17 +171,46 @@ class PredictionLog:
         except BlockingIOError:
             os.close(self._lock_fd)
             raise ConfigError(f"{run_dir} is in use by another claire process; wait for it or choose another --out") from None
-        self.latest, self._lines, good, missing_newline = _read(self.path, model)
-        if self.path.exists() and (good < self.path.stat().st_size or missing_newline):
-            with open(self.path, "r+b") as handle:
-                handle.truncate(good)
-                if missing_newline:  # a complete last record whose newline never made it
-                    handle.seek(0, os.SEEK_END)
-                    handle.write(b"\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+        contents = _read(self.path, model)
+        self.latest, self._lines = contents.latest, contents.count
+        if contents.damaged:
+            self._reject(contents.damaged)  # first, so that no line is ever only in memory
+        if not contents.clean:  # keep exactly the valid lines, each with its newline
+            self._replace(b"".join(line + b"\n" for line in contents.good))
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = asyncio.Lock()
+
+    def _reject(self, damaged: list[_Damaged]) -> None:
+        rejected = self.path.with_name(REJECTED)
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        records = []
+        for bad in damaged:
+            record: dict[str, Any] = {"line": bad.number, "problem": bad.problem, "rejected_at": now}
+            try:
+                record["text"] = bad.raw.decode("utf-8")
+            except UnicodeDecodeError:
+                record["base64"] = base64.b64encode(bad.raw).decode("ascii")
+            records.append(json.dumps(record, ensure_ascii=False) + "\n")
+        with open(rejected, "a", encoding="utf-8") as handle:
+            handle.write("".join(records))
+            handle.flush()
+            os.fsync(handle.fileno())
+        for bad in damaged:
+            log.warning("%s: line %d%s is damaged (%s); moved it to %s and will run its claim again",
+                        self.path, bad.number, bad.claim(), bad.problem, rejected.name)
+
+    def _replace(self, payload: bytes) -> None:
+        descriptor, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".predictions.", suffix=".tmp")
+        try:
+            with os.fdopen(descriptor, "wb") as handle:
+                handle.write(payload)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp, 0o644)
+            os.replace(temp, self.path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
 
     async def append(self, prediction: BaseModel) -> None:
         line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
@@ -165,18 +230,7 @@ class PredictionLog:
         """Rewrite the file with one line per claim when retries left superseded lines."""
         if self._lines == len(self.latest):
             return
-        payload = b"".join((p.model_dump_json() + "\n").encode("utf-8") for p in self.latest.values())
-        descriptor, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".predictions.", suffix=".tmp")
-        try:
-            with os.fdopen(descriptor, "wb") as handle:
-                handle.write(payload)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp, 0o644)
-            os.replace(temp, self.path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        self._replace(b"".join((redact(p.model_dump_json()) + "\n").encode("utf-8") for p in self.latest.values()))
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self._lines = len(self.latest)

@@ -65,7 +65,7 @@ def pending_claims(claims: list[Claim], out_dir: str | Path, *, retry_errors: bo
 NEUTRAL_SETTINGS = {
     "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
     "llm.api_key_env", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
-    "retrieval.qdrant_api_key", "retrieval.path", "agent.review",
+    "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout", "agent.max_fact_chars",
 }
 
 

@@ -1,7 +1,8 @@
 """Choosing the search backend — what the agent's search tool is handed.
 
 Backend ``qdrant`` searches a named index: embedded under the index root or, when a Qdrant
-``url`` is configured, a collection on that server; the embedded ``demo`` index is built from the
+``url`` is configured, a collection on that server — or, when ``url`` is a CLAIRE search
+endpoint (``.../api/search``, see :mod:`.http_search`), the index that ``claire serve`` serves; the embedded ``demo`` index is built from the
 bundled demo corpus the first time it is asked for. Backend ``wikichat`` searches Wikipedia
 through the remote WikiChat API.
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from claire.errors import RetrievalError
+from claire.indexes.http_search import HttpSearcher, is_search_endpoint
 from claire.indexes.retriever import Hit, ensure_demo_index, open_retriever
 from claire.indexes.stores import SearchMode
 from claire.indexes.wikichat import DEFAULT_URL, WikiChatRetriever
@@ -53,6 +55,8 @@ def open_searcher(
         return WikiChatRetriever(wikichat_url, timeout, max_attempts)
     if backend != "qdrant":
         raise RetrievalError(f"unknown search backend {backend!r}; use qdrant or wikichat")
+    if is_search_endpoint(url):
+        return HttpSearcher(url, timeout)  # type: ignore[arg-type]
     if index == DEMO and url is None:
         ensure_demo_index(root, embedder or "minilm", name=DEMO)
     return open_retriever(index, root=root, embedder_spec=embedder, url=url, api_key=api_key)

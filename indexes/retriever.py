@@ -9,6 +9,7 @@ calls it through ``asyncio.to_thread``). :func:`build_index` embeds and stores a
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -25,17 +26,17 @@ from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, demo_corpus_path, read
 from claire.indexes.embedders import Embedder, load_embedder
 from claire.indexes.stores import (
     IndexMeta,
-    REBUILD_PREFIX,
     IndexStore,
     SearchMode,
     check_name,
     delete_index,
     list_indexes,
     open_index,
-    replace_embedded_index,
 )
+from claire.indexes.sharing import DEFAULT_LOCK_TIMEOUT
 
 QUERY_CACHE_SIZE = 4096
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -110,6 +111,21 @@ class Retriever:
             )
         return [Hit(block, score, rank) for rank, (block, score) in enumerate(found, start=1)]
 
+    def refresh(self) -> bool:
+        """Switch to the index's current version if a rebuild swapped one in since it was opened
+        (a long-running server calls this; a batch run stays on one version). A new version
+        built with another embedder is not taken: it is logged and the old one kept."""
+
+        def same_embedder(meta: IndexMeta) -> bool:
+            if meta.embedder_model == self.embedder.model_id and meta.dim == self.embedder.dim:
+                return True
+            log.warning("index %s was rebuilt with %s; keeping the version this process opened (%s)",
+                        meta.name, meta.embedder_model, self.embedder.model_id)
+            return False
+
+        with self._lock:
+            return self.store.refresh(same_embedder)
+
     def has_document(self, title: str) -> bool:
         """Whether the index holds any block of the article ``title``."""
         with self._lock:
@@ -154,10 +170,13 @@ def build_index(
     batch_size: int = 256,
     show_progress: bool = True,
     replace: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
 ) -> BuildSummary:
     """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
     Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
-    fails or is interrupted leaves no index behind."""
+    fails or is interrupted leaves no index behind; an embedded index being replaced stays
+    searchable, unchanged, until the new one is complete and swapped in. Another build of the
+    same embedded index is waited for (up to ``lock_timeout`` s)."""
     check_name(name)
     if not blocks:
         raise DatasetError("no blocks to index")
@@ -169,19 +188,16 @@ def build_index(
         raise DatasetError(f"{len(repeated)} block ids occur more than once (e.g. {repeated[0]!r}); ids must be unique")
     if isinstance(embedder, str):
         embedder = load_embedder(embedder)
-    final = name
     if any(m.name == name for m in list_indexes(root, url, api_key=api_key)):
         if not replace:
             raise RetrievalError(f"index {name} already exists; pass --replace to rebuild it")
-        if url is None:  # embedded: build beside the old index and swap at the end, so it survives a failed rebuild
-            name = f"{REBUILD_PREFIX}{final}"  # a name no user can choose
-            with suppress(RetrievalError):
-                delete_index(name, root=root)  # the leftovers of an earlier interrupted rebuild
-        else:  # a server collection cannot be renamed: the old one goes first
+        if url is not None:  # a server collection cannot be renamed: the old one goes first
             delete_index(name, root=root, url=url, api_key=api_key)
+        # embedded: the new version is built beside the old one and swapped in by finalize
     meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim)
     started = time.monotonic()
-    store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta)
+    store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta, replace=replace,
+                      lock_timeout=lock_timeout)
     try:
         with Progress(
             TextColumn(f"indexing {name}"),
@@ -200,16 +216,15 @@ def build_index(
         store.finalize()
         size = store.size_on_disk()
     except BaseException:
-        store.close()
-        with suppress(RetrievalError):
-            delete_index(name, root=root, url=url, api_key=api_key)
+        store.close()  # an embedded store discards its unfinished version itself
+        if url is not None:
+            with suppress(RetrievalError):
+                delete_index(name, root=root, url=url, api_key=api_key)
         raise
     store.close()
-    if name != final:
-        replace_embedded_index(root, old=final, new=name)
     seconds = time.monotonic() - started
     return BuildSummary(
-        name=final,
+        name=name,
         blocks=meta.blocks,
         documents=meta.documents,
         seconds=round(seconds, 3),
@@ -226,4 +241,9 @@ def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "de
     if existing is not None and existing.complete:
         return
     blocks = read_corpus(demo_corpus_path()).blocks
-    build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None)
+    try:
+        build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None)
+    except RetrievalError:
+        # another process may have built it while this one waited for the build lock
+        if not any(m.name == name and m.complete for m in list_indexes(root)):
+            raise

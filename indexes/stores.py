@@ -6,7 +6,8 @@ Both backends hold the same schema — a named dense vector ``dense`` (cosine), 
 rank fusion in one request, always able to exclude one article by title.
 
 - :class:`EdgeStore` runs Qdrant's engine in-process (``qdrant-edge-py``); an index is a directory
-  ``<root>/<name>/`` holding the shard (``shard/``) and its description (``meta.json``).
+  ``<root>/<name>/`` holding complete versions of the shard and a description (``meta.json``)
+  naming the current one, so many processes read while one builds (see :mod:`.sharing`).
 - :class:`ServerStore` talks to a Qdrant server or cluster through ``qdrant-client``; an index is
   a collection whose metadata holds its description. A ``file:PATH`` url (or ``path=``) selects
   qdrant-client's local mode, a pure-Python stand-in for a server used in tests.
@@ -16,12 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -34,7 +34,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ApiException
 
 from claire.errors import RetrievalError
-from claire.indexes import sparse
+from claire.indexes import sharing, sparse
 from claire.indexes.corpus import Block
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
@@ -84,14 +84,8 @@ def point_id(block_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(block_id.encode("utf-8"), digest_size=8).digest(), "big") >> 1
 
 
-REBUILD_PREFIX = "_rebuild."
-"""Names of indexes being rebuilt beside the old one; users cannot choose them (they start with '_')."""
-
-
-def check_name(name: str, *, internal: bool = False) -> None:
-    """Refuse names a user may not give; ``internal`` also allows CLAIRE's own rebuild names."""
-    if internal and name.startswith(REBUILD_PREFIX) and _NAME.match(name[len(REBUILD_PREFIX):]):
-        return
+def check_name(name: str) -> None:
+    """Refuse names a user may not give (CLAIRE's own temporary folders start with a dot)."""
     if not _NAME.match(name):
         raise RetrievalError(
             f"invalid index name {name!r}: use letters, digits, '_', '-' or '.', starting with a letter or digit"
@@ -201,6 +195,11 @@ class IndexStore(ABC):
         """The payloads of the points ``ids`` (in that order; ids not stored are left out)."""
         raise RetrievalError(f"the {type(self).__name__} backend cannot fetch blocks by id")
 
+    def refresh(self, accept: Callable[[IndexMeta], bool] | None = None) -> bool:
+        """Move to the index's newest complete version if a build replaced it since it was opened
+        (and ``accept`` approves its description); True when it moved. Servers are always current."""
+        return False
+
     @abstractmethod
     def count(self) -> int:
         """The number of blocks stored."""
@@ -287,31 +286,99 @@ def _load_shard(path: Path, name: str) -> edge.EdgeShard:
 
 class EdgeStore(IndexStore):
     """An index in the embedded Qdrant engine, in the directory ``path`` (``<root>/<name>``).
-    Opens the index there if it exists; otherwise ``create`` makes it."""
 
-    def __init__(self, path: str | Path) -> None:
+    Opens the index there if it exists — a private view of its current version, so any number
+    of processes can search it while one builds the next version (see :mod:`.sharing`) — unless
+    ``open_existing`` is False. ``create`` takes the folder's writer lock (waiting up to
+    ``lock_timeout`` s for another writer) and builds a new version, which ``finalize`` makes
+    current; with ``replace`` an existing index is replaced that way, else it is an error.
+    Closing an unfinished build discards it.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        open_existing: bool = True,
+        replace: bool = False,
+        lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
         self.path = Path(path)
+        self.replace, self.lock_timeout = replace, lock_timeout
         self._shard: edge.EdgeShard | None = None
-        if (self.path / "meta.json").is_file():
-            self._meta = _read_meta_file(self.path / "meta.json")
-            self._shard = _load_shard(self.path / "shard", self._meta.name)
+        self._view: sharing.ReaderView | None = None
+        self._writer: sharing.WriterLock | None = None
+        self._version: Path | None = None  # the version this store builds
+        self._published = False
+        if open_existing and (self.path / sharing.POINTER).is_file():
+            self._view = sharing.ReaderView.open(self.path)
+            if self._view is not None:
+                try:
+                    self._meta = IndexMeta.from_dict(self._view.description, str(self.path / sharing.POINTER))
+                    if self._meta.complete:  # (only folders from before versions can hold an unfinished one)
+                        self._shard = _load_shard(self._view.shard, self._meta.name)
+                except BaseException:
+                    self._view.close()
+                    raise
+                if self._shard is None:
+                    self._view.close()
+                    self._view = None
 
     def _create(self, meta: IndexMeta) -> None:
-        if self.path.exists() and any(self.path.iterdir()):
+        name = self.path.name
+        if self.path.is_dir() and any(not e.name.startswith(".") and e.name not in (sharing.POINTER, sharing.LEGACY_SHARD)
+                                      for e in self.path.iterdir()):
             raise RetrievalError(f"{self.path} exists but is not a CLAIRE index; remove it or choose another name")
-        meta.name, meta.backend = self.path.name, "edge"
-        config = edge.EdgeConfig(
-            vectors={DENSE: edge.EdgeVectorParams(size=meta.dim, distance=edge.Distance.Cosine)},
-            sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
-        )
-        self._shard = edge.EdgeShard.create(str(self.path / "shard"), config)
-        self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
+        writer = sharing.WriterLock(self.path, name, self.lock_timeout).acquire()
+        try:
+            current = sharing.read_pointer(self.path)
+            if current is not None and not self.replace:
+                raise RetrievalError(f"index {name} already exists in {self.path.parent}; delete it or rebuild with --replace")
+            sharing.prune(self.path, keep=(current or {}).get("version"))  # leftovers of killed builds
+            self._version = sharing.new_version(self.path)
+            meta.name, meta.backend = name, "edge"
+            config = edge.EdgeConfig(
+                vectors={DENSE: edge.EdgeVectorParams(size=meta.dim, distance=edge.Distance.Cosine)},
+                sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+                wal_enabled=False,  # a build is published only after its final flush
+            )
+            self._shard = edge.EdgeShard.create(str(self._version / "shard"), config)
+            self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
+        except BaseException:
+            if self._version is not None:
+                shutil.rmtree(self._version, ignore_errors=True)
+                self._version = None
+            sharing.remove_if_unused(self.path)
+            writer.release()
+            raise
+        self._writer = writer
 
     def _save_meta(self) -> None:
-        target = self.path / "meta.json"
-        staging = target.with_suffix(".json.tmp")
-        staging.write_text(json.dumps(self.meta.to_dict(), indent=2), encoding="utf-8")
-        os.replace(staging, target)
+        if self._version is None:
+            raise RetrievalError(f"index {self.meta.name} is open for reading; build a new one to change it")
+        sharing.write_json_atomically(self._version / "meta.json", self.meta.to_dict())
+        if self.meta.complete:  # the swap: from now on readers open this version
+            sharing.publish(self.path, self._version, self.meta.to_dict())
+            self._published = True
+            sharing.prune(self.path, keep=self._version.name)
+
+    def refresh(self, accept: Callable[[IndexMeta], bool] | None = None) -> bool:
+        if self._view is None:  # a build in progress, or closed
+            return False
+        pointer = sharing.read_pointer(self.path)
+        if pointer is None or pointer.get("version") == self._view.description.get("version"):
+            return False
+        fresh = EdgeStore(self.path, lock_timeout=self.lock_timeout)
+        if fresh._shard is None or (accept is not None and not accept(fresh.meta)):
+            fresh.close()
+            return False
+        old_shard, old_view = self._shard, self._view
+        self._shard, self._view, self._meta = fresh._shard, fresh._view, fresh._meta
+        fresh._shard, fresh._view = None, None
+        if old_shard is not None:
+            old_shard.close()
+        old_view.close()
+        return True
 
     @property
     def _open_shard(self) -> edge.EdgeShard:
@@ -381,8 +448,21 @@ class EdgeStore(IndexStore):
         if self._shard is not None:
             self._shard.close()
             self._shard = None
+        if self._view is not None:
+            self._view.close()
+            self._view = None
+        if self._writer is not None:
+            if self._version is not None and not self._published:  # an unfinished build
+                shutil.rmtree(self._version, ignore_errors=True)
+            sharing.remove_if_unused(self.path)
+            self._writer.release()
+            self._writer = None
 
     def size_on_disk(self) -> int:
+        if self._version is not None:
+            return _tree_size(self._version)
+        if self._view is not None and self._view.source.is_dir():
+            return _tree_size(self._view.source)
         return _tree_size(self.path)
 
 
@@ -397,6 +477,9 @@ class _Connection:
 
 
 def _connect(url: str | None, path: str | Path | None, api_key: str | None) -> _Connection:
+    if url and url.rstrip("/").endswith("/api/search"):  # see claire.indexes.http_search
+        raise RetrievalError(f"{url} is a `claire serve` search endpoint, which can only be searched; "
+                             "build, list and delete indexes on the machine that serves them")
     if url and url.startswith("file:"):
         path, url = url.removeprefix("file:").removeprefix("//"), None
     if url is not None and path is None:
@@ -560,11 +643,19 @@ def open_index(
     url: str | None = None,
     api_key: str | None = None,
     create_meta: IndexMeta | None = None,
+    replace: bool = False,
+    lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT,
 ) -> IndexStore:
     """Open the index ``name`` — embedded under ``root``, or on the Qdrant server at ``url`` —
-    or create it from ``create_meta``."""
-    check_name(name, internal=True)
-    store: IndexStore = ServerStore(url, api_key=api_key, collection=name) if url else EdgeStore(Path(root) / name)
+    or create it from ``create_meta``. An embedded index is built as a new version of its folder
+    (``replace`` lets it replace an existing one at the end); a build waits up to
+    ``lock_timeout`` s for another build of the same index to finish."""
+    check_name(name)
+    store: IndexStore = (
+        ServerStore(url, api_key=api_key, collection=name)
+        if url
+        else EdgeStore(Path(root) / name, open_existing=create_meta is None, replace=replace, lock_timeout=lock_timeout)
+    )
     where = url or str(root)
     if create_meta is not None:
         if store.exists:
@@ -587,10 +678,7 @@ def list_indexes(root: Path, url: str | None = None, *, api_key: str | None = No
         root = Path(root)
         if not root.is_dir():
             return []
-        return [
-            _read_meta_file(d / "meta.json") for d in sorted(root.iterdir())
-            if (d / "meta.json").is_file() and not d.name.startswith(REBUILD_PREFIX)
-        ]
+        return [_read_meta_file(d / "meta.json") for d in sorted(root.iterdir()) if (d / "meta.json").is_file()]
     connection = _connect(url, None, api_key)
     try:
         with _server_errors(connection.where):
@@ -609,22 +697,17 @@ def _hnsw(limit: int) -> edge.SearchParams:
     return edge.SearchParams(hnsw_ef=max(128, 5 * limit // 2))
 
 
-def replace_embedded_index(root: Path, *, old: str, new: str) -> None:
-    """Put the finished embedded index ``new`` in place of ``old`` (deleted), keeping the name ``old``."""
-    root = Path(root)
-    delete_index(old, root=root)
-    os.replace(root / new, root / old)
-    meta_path = root / old / "meta.json"
-    data = json.loads(meta_path.read_text(encoding="utf-8"))
-    data["name"] = old
-    temp = meta_path.with_name(".meta.json.tmp")
-    temp.write_text(json.dumps(data, indent=2), encoding="utf-8")
-    os.replace(temp, meta_path)
-
-
-def delete_index(name: str, *, root: Path, url: str | None = None, api_key: str | None = None) -> None:
-    """Delete the index ``name``; an embedded index must not be open anywhere."""
-    check_name(name, internal=True)
+def delete_index(
+    name: str,
+    *,
+    root: Path,
+    url: str | None = None,
+    api_key: str | None = None,
+    lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT,
+) -> None:
+    """Delete the index ``name``. An embedded index waits for a build in progress; processes that
+    have it open keep searching their view of it until they close it."""
+    check_name(name)
     if url is not None:
         connection = _connect(url, None, api_key)
         client = connection.client
@@ -637,9 +720,10 @@ def delete_index(name: str, *, root: Path, url: str | None = None, api_key: str 
             client.close()
     else:
         path = Path(root) / name
-        if path.is_dir():
-            if (path / "shard").is_dir():
-                _load_shard(path / "shard", name).close()  # fails while another process has it open
-            shutil.rmtree(path)
+        if (path / sharing.POINTER).is_file():
+            with sharing.WriterLock(path, name, lock_timeout):
+                (path / sharing.POINTER).unlink(missing_ok=True)  # from here on the index is gone
+                sharing.prune(path, keep=None)
+                sharing.remove_if_unused(path)
             return
     raise RetrievalError(f"no index named {name} in {url or root}; available: {_available(Path(root), url, api_key)}")

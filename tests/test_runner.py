@@ -144,13 +144,32 @@ def test_a_complete_last_line_missing_its_newline_is_kept(tmp_path, claims):
     assert len(system.calls) == 7 and len(lines(tmp_path / "run")) == 10
 
 
-def test_garbage_inside_the_file_is_an_error(tmp_path, claims):
-    run(claims[:3], FakeSystem(), tmp_path / "run")
-    path = tmp_path / "run" / "predictions.jsonl"
+def test_a_damaged_middle_line_is_moved_aside_and_its_claim_run_again(tmp_path, claims, caplog):
+    clean = run(claims, FakeSystem(), tmp_path / "clean")
+    out = tmp_path / "run"
+    run(claims[:4], FakeSystem(), out)
+    path = out / "predictions.jsonl"
     rows = path.read_text().splitlines()
-    path.write_text("\n".join([rows[0], '{"claim_id": 5}', *rows[1:]]) + "\n")
-    with pytest.raises(DatasetError, match=r"predictions\.jsonl: line 2: field claim_id"):
-        load_predictions(tmp_path / "run")
+    damaged_id = json.loads(rows[1])["claim_id"]
+    rows[1] = rows[1][:40] + "\x00garbage" + rows[1][60:]  # line 2 corrupted in place
+    rows.insert(3, '{"claim_id": 5}')  # and a line that is JSON but not a prediction (line 4)
+    path.write_text("\n".join(rows) + "\n")
+
+    with caplog.at_level("WARNING"):  # reading alone leaves them out and says which lines
+        assert len(load_predictions(out)) == 3
+    assert "line 2" in caplog.text and "line 4" in caplog.text and "field claim_id" in caplog.text
+    caplog.clear()
+
+    system = FakeSystem()
+    with caplog.at_level("WARNING"):
+        summary = run(claims, system, out)
+    assert f"line 2 (claim {damaged_id}) is damaged" in caplog.text and "predictions.rejected.jsonl" in caplog.text
+    assert damaged_id in system.calls and len(system.calls) == 7  # the damaged claim and the 6 never run
+    rejected = [json.loads(line) for line in (out / "predictions.rejected.jsonl").read_text().splitlines()]
+    assert [r["line"] for r in rejected] == [2, 4]
+    assert "garbage" in rejected[0]["text"] and rejected[1]["text"] == '{"claim_id": 5}'
+    assert len(lines(out)) == 10 and {r["claim_id"] for r in lines(out)} == {c.claim_id for c in claims}
+    same_metrics(summary.metrics, clean.metrics)
 
 
 KILLED_RUN = """

@@ -124,12 +124,36 @@ def test_unfinished_index_is_refused(location):
     store = open_index("half", root=root, url=url, create_meta=toy_meta())
     store.upsert(BLOCKS[:2], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:2]]))
     store.close()
+    if url is None:  # embedded: an unfinished build is never published and is discarded on close
+        with pytest.raises(RetrievalError, match="no index named half"):
+            open_index("half", root=root, url=url)
+        assert list_indexes(root, url) == []
+        assert not (root / "half").exists()
+        return
     with pytest.raises(RetrievalError, match="never finished"):
         open_index("half", root=root, url=url)
     assert [m.complete for m in list_indexes(root, url)] == [False]
 
 
-def test_second_process_gets_a_clear_error(location):
+def test_second_process_opens_an_embedded_index_that_is_open_here(tmp_path):
+    root = tmp_path / "indexes"
+    build((root, None))
+    script = (
+        "from pathlib import Path\n"
+        "from claire.indexes.stores import open_index\n"
+        f"with open_index('geo', root=Path({str(root)!r})) as store:\n"
+        "    print(store.count())\n"
+    )
+    with open_index("geo", root=root) as store:
+        other = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert [b.id for b, _ in search(store, "coral reef fish", k=1)] == ["Coral reef-1"]
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.strip() == "8"
+    assert not (root / "geo" / ".views").exists()  # both views were removed on close
+
+
+def test_second_process_gets_a_clear_error_in_local_mode(tmp_path):
+    location = (tmp_path / "indexes", f"file:{tmp_path / 'qdrant'}")
     root, url = location
     build(location)
     script = (
@@ -193,3 +217,115 @@ def test_tied_fused_scores_are_ordered_by_id_so_rankings_repeat(tmp_path):
         assert [b.id for b, _ in found] == ["tie-a", "tie-b"]
         assert found[0][1] == found[1][1]
     store.close()
+
+
+def test_an_index_folder_from_before_versions_is_shared_and_replaced(tmp_path):
+    """Folders written by earlier versions (``shard/`` with a write-ahead log beside ``meta.json``)
+    open in several places at once, and a rebuild turns them into a versioned folder."""
+    import json
+
+    import qdrant_edge as edge
+
+    from claire.indexes import sparse
+
+    root = tmp_path / "indexes"
+    folder = root / "old"
+    shard = edge.EdgeShard.create(str(folder / "shard"), edge.EdgeConfig(
+        vectors={"dense": edge.EdgeVectorParams(size=DIM, distance=edge.Distance.Cosine)},
+        sparse_vectors={"bm25": edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)}))
+    shard.update(edge.UpdateOperation.create_field_index("document_title", edge.PayloadSchemaType.Keyword))
+    shard.update(edge.UpdateOperation.upsert_points([
+        edge.Point(i, {"dense": toy_vector(b.embed_text()).tolist(), "bm25": sparse.document_vector(b.embed_text())},
+                   b.model_dump(exclude_none=True)) for i, b in enumerate(BLOCKS)]))
+    shard.flush()
+    shard.close()
+    meta = {**toy_meta().to_dict(), "name": "old", "backend": "edge", "blocks": 8, "complete": True}
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert (folder / "shard" / "wal").is_dir()
+    with open_index("old", root=root) as first, open_index("old", root=root) as second:
+        assert first.count() == second.count() == 8
+        assert [b.id for b, _ in search(second, "coral reef fish", k=1)] == ["Coral reef-1"]
+    store = open_index("old", root=root, create_meta=toy_meta(), replace=True)
+    store.upsert(BLOCKS[:2], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:2]]))
+    store.finalize()
+    store.close()
+    assert not (folder / "shard").exists() and json.loads((folder / "meta.json").read_text())["version"].startswith(".v-")
+    with open_index("old", root=root) as reopened:
+        assert reopened.count() == 2
+
+
+def test_views_of_readers_that_died_are_removed(tmp_path):
+    import os
+    import time
+
+    from claire.indexes import sharing
+
+    root = tmp_path / "indexes"
+    build((root, None))
+    dead = root / "geo" / sharing.VIEWS / "999999-dead"
+    (dead / "shard").mkdir(parents=True)
+    (dead / ".lock").touch()
+    old = time.time() - 2 * sharing.STALE_AFTER_S
+    os.utime(dead, (old, old))
+    with open_index("geo", root=root) as store:  # a live reader's view stays
+        live = store._view.view
+        os.utime(live, (old, old))
+        sharing.prune_views(root / "geo")
+        assert live.is_dir() and not dead.exists()
+        assert store.count() == 8
+    assert not (root / "geo" / sharing.VIEWS).exists()
+
+
+def test_search_endpoint_urls_are_not_taken_for_a_qdrant_server(tmp_path):
+    with pytest.raises(RetrievalError, match="search endpoint, which can only be searched"):
+        list_indexes(tmp_path, "http://127.0.0.1:9/api/search")
+
+
+def test_a_folder_that_is_not_an_index_is_left_alone(tmp_path):
+    root = tmp_path / "indexes"
+    (root / "mine").mkdir(parents=True)
+    (root / "mine" / "notes.txt").write_text("my own files")
+    with pytest.raises(RetrievalError, match="exists but is not a CLAIRE index"):
+        open_index("mine", root=root, create_meta=toy_meta())
+    assert sorted(p.name for p in (root / "mine").iterdir()) == ["notes.txt"]
+
+
+def test_readers_opening_during_repeated_swaps_always_see_a_complete_version(tmp_path):
+    import threading
+    import traceback
+
+    root = tmp_path / "indexes"
+    sizes = [2, 3, 4, 5, 6, 7, 8]
+
+    def build_of(size: int, replace: bool) -> None:
+        store = open_index("flux", root=root, create_meta=toy_meta(), replace=replace)
+        store.upsert(BLOCKS[:size], np.stack([toy_vector(b.embed_text()) for b in BLOCKS[:size]]))
+        store.finalize()
+        store.close()
+
+    build_of(sizes[0], False)
+    seen, errors, done = [], [], threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            try:
+                with open_index("flux", root=root) as store:
+                    seen.append((store.meta.blocks, store.count(), len(search(store, "ice glaciers", k=10))))
+            except Exception:  # noqa: BLE001 - the test reports any failure
+                errors.append(traceback.format_exc())
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        for size in sizes[1:]:
+            build_of(size, True)
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join(60)
+    assert errors == []
+    assert seen and all(meta == count == found and count in sizes for meta, count, found in seen)
+    with open_index("flux", root=root) as store:
+        assert store.count() == 8
+    assert len([p for p in (root / "flux").iterdir() if p.name.startswith(".v-")]) == 1

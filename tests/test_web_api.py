@@ -140,10 +140,10 @@ def test_scan_gives_spans_scores_and_progress_then_reviews_export_as_wikicollide
 def test_search_endpoint_shape_and_article_lookup(app_server):
     client = httpx.Client(base_url=app_server.url, timeout=30)
     found = client.post("/api/search", json={"query": "Eiffel Tower completion", "k": 5, "exclude_title": "Eiffel Tower"})
-    results = found.json()["results"]
-    assert len(results) == 5 and all(set(r) == {"id", "document_title", "section_title", "content", "block_type", "url", "score"}
-                                     for r in results)
-    assert "Eiffel Tower" not in {r["document_title"] for r in results}
+    results = found.json()["results"]  # the contract the CLI's search-endpoint client reads
+    assert len(results) == 5 and [r["rank"] for r in results] == [1, 2, 3, 4, 5]
+    assert all({"id", "document_title", "section_title", "content"} <= set(r["block"]) and "score" in r for r in results)
+    assert "Eiffel Tower" not in {r["block"]["document_title"] for r in results}
     assert "Eiffel Tower" in client.get("/api/articles", params={"q": "Eiffel Tower"}).json()["titles"]
     article = client.get("/api/article", params={"title": "Eiffel Tower"}).json()
     assert "1889" in article["text"]

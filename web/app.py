@@ -21,10 +21,12 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from sse_starlette.sse import EventSourceResponse
 
 from claire import __version__
+from claire.agent.fact_limits import check_fact
 from claire.agent.llm import LLMClient
 from claire.agent.runtime import open_retrieval
 from claire.config import Config, cache_dir
 from claire.errors import ClaireError
+from claire.indexes import http_search
 from claire.indexes.registry import Searcher
 from claire.web import security
 from claire.web.jobs import JobRunner, TooBusy, cited_numbers
@@ -58,7 +60,7 @@ SystemName = Literal["claire", "rav", "nli"]
 
 
 class CheckRequest(BaseModel):
-    fact: str = Field(min_length=1, max_length=2000)
+    fact: str = Field(min_length=1, max_length=100_000)  # agent.max_fact_chars decides, with the scan hint
     title: str | None = Field(None, max_length=300)
     section: str | None = Field(None, max_length=300)
     context: str | None = Field(None, max_length=20_000)
@@ -78,12 +80,6 @@ class ReviewRequest(BaseModel):
     fact: str = Field(min_length=1, max_length=2000, description="the fact's text, its claim id or its index")
     decision: Literal["accept", "reject"]
     comment: str | None = Field(None, max_length=4000)
-
-
-class SearchRequest(BaseModel):
-    query: str = Field(min_length=1, max_length=2000)
-    k: int = Field(10, ge=1, le=100)
-    exclude_title: str | None = Field(None, max_length=300)
 
 
 class Created(BaseModel):
@@ -167,6 +163,10 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
         request["fact"] = request["fact"].strip()
         if not request["fact"]:
             raise HTTPException(422, "the fact is empty")
+        try:
+            check_fact(request["fact"], config.agent.max_fact_chars)
+        except ClaireError as error:
+            raise HTTPException(422, str(error)) from None
         return Created(id=runner().submit_check(request))
 
     @app.get("/api/check/{job_id}", tags=["checks"])
@@ -304,14 +304,13 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
                                        mode=retrieval.mode, candidates=max(retrieval.candidates, k))
 
     @app.post("/api/search", tags=["index"])
-    async def post_search(body: SearchRequest) -> dict[str, Any]:
-        """Ranked blocks of the index (never from ``exclude_title``), as a remote retriever reads them."""
-        if not body.query.strip():
-            raise HTTPException(422, "the query is empty")
-        hits = await _search(body.query, body.k, body.exclude_title)
-        return {"results": [{"id": h.block.id, "document_title": h.block.document_title, "section_title": h.block.section_title,
-                             "content": h.block.content, "block_type": h.block.block_type, "url": h.block.url,
-                             "score": h.score} for h in hits]}
+    async def post_search(body: http_search.SearchRequest) -> JSONResponse:
+        """Ranked blocks of the index (never from ``exclude_title``): the search-endpoint contract
+        that ``retrieval.url = "http://HOST:PORT/api/search"`` reads (indexes/http_search.py)."""
+        status, payload = await asyncio.to_thread(
+            http_search.answer, state["retriever"], body.model_dump(), index=config.retrieval.index
+        )
+        return JSONResponse(payload, status_code=status)
 
     @app.get("/api/articles", tags=["index"])
     async def find_articles(q: str = Query(min_length=1, max_length=300)) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from rich.console import Console
 
 from claire.agent.extraction import extract_facts
+from claire.agent.fact_limits import fact_length_problem
 from claire.agent.llm import LLMClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
 from claire.agent.system import Claim, ContextBlock
@@ -106,13 +107,31 @@ def render_scan_report(result: ScanResult, system: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _within_limit(facts: list, limit: int, console: Console | None) -> list:
+    """The extracted facts short enough to check; the others are dropped with a warning."""
+    kept = []
+    for fact in facts:
+        problem = fact_length_problem(fact.text, limit, what="an extracted fact")
+        if problem and problem[1]:
+            message = f"skipped {problem[0].split(';')[0]}"
+            if console is not None:
+                console.print(f"[yellow]warning:[/] {message}")
+            continue
+        kept.append(fact)
+    if facts and not kept:
+        raise ClaireError(f"every extracted fact is over agent.max_fact_chars ({limit:,} characters); nothing to check")
+    return kept
+
+
 async def extract_claims(
-    *, title: str, text: str, llm: LLMClient, config: Config, section: str = "", max_facts: int | None = None
+    *, title: str, text: str, llm: LLMClient, config: Config, section: str = "", max_facts: int | None = None,
+    console: Console | None = None,
 ) -> list[Claim]:
     """The passage's atomic facts as claims with stable ids, each in the context of its block."""
     facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
     if not facts:
         raise ClaireError("no checkable facts were found in the text")
+    facts = _within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
     return [Claim(claim_id=fact_id(f.text), text=f.text,
                   context=ContextBlock(document_title=title, section_title=section, content=f.block)) for f in facts]
@@ -133,7 +152,8 @@ async def run_scan(
     llm = LLMClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
-        claims = await extract_claims(title=title, section=section, text=text, llm=llm, config=config, max_facts=max_facts)
+        claims = await extract_claims(title=title, section=section, text=text, llm=llm, config=config, max_facts=max_facts,
+                                      console=console)
         has_document = getattr(retriever, "has_document", None)
         title_in_index = has_document(title) if has_document else None
         if title_in_index is False and console is not None:

@@ -1,0 +1,66 @@
+"""Over-long facts: a warning above a sentence or two, refused above agent.max_fact_chars with a
+pointer to `claire scan` — in the library, and through the real `claire` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from claire.agent.fact_limits import check_claims, check_fact
+from claire.errors import ClaireError, ConfigError, DatasetError
+from claire.workflows.scan import _within_limit
+
+FIXTURE = Path(__file__).parent / "fixtures" / "wikicollide_mini.json"
+PASTED = "The tower was built in 1889 by Gustave Eiffel's company. " * 900  # ~50 KB pasted by mistake
+
+
+def claire(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
+    env.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "OPENAI_API_KEY": "sk-x"})
+    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=180, stdin=subprocess.DEVNULL)
+
+
+def test_short_long_and_too_long_facts():
+    assert check_fact("The Eiffel Tower was completed in 1889.", 2000) is None
+    warning = check_fact("word " * 100, 2000)
+    assert warning and "more than a sentence or two" in warning and "claire scan" in warning
+    with pytest.raises(ConfigError, match=r"51,300 characters long, over the limit of 2,000 .*claire scan"):
+        check_fact(PASTED, 2000)
+    assert check_fact(PASTED, 100_000)  # a raised limit lets it through, still with a warning
+
+
+def test_dataset_claims_and_extracted_facts():
+    claims = [SimpleNamespace(claim_id=f"c{i}", text=text) for i, text in enumerate(["short.", "x " * 300, PASTED])]
+    with pytest.raises(DatasetError, match=r"dev\.json: 1 claim\(s\) are over the limit .*: c2;"):
+        check_claims(claims, 2000, source="dev.json")
+    assert check_claims(claims[:2], 2000, source="dev.json") == ["1 claim(s) of dev.json are longer than a sentence or two: c1"]
+    facts = [SimpleNamespace(text="Paris is in France."), SimpleNamespace(text=PASTED)]
+    assert [f.text for f in _within_limit(facts, 2000, None)] == ["Paris is in France."]
+    with pytest.raises(ClaireError, match="every extracted fact"):
+        _within_limit(facts[1:], 2000, None)
+
+
+def test_cli_check_refuses_a_pasted_article_with_the_hint(tmp_path):
+    result = claire("check", PASTED, "--title", "Eiffel Tower", "--base-url", "http://127.0.0.1:9/v1", cache=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "over the limit of 2,000" in result.stderr and "claire scan" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "indexes").exists()  # refused before anything was opened or built
+
+
+def test_cli_eval_refuses_a_dataset_with_an_over_long_claim(tmp_path):
+    records = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    records[2]["claim"]["claim_text"] = PASTED
+    dataset = tmp_path / "dev.json"
+    dataset.write_text(json.dumps(records), encoding="utf-8")
+    result = claire("eval", "--dataset", str(dataset), "--out", str(tmp_path / "run"), cache=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert records[2]["claim"]["claim_id"] in result.stderr and "claire scan" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()
