@@ -16,7 +16,6 @@ from claire.agent.llm_backends import (
     ChatRequest,
     ChatResponse,
     LlamaCppBackend,
-    ScriptedBackend,
     TransientLLMError,
 )
 from claire.agent.chat_models import LangChainBackend
@@ -93,13 +92,6 @@ class LLMClient:
             tool_calling=config.tool_calling,
             context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
         )
-
-    @classmethod
-    def scripted(cls, script: Any, **kwargs: Any) -> "LLMClient":
-        """A client over a :class:`ScriptedBackend` (unit tests and examples)."""
-        kwargs.setdefault("model", "scripted")
-        kwargs.setdefault("retry_base_wait", 0.0)
-        return cls(ScriptedBackend(script), **kwargs)
 
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Prompt tokens of a request for this client's model (exact for OpenAI models, else a safe estimate)."""

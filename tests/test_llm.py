@@ -15,6 +15,7 @@ from claire.agent.usage import price_for, track_usage
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.testing.mock_openai import MockOpenAIServer
+from claire.testing.scripted import scripted_client
 
 HELLO = [{"role": "user", "content": "hello"}]
 TOOLS = [{"type": "function", "function": {"name": "search", "description": "search",
@@ -194,7 +195,7 @@ async def test_cache_concurrent_writers(openai_server, tmp_path):
 
 
 async def test_scripted_client_and_nested_usage_scopes():
-    client = LLMClient.scripted(["one", "two"])
+    client = scripted_client(["one", "two"])
     with track_usage() as run:
         with track_usage() as claim:
             await client.chat(HELLO)
