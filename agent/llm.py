@@ -122,7 +122,9 @@ class LLMClient:
         max_tokens: int | None = None,
         use_cache: bool = True,
     ) -> ChatResponse:
-        """One chat completion, retried on transient failures, cached, and accounted."""
+        """One chat completion, retried on transient failures, cached, and accounted. Messages
+        rendered by the prompt library carry their template's name, which goes with the request
+        (``ChatRequest.prompt_id``, the ``X-Claire-Prompt`` header over HTTP)."""
         request = ChatRequest(
             model=self.model,
             messages=messages,
@@ -131,6 +133,7 @@ class LLMClient:
             temperature=self.temperature if temperature is None else temperature,
             max_tokens=max_tokens or self.max_tokens,
             timeout=self.timeout,
+            prompt_id=getattr(messages, "prompt_id", None) or None,
         )
         key = (cache_key(request.cache_fields(self.backend.name, self.backend.endpoint))
                if self.cache is not None and use_cache else None)

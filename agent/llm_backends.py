@@ -18,6 +18,10 @@ from typing import Any, Protocol
 from claire.errors import LLMError
 from claire.retrying import TransientError
 
+PROMPT_HEADER = "X-Claire-Prompt"
+"""The HTTP header that names the prompt template a request was rendered from (``verifier``,
+``verifier.feverous``); sent to OpenAI-compatible endpoints, where test servers read it."""
+
 
 @dataclass
 class ToolCall:
@@ -62,6 +66,7 @@ class ChatRequest:
     temperature: float = 0.0
     max_tokens: int = 1500
     timeout: float = 60.0
+    prompt_id: str | None = None  # the template the messages came from; not part of the cache key
 
     def cache_fields(self, provider: str, endpoint: str) -> dict[str, Any]:
         return {
