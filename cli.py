@@ -831,7 +831,7 @@ def serve_command(
     port: Annotated[int, typer.Option("--port")] = 8000,
     token: Annotated[Optional[str], typer.Option("--token", envvar="CLAIRE_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' on every API call.")] = None,
     concurrency: ConcurrencyOpt = None,
-    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where jobs and reviews are kept (default: the cache folder).")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where jobs and reviews are kept (default: web/ in the user data folder).")] = None,
     cors_origin: Annotated[Optional[list[str]], typer.Option("--cors-origin", help="Another page origin allowed to call the API (repeatable).")] = None,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
     system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,

@@ -9,8 +9,11 @@ A leaf module: every layer may import it.
 from __future__ import annotations
 
 import datetime
+import errno
 import os
 import re
+import shutil
+import sys
 import tomllib
 import warnings
 from pathlib import Path
@@ -33,13 +36,46 @@ TASK_NAMES = ("wikicollide", "feverous")
 
 
 def cache_dir() -> Path:
-    """Where CLAIRE keeps its LLM cache and embedded indexes unless told otherwise."""
+    """Where CLAIRE keeps its LLM response cache unless told otherwise (safe to delete)."""
     return Path(os.environ.get("CLAIRE_CACHE_DIR") or platformdirs.user_cache_dir("claire"))
 
 
 def data_dir() -> Path:
-    """Where CLAIRE keeps what must outlive a cache clean-up (saved interactive checks)."""
+    """Where CLAIRE keeps what must outlive a cache clean-up: embedded indexes and saved
+    interactive checks (``CLAIRE_DATA_DIR``, else the platform's user data folder)."""
     return Path(os.environ.get("CLAIRE_DATA_DIR") or platformdirs.user_data_dir("claire"))
+
+
+def default_index_root() -> Path:
+    """``data_dir()/indexes``. Indexes used to live in ``cache_dir()/indexes``: while the data
+    folder has no ``indexes`` yet, an old one is moved there once (renamed when both are on one
+    file system, else copied and then deleted) and one line on stderr says so. Nothing is deleted
+    before its copy is complete; if the move fails, the old folder is used as it is."""
+    root = data_dir() / "indexes"
+    legacy = cache_dir() / "indexes"
+    if os.path.lexists(root) or not legacy.is_dir() or os.path.abspath(legacy) == os.path.abspath(root):
+        return root  # both present: the data folder's wins and the old one is left alone
+    partial = root.with_name(f".indexes-moving-{os.getpid()}")
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(legacy, root)  # atomic on one file system
+        except OSError as error:
+            if error.errno != errno.EXDEV:
+                raise
+            shutil.copytree(legacy, partial, symlinks=True)
+            os.replace(partial, root)
+            shutil.rmtree(legacy, ignore_errors=True)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        if root.is_dir():  # another process got there first; what is left in the cache stays there
+            return root
+        print(f"claire: could not move the indexes from {legacy} to {root} ({error}); using them where they are",
+              file=sys.stderr)
+        return legacy
+    print(f"claire: moved the indexes from {legacy} to {root} (the cache folder is for data that may be deleted)",
+          file=sys.stderr)
+    return root
 
 
 class _Section(BaseModel):
@@ -118,7 +154,8 @@ class RetrievalConfig(_Section):
         return self
 
     def index_root(self) -> Path:
-        return self.path or cache_dir() / "indexes"
+        """``retrieval.path``, else ``indexes`` in the user data folder (see :func:`default_index_root`)."""
+        return self.path or default_index_root()
 
 
 class AgentConfig(_Section):

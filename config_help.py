@@ -29,7 +29,7 @@ HELP: dict[str, str] = {
     "llm.cache_path": "the response cache file (default: llm-cache.sqlite in the cache directory)",
     "retrieval.backend": "qdrant (an index) or wikichat (the WikiChat search API)",
     "retrieval.index": "index name",
-    "retrieval.path": "folder holding embedded indexes",
+    "retrieval.path": "folder holding embedded indexes (default: indexes in the user data directory)",
     "retrieval.url": "Qdrant server URL instead of the embedded engine",
     "retrieval.qdrant_api_key": "API key of the Qdrant server",
     "retrieval.embedder": "query embedder; unset: the one the index was built with",

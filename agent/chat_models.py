@@ -20,7 +20,7 @@ import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, convert_to_messages
 
-from claire.agent.llm_backends import ChatRequest, ChatResponse, ToolCall, TransientLLMError
+from claire.agent.llm_backends import PROMPT_HEADER, ChatRequest, ChatResponse, ToolCall, TransientLLMError
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.retrying import retry_after
@@ -234,6 +234,16 @@ def response_from_message(message: AIMessage, model: str) -> ChatResponse:
     )
 
 
+def _is_openai_model(model: Any) -> bool:
+    """Whether ``model`` is langchain-openai's ChatOpenAI / AzureChatOpenAI (which pass
+    ``extra_headers`` on to the HTTP request); other providers' SDKs may reject the argument."""
+    try:
+        from langchain_openai.chat_models.base import BaseChatOpenAI
+    except ImportError:
+        return False
+    return isinstance(model, BaseChatOpenAI)
+
+
 class LangChainBackend:
     """Answers a ChatRequest with any LangChain chat model (native tools through ``bind_tools``)."""
 
@@ -245,6 +255,8 @@ class LangChainBackend:
         self.endpoint = endpoint
         self.model_name = model_name or getattr(model, "model_name", None) or getattr(model, "model", None) or name
         self._bound: dict[str, Any] = {}  # bind_tools once per distinct tool set
+        # OpenAI-compatible models send the prompt's template name as a header (extra_headers per call).
+        self.sends_prompt_header = _is_openai_model(model)
 
     @classmethod
     def from_config(cls, config: LLMConfig) -> "LangChainBackend":
@@ -273,6 +285,8 @@ class LangChainBackend:
             overrides["temperature"] = request.temperature
         if self.defaults is None or request.max_tokens != self.defaults[1]:
             overrides["max_tokens"] = request.max_tokens
+        if request.prompt_id and self.sends_prompt_header and request.prompt_id.isascii() and request.prompt_id.isprintable():
+            overrides["extra_headers"] = {PROMPT_HEADER: request.prompt_id}
         try:
             message = await runnable.ainvoke(convert_to_messages(request.messages), **overrides)
         except (LLMError, TransientLLMError):

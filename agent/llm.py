@@ -16,7 +16,6 @@ from claire.agent.llm_backends import (
     ChatRequest,
     ChatResponse,
     LlamaCppBackend,
-    ScriptedBackend,
     TransientLLMError,
 )
 from claire.agent.chat_models import LangChainBackend
@@ -94,13 +93,6 @@ class LLMClient:
             context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
         )
 
-    @classmethod
-    def scripted(cls, script: Any, **kwargs: Any) -> "LLMClient":
-        """A client over a :class:`ScriptedBackend` (unit tests and examples)."""
-        kwargs.setdefault("model", "scripted")
-        kwargs.setdefault("retry_base_wait", 0.0)
-        return cls(ScriptedBackend(script), **kwargs)
-
     def count_tokens(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
         """Prompt tokens of a request for this client's model (exact for OpenAI models, else a safe estimate)."""
         return self.counter.messages(messages, tools)
@@ -130,7 +122,9 @@ class LLMClient:
         max_tokens: int | None = None,
         use_cache: bool = True,
     ) -> ChatResponse:
-        """One chat completion, retried on transient failures, cached, and accounted."""
+        """One chat completion, retried on transient failures, cached, and accounted. Messages
+        rendered by the prompt library carry their template's name, which goes with the request
+        (``ChatRequest.prompt_id``, the ``X-Claire-Prompt`` header over HTTP)."""
         request = ChatRequest(
             model=self.model,
             messages=messages,
@@ -139,6 +133,7 @@ class LLMClient:
             temperature=self.temperature if temperature is None else temperature,
             max_tokens=max_tokens or self.max_tokens,
             timeout=self.timeout,
+            prompt_id=getattr(messages, "prompt_id", None) or None,
         )
         key = (cache_key(request.cache_fields(self.backend.name, self.backend.endpoint))
                if self.cache is not None and use_cache else None)

@@ -1,5 +1,6 @@
-"""The chat request/response types and the backends that are not LangChain models: in-process
-llama.cpp and the scripted test double (LangChain chat models are in ``agent.chat_models``).
+"""The chat request/response types and the backend that is not a LangChain model: in-process
+llama.cpp (LangChain chat models are in ``agent.chat_models``; the scripted test double is in
+``claire.testing.scripted``).
 
 A backend turns a :class:`ChatRequest` into a :class:`ChatResponse` and reports failures as
 :class:`TransientLLMError` (worth retrying: 429, 5xx, timeouts, connection errors, garbled
@@ -12,10 +13,14 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
 
 from claire.errors import LLMError
 from claire.retrying import TransientError
+
+PROMPT_HEADER = "X-Claire-Prompt"
+"""The HTTP header that names the prompt template a request was rendered from (``verifier``,
+``verifier.feverous``); sent to OpenAI-compatible endpoints, where test servers read it."""
 
 
 @dataclass
@@ -61,6 +66,7 @@ class ChatRequest:
     temperature: float = 0.0
     max_tokens: int = 1500
     timeout: float = 60.0
+    prompt_id: str | None = None  # the template the messages came from; not part of the cache key
 
     def cache_fields(self, provider: str, endpoint: str) -> dict[str, Any]:
         return {
@@ -151,46 +157,6 @@ class LlamaCppBackend:
                 raise LLMError(f"the local model could not take this prompt: {error} (raise llm.local_n_ctx, or "
                                "lower agent.docs_per_query / agent.max_steps)") from None
         return response_from_openai_dict(dict(data), request.model)
-
-    async def aclose(self) -> None:
-        return None
-
-
-Script = Callable[[ChatRequest], "ChatResponse | str | Exception"]
-
-
-class ScriptedBackend:
-    """A test double: answers from a list (in order) or from a function of the request.
-
-    Items may be a ChatResponse, a plain string (the content), or an exception to raise.
-    Every request is kept in ``requests`` so tests can read what the real code sent.
-    """
-
-    name = "scripted"
-    endpoint = "scripted"
-
-    def __init__(self, script: Iterable[ChatResponse | str | Exception] | Script):
-        self._fn: Script | None = script if callable(script) else None
-        self._items = [] if callable(script) else list(script)
-        self.requests: list[ChatRequest] = []
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.requests.append(request)
-        if self._fn is not None:
-            item = self._fn(request)
-        elif self._items:
-            item = self._items.pop(0)
-        else:
-            raise LLMError("the scripted model has no more answers")
-        if isinstance(item, Exception):
-            raise item
-        if isinstance(item, str):
-            item = ChatResponse(content=item)
-        if not item.prompt_tokens:
-            item.prompt_tokens = sum(len(str(m.get("content") or "")) for m in request.messages) // 4
-            item.completion_tokens = item.completion_tokens or max(len(item.content) // 4, 1)
-        item.model = item.model or request.model
-        return item
 
     async def aclose(self) -> None:
         return None

@@ -29,6 +29,7 @@ from claire.config import Config, LLMConfig
 from claire.errors import ConfigError
 from claire.bench.llm import ServerProcess
 from claire.evals.runner import RunSummary, run_eval
+from claire.testing.doubles import kind_of
 
 CALLS_PER_CLAIM = 3
 CALLS = {"tiny": CALLS_PER_CLAIM, "claire": 3, "rav": 1}
@@ -58,11 +59,15 @@ class TinyAgent:
 
 
 def _agent_answer(body: dict[str, Any]) -> dict[str, Any]:
-    """A model for the real systems: search for the claim, then finish; verify with a score."""
-    if body.get("tools"):
+    """A model for the real systems: search for the claim, then finish; verify with a score. The
+    call's purpose is the prompt the client names (``X-Claire-Prompt``, see ``testing.mock_openai``)."""
+    if kind_of(body) == "controller":
         prompt = body["messages"][-1]["content"]
-        if "Your research so far" not in prompt:
-            fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+        first = "Your research so far" not in prompt  # the controller prompt's own record of earlier steps
+        fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+        if not body.get("tools"):  # text actions
+            return {"content": f"search({json.dumps(fact)})" if first else "finish()"}
+        if first:
             return {"tool_calls": [{"name": "search", "arguments": {"query": fact}}]}
         return {"tool_calls": [{"name": "finish", "arguments": {}}]}
     score = _score_answer(body)["content"]

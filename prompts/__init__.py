@@ -7,7 +7,10 @@ is inserted: every ``{{ expression }}`` first renders as a placeholder, the temp
 split into messages, and only then are the values put back, so no inserted text (a retrieved
 passage, a context file, a dataset field) can open a message of another role. Template sets and variants
 (``verifier.strict.j2`` chosen by ``prompts.variants = {verifier = "strict"}``) are the basis of
-prompt ablations. Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
+prompt ablations. :meth:`PromptLibrary.render` returns a :class:`RenderedPrompt`: the messages,
+plus the name of the template they came from, which the LLM client sends along with the request
+(``X-Claire-Prompt``) so a test server can tell a call's purpose without reading its text.
+Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
 """
 
 from __future__ import annotations
@@ -51,6 +54,26 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
         raise PromptError(f"{path}: the opening comment must declare its variables on an 'inputs:' line")
     names = match.group(1).rstrip().rstrip("-")  # a one-line comment ends "... -#}"
     return tuple(part.strip() for part in names.split(",") if part.strip())
+
+
+class RenderedPrompt(list):
+    """Chat messages (``[{role, content}, ...]``) that remember the template they were rendered
+    from: ``template`` (``"verifier"``) and the ``variant`` chosen for it (``"feverous"`` or None).
+    It is a plain list otherwise; ``prompt + [more messages]`` (a follow-up in the same
+    conversation) keeps the names, other list operations give plain lists."""
+
+    def __init__(self, messages: Any = (), template: str = "", variant: str | None = None):
+        super().__init__(messages)
+        self.template = template
+        self.variant = variant
+
+    @property
+    def prompt_id(self) -> str:
+        """The template's name, with the variant after a dot when one was chosen (``verifier.feverous``)."""
+        return f"{self.template}.{self.variant}" if self.variant else self.template
+
+    def __add__(self, other: Any) -> "RenderedPrompt":  # type: ignore[override]
+        return RenderedPrompt(list.__add__(self, other), self.template, self.variant)
 
 
 class PromptLibrary:
@@ -138,9 +161,9 @@ class PromptLibrary:
         text, held = self._render_slotted(name, values)
         return _fill(text, held)
 
-    def render(self, name: str, **values: Any) -> list[dict[str, str]]:
-        """Render a template into chat messages ([{role, content}, ...]). Roles come from the
-        template's own marker lines only, never from inserted values."""
+    def render(self, name: str, **values: Any) -> RenderedPrompt:
+        """Render a template into chat messages ([{role, content}, ...]) that carry the template's
+        name. Roles come from the template's own marker lines only, never from inserted values."""
         text, held = self._render_slotted(name, values)
         parts = _MARKER.split(text)
         if parts[0].strip():
@@ -152,7 +175,7 @@ class PromptLibrary:
                 messages.append({"role": role, "content": content})
         if not messages:
             raise PromptError(f"template {self.file_name(name)} rendered no messages")
-        return messages
+        return RenderedPrompt(messages, name, self.variants.get(name))
 
 
 # The values held back during one render (a context variable, so concurrent renders stay apart).

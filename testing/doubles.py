@@ -54,8 +54,25 @@ class KeywordRetriever:
         return [Hit(block=b, score=float(s), rank=i) for i, (s, b) in enumerate(scored[:k], start=1)]
 
 
+# Prompt kinds by template name where the two differ; a variant keeps its template's kind except
+# the FEVEROUS verifier and NLI prompts, which ask for other answers.
+_KIND_OF_TEMPLATE = {"clarify_entity": "clarify", "fact_extraction": "extract",
+                     "verifier.feverous": "feverous_verifier", "nli.feverous": "feverous_nli"}
+
+
 def kind_of(request: ChatRequest | dict) -> str:
-    """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from."""
+    """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from: the template
+    named by the client (``ChatRequest.prompt_id``, or ``body["claire_prompt"]`` that
+    :class:`~claire.testing.mock_openai.MockOpenAIServer` fills from the ``X-Claire-Prompt``
+    header), else recognised by a phrase of the prompt's system message."""
+    prompt = request.get("claire_prompt") if isinstance(request, dict) else request.prompt_id
+    if prompt:
+        return _KIND_OF_TEMPLATE.get(prompt) or _KIND_OF_TEMPLATE.get(prompt.partition(".")[0]) or prompt.partition(".")[0]
+    return _kind_from_phrases(request)
+
+
+def _kind_from_phrases(request: ChatRequest | dict) -> str:
+    """The prompt kind read from the wording of the system message (requests without a template name)."""
     messages = request["messages"] if isinstance(request, dict) else request.messages
     system = messages[0]["content"]
     if "give one of three verdicts" in system:

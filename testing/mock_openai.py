@@ -18,6 +18,12 @@ from a responder function of the request body; items can inject faults:
 with HTTP 400 ``context_length_exceeded``, as OpenAI and vLLM do, and counted in ``rejected``.
 Prompt tokens are counted as a typical tokenizer would for English (about four characters a
 token, plus a few per message); ``prompt_tokens`` keeps the count of every request.
+
+CLAIRE's client names the prompt template a request was rendered from in the ``X-Claire-Prompt``
+header (``controller``, ``verifier``, ``verifier.feverous``, ...). The server copies it into the
+request body it hands to responders and keeps in ``requests``, as ``body["claire_prompt"]`` (absent
+when the request had no such header), so responders can answer by a call's purpose
+(:func:`claire.testing.doubles.kind_of` does). ``headers`` keeps every request's headers.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+
+from claire.agent.llm_backends import PROMPT_HEADER
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -184,6 +192,9 @@ class MockOpenAIServer:
                 except json.JSONDecodeError:
                     self._error(400, "request body is not JSON")
                     return
+                prompt = self.headers.get(PROMPT_HEADER)
+                if prompt and isinstance(body, dict):
+                    body["claire_prompt"] = prompt  # the request's purpose, for responders (see the module docstring)
                 size = prompt_tokens(body)
                 with server._lock:
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})

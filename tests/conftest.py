@@ -17,6 +17,18 @@ SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikic
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_user_folders(tmp_path_factory):
+    """No test reads or writes the user's own CLAIRE folders: the data folder (indexes, saved
+    checks) and the cache folder point at this session's tmp folders. (Both, so that the one-time
+    move of indexes from the cache to the data folder never takes the user's indexes into tmp.)
+    Tests and fixtures that need their own folders set the variables again."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CLAIRE_DATA_DIR", str(tmp_path_factory.mktemp("claire-data")))
+        patch.setenv("CLAIRE_CACHE_DIR", str(tmp_path_factory.mktemp("claire-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def private_data_dir(monkeypatch, tmp_path):
     """Saved interactive checks go to the test's own folder, never the user's data directory."""
@@ -31,10 +43,11 @@ def openai_server():
 
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
-    """No CLAIRE_* or OPENAI_* variables from the developer's shell; caches under tmp."""
+    """No CLAIRE_* or OPENAI_* variables from the developer's shell; cache and data folders under tmp."""
     for name in list(os.environ):
         if name.startswith(("CLAIRE_", "OPENAI_")):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
     return tmp_path

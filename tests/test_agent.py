@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from claire.agent.llm import LLMClient
 from claire.agent.llm_backends import ChatResponse
 from claire.agent.runtime import build_system
 from claire.agent.system import Claim, ContextBlock
@@ -13,13 +12,14 @@ from claire.config import Config
 from claire.errors import LLMError
 from claire.indexes.corpus import Block
 from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, tool_call
+from claire.testing.scripted import scripted_client
 
 
 
 def make_agent(model: ScriptedModel, retriever=None, tool_calling="native", reviewer=None, **agent_overrides):
     overrides = {"retrieval.rerank": False, **{f"agent.{k}": v for k, v in agent_overrides.items()}}
     config = Config().with_overrides(overrides)
-    llm = LLMClient.scripted(model, tool_calling=tool_calling)
+    llm = scripted_client(model, tool_calling=tool_calling)
     return build_system(config, llm=llm, retriever=retriever or KeywordRetriever(), name="claire", reviewer=reviewer), llm
 
 
@@ -208,7 +208,7 @@ async def test_step_listener_sees_every_step():
     events = []
     model = ScriptedModel([tool_call("search", "Eiffel"), tool_call("finish")])
     config = Config().with_overrides({"retrieval.rerank": False})
-    agent = build_system(config, llm=LLMClient.scripted(model), retriever=KeywordRetriever(), on_step=events.append)
+    agent = build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), on_step=events.append)
     await agent.assess(CLAIM)
     assert [e["item"]["action_name"] for e in events] == ["search", "finish", "verifier"]
 

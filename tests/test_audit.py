@@ -130,7 +130,7 @@ def test_statements_are_read_from_tags_or_a_lone_line():
 # -- end to end ---------------------------------------------------------------------------
 def claire(*args: str, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
                           timeout=timeout, stdin=subprocess.DEVNULL)
 

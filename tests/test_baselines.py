@@ -7,16 +7,16 @@ import asyncio
 import pytest
 
 from claire.agent.baselines import parse_nli_label
-from claire.agent.llm import LLMClient
 from claire.agent.runtime import build_system
 from claire.config import Config
 from claire.errors import LLMError
 from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, kind_of
+from claire.testing.scripted import scripted_client
 
 
 def make(name: str, model, **overrides):
     config = Config().with_overrides({"retrieval.rerank": False, **overrides})
-    llm = LLMClient.scripted(model)
+    llm = scripted_client(model)
     retriever = KeywordRetriever()
     return build_system(config, llm=llm, retriever=retriever, name=name), llm, retriever
 

@@ -15,6 +15,7 @@ from claire.config import Config, LLMConfig
 from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import CLAIM, kind_of
 from claire.testing.mock_openai import MockOpenAIServer, prompt_tokens
+from claire.testing.scripted import scripted_client
 
 
 def doc(n: int, content: str, block_id: str | None = None, title: str = "T") -> Evidence:
@@ -142,7 +143,7 @@ async def test_clarify_entity_leaves_out_the_last_passages_when_they_do_not_fit(
     blocks = [Block(id=f"p{i}", document_title=f"Paris {i}", section_title="S", content=f"Paris number {i}. " + "filler words " * 400)
               for i in range(10)]
     model = ScriptedModel()
-    llm = LLMClient.scripted(model, context_window=4096, max_tokens=300)
+    llm = scripted_client(model, context_window=4096, max_tokens=300)
     note, hits = await clarify_entity("Paris", claim="Paris is big.", search=SearchTool(KeywordRetriever(blocks)),
                                       llm=llm, prompts=library(), k=10)
     sent = model.requests("clarify")[0].messages
@@ -161,7 +162,7 @@ async def test_verifier_follow_up_still_fits_and_reports_what_it_left_out():
         requests.append(request)
         return next(answers)
 
-    llm = LLMClient.scripted(lambda request: verifier(request), context_window=4096, max_tokens=600)
+    llm = scripted_client(lambda request: verifier(request), context_window=4096, max_tokens=600)
     documents = [doc(i, f"Passage {i} about the Eiffel Tower and its year. " + "more words " * 120) for i in range(1, 21)]
     verdict = await verify(CLAIM, documents=documents, clarifications=[], llm=llm, prompts=library())
     assert verdict.score == 0.2 and verdict.fit is not None and verdict.fit.dropped

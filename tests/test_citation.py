@@ -247,7 +247,7 @@ async def test_citations_eval_writes_metrics_plots_and_resumes(server, index_roo
 # -- the command line ---------------------------------------------------------------------------
 def claire(*args: str, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
                           env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
 
@@ -288,6 +288,7 @@ def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
     from claire import cli
 
     monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")
     binary = tmp_path / "page.pdf"
     binary.write_bytes(b"%PDF\x00\x00\x01" * 100)

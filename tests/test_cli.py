@@ -26,7 +26,7 @@ def demo_cache(tmp_path_factory):
 
 def claire(*args: str, cache, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
     environment.update(env or {})
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
                           env=environment, timeout=timeout, stdin=subprocess.DEVNULL)

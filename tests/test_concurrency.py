@@ -34,7 +34,7 @@ def new_blocks(n: int) -> list[Block]:
 
 def environment(cache: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120",
+    env.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120",
                 "OPENAI_API_KEY": "sk-test"}, **extra)
     return env
 

@@ -174,7 +174,7 @@ def test_malformed_decisions_name_the_line_and_a_torn_last_line_is_ignored(tmp_p
 # -- end to end ---------------------------------------------------------------------------
 def claire(*args: str, cache: Path, timeout: float = 300, stdin: str | None = None) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
                           timeout=timeout, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from claire.agent.extraction import extract_facts, parse_facts, split_blocks
-from claire.agent.llm import LLMClient
 from claire.errors import ConfigError
 from claire.prompts import library
+from claire.testing.scripted import scripted_client
 
 
 def test_parse_facts_from_tags_and_messy_output():
@@ -42,7 +42,7 @@ async def test_extract_concurrently_and_deduplicate_across_blocks():
         text = request.messages[1]["content"]
         return "<fact>The Eiffel Tower is in Paris.</fact>" + ("<fact>The tower opened in 1889 to the public.</fact>" if "1889" in text else "")
 
-    llm = LLMClient.scripted(answer)
+    llm = scripted_client(answer)
     facts = await extract_facts(title="Eiffel Tower", text="It is in Paris.\n\nIt opened in 1889.", llm=llm,
                                 prompts=library(), max_words=5)
     assert [f.text for f in facts] == ["The Eiffel Tower is in Paris.", "The tower opened in 1889 to the public."]
@@ -52,4 +52,4 @@ async def test_extract_concurrently_and_deduplicate_across_blocks():
 
 async def test_empty_text_is_a_clear_error():
     with pytest.raises(ConfigError, match="text is empty"):
-        await extract_facts(title="X", text="  \n", llm=LLMClient.scripted([]), prompts=library())
+        await extract_facts(title="X", text="  \n", llm=scripted_client([]), prompts=library())

@@ -22,7 +22,7 @@ PASTED = "The tower was built in 1889 by Gustave Eiffel's company. " * 900  # ~5
 
 def claire(*args: str, cache: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "OPENAI_API_KEY": "sk-x"})
+    env.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "OPENAI_API_KEY": "sk-x"})
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=env,
                           timeout=180, stdin=subprocess.DEVNULL)
 

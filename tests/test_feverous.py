@@ -253,7 +253,7 @@ def feverous_responder(body: dict) -> dict:
 
 def claire(*args: str, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "150",
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "150",
                         "OPENAI_API_KEY": "sk-feverous-secret-123456"})
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
                           timeout=timeout, stdin=subprocess.DEVNULL)

@@ -270,5 +270,7 @@ def _claire(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess
     environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
     environment.update({"HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "200", "OPENAI_API_KEY": "sk-test-key"})
     environment.update(env)
+    # the test's cache folder doubles as its data folder (indexes), so nothing touches the user's own
+    environment.setdefault("CLAIRE_DATA_DIR", env["CLAIRE_CACHE_DIR"])
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
                           env=environment, timeout=timeout, stdin=subprocess.DEVNULL)

@@ -121,7 +121,7 @@ def test_busy_server_is_retried_and_refusals_are_explained(tiny):
 def test_cli_search_uses_the_server(tiny, tmp_path):
     _, retriever = tiny
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"})
+    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "CLAIRE_DATA_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"})
     with SearchServer(retriever) as server:
         result = subprocess.run(
             [sys.executable, "-m", "claire.cli", "search", "steel bridge", "-k", "2", "--json", "--url", server.url],

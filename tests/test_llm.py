@@ -15,6 +15,7 @@ from claire.agent.usage import price_for, track_usage
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.testing.mock_openai import MockOpenAIServer
+from claire.testing.scripted import scripted_client
 
 HELLO = [{"role": "user", "content": "hello"}]
 TOOLS = [{"type": "function", "function": {"name": "search", "description": "search",
@@ -194,7 +195,7 @@ async def test_cache_concurrent_writers(openai_server, tmp_path):
 
 
 async def test_scripted_client_and_nested_usage_scopes():
-    client = LLMClient.scripted(["one", "two"])
+    client = scripted_client(["one", "two"])
     with track_usage() as run:
         with track_usage() as claim:
             await client.chat(HELLO)
@@ -217,3 +218,45 @@ async def test_cache_is_per_endpoint(tmp_path):
         assert not (await other.chat(HELLO)).cached
         assert two.calls == 1
         await other.aclose()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, stream):
+    from claire.prompts import PromptLibrary
+    from claire.testing.doubles import kind_of
+
+    docs = [{"n": 1, "document_title": "Eiffel Tower", "section_title": "History", "content": "Built 1887-1889."}]
+    context = {"document_title": "Paris", "section_title": "Landmarks", "content": "A passage."}
+    library = PromptLibrary(variants={"nli": "feverous"})
+    prompts = [
+        library.render("controller", claim="c", context=context, history=[], steps_left=3, text_actions=False,
+                       tools=[{"name": "search", "argument": "query", "description": "d"}]),
+        library.render("verifier", claim="c", context=context, clarifications=[], documents=docs),
+        library.render("rankgpt", query="q", passages=[{"n": 1, "title": "t", "content": "x"}]),
+        library.render("nli", claim="c", document={**docs[0], "rows": []}),
+        library.render("fact_extraction", title="Paris", section="", text="Paris is in France."),
+    ]
+    client = client_for(openai_server, tmp_path, stream=stream)
+    for messages in prompts:
+        await client.chat(messages, tools=TOOLS if messages.template == "controller" else None)
+    await client.chat(prompts[1] + [{"role": "user", "content": "Once more, with the score."}])  # a follow-up
+    await client.chat(HELLO)  # plain messages: no header
+    sent = [h.get("x-claire-prompt") for h in openai_server.headers]
+    assert sent == ["controller", "verifier", "rankgpt", "nli.feverous", "fact_extraction", "verifier", None]
+    assert [r.get("claire_prompt") for r in openai_server.requests] == sent
+    assert [kind_of(r) for r in openai_server.requests[:5]] == ["controller", "verifier", "rankgpt", "feverous_nli", "extract"]
+    # the name is not part of the cache key: the same messages as a plain list hit the entry
+    calls = openai_server.calls
+    again = await client.chat(list(prompts[1]))
+    repeat = await client.chat(prompts[1])
+    assert again.cached and repeat.cached and openai_server.calls == calls
+    await client.aclose()
+
+
+async def test_scripted_backend_sees_the_template_name():
+    from claire.prompts import library
+
+    client = scripted_client(["ok", "ok"])
+    await client.chat(library().render("explain", topic="iron", claim="c"))
+    await client.chat(HELLO)
+    assert [r.prompt_id for r in client.backend.requests] == ["explain", None]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-from claire.agent.llm import LLMClient
 from claire.indexes.corpus import Block
 from claire.indexes.retriever import Hit
 from claire.prompts import library
 from claire.tools.rankgpt import RankGPTReranker, parse_ranking, window_starts
 from claire.tools.search import SearchTool
 from claire.testing.doubles import KeywordRetriever
+from claire.testing.scripted import scripted_client
 
 
 def test_parse_ranking_is_always_a_complete_permutation():
@@ -38,7 +38,7 @@ async def test_sliding_window_rerank_brings_the_best_to_the_top():
         ordered = sorted(numbers, key=lambda pair: -int(pair[1]))
         return " > ".join(f"[{n}]" for n, _ in ordered)
 
-    llm = LLMClient.scripted(prefer_high)
+    llm = scripted_client(prefer_high)
     reranker = RankGPTReranker(llm, library(), window=20, step=10, max_chars=100)
     ranked = await reranker.rerank("query", hits(40))
     assert [h.block.id for h in ranked[:10]] == [f"b{i}" for i in range(39, 29, -1)]
@@ -50,7 +50,7 @@ async def test_sliding_window_rerank_brings_the_best_to_the_top():
 
 async def test_search_tool_reranks_a_deeper_pool_and_returns_k():
     retriever = KeywordRetriever()
-    llm = LLMClient.scripted(lambda request: "[3] > [2] > [1]")
+    llm = scripted_client(lambda request: "[3] > [2] > [1]")
     tool = SearchTool(retriever, reranker=RankGPTReranker(llm, library()), candidates=50)
     found = await tool.search("Eiffel Tower Paris 1889", exclude_title="Paris", k=2)
     pool = KeywordRetriever().search("Eiffel Tower Paris 1889", exclude_title="Paris", k=4)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from claire.agent.llm import LLMClient
 from claire.agent.runtime import build_system
 from claire.config import Config
 from claire.errors import ConfigError
 from claire.testing.doubles import CLAIM, KeywordRetriever, ScriptedModel, tool_call
+from claire.testing.scripted import scripted_client
 
 
 class Stopped(Exception):
@@ -18,7 +18,7 @@ class Stopped(Exception):
 
 def agent_for(model, reviewer, path):
     config = Config().with_overrides({"retrieval.rerank": False, "agent.review": True, "agent.checkpoints": str(path)})
-    return build_system(config, llm=LLMClient.scripted(model), retriever=KeywordRetriever(), name="claire", reviewer=reviewer)
+    return build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), name="claire", reviewer=reviewer)
 
 
 async def test_interrupted_review_resumes_from_the_checkpointer(tmp_path):

@@ -15,7 +15,7 @@ import httpx
 
 def _env(tmp_path, **more):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", **more})
+    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "CLAIRE_DATA_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", **more})
     return env
 
 

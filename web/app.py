@@ -24,7 +24,7 @@ from claire import __version__
 from claire.agent.fact_limits import check_fact
 from claire.agent.llm import LLMClient
 from claire.agent.runtime import open_retrieval
-from claire.config import Config, cache_dir
+from claire.config import Config, data_dir
 from claire.errors import ClaireError
 from claire.indexes import http_search
 from claire.indexes.registry import Searcher
@@ -49,7 +49,7 @@ class ServeSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list)
 
     def store_path(self) -> Path:
-        return (self.data_dir or cache_dir() / "web") / "jobs.sqlite"
+        return (self.data_dir or data_dir() / "web") / "jobs.sqlite"
 
     def own_origins(self) -> list[str]:
         hosts = {self.host, "127.0.0.1", "localhost"} if security.is_loopback(self.host) else {self.host}
