@@ -78,6 +78,11 @@ class RetrievalConfig(_Section):
     rerank_step: int = Field(10, ge=1)
     rerank_max_chars: int = Field(600, ge=50)
     wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
+    # collections made by `index build --from-dump` on a Qdrant server (retrieval.url)
+    server_shards: int = Field(1, ge=1)
+    server_on_disk: bool = True
+    server_int8: bool = True
+    upload_parallel: int = Field(4, ge=1)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":

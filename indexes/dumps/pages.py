@@ -198,3 +198,8 @@ def convert_page(page: DumpPage, max_words: int = MAX_WORDS) -> PageResult:
     from claire.indexes.dumps import wikitext
 
     return wikitext.convert(page, max_words=max_words)
+
+
+def convert_pages(pages: list[DumpPage], max_words: int = MAX_WORDS) -> list[PageResult]:
+    """Convert a chunk of pages (the unit of work of a parsing process)."""
+    return [convert_page(page, max_words) for page in pages]
