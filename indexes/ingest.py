@@ -267,6 +267,7 @@ class _Pipeline:
 
 
 def _progress(options: IngestOptions, reader: DumpReader) -> Progress:
+    console = Console(stderr=True)
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -274,8 +275,8 @@ def _progress(options: IngestOptions, reader: DumpReader) -> Progress:
         TextColumn("{task.fields[pages]:,} pages ({task.fields[pps]:.0f}/s) · {task.fields[blocks]:,} blocks "
                    "({task.fields[bps]:.0f}/s)"),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
-        disable=not options.show_progress,
+        console=console,
+        disable=not options.show_progress or not console.is_terminal,
         transient=True,
     )
 
