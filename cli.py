@@ -653,6 +653,29 @@ def bench_retrieval_quality(
     run_retrieval_quality(dataset, k=k, console=console, reranker=reranker)
 
 
+@bench_app.command("ingest")
+def bench_ingest(
+    pages: Annotated[int, typer.Option("--pages", help="Pages in the generated dump (parse rate over all of them).")] = 20_000,
+    build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_000,
+    encode_sample: Annotated[int, typer.Option("--encode-sample", help="Blocks for the raw-encode figure.")] = 1_000,
+    memory_pages: Annotated[str, typer.Option("--memory-pages", help="Comma-separated dump sizes for peak memory.")] = "5000,20000",
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default: cores - 1).")] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Also print the figures as JSON.")] = False,
+) -> None:
+    """Dump ingestion: parse pages/s, raw encode vs end-to-end build blocks/s, peak memory by dump size, resume overhead."""
+    from claire.bench.ingest import run_ingest_bench
+
+    try:
+        sizes = tuple(int(s) for s in memory_pages.split(",") if s.strip())
+    except ValueError:
+        raise ConfigError(f"--memory-pages takes comma-separated page counts (got {memory_pages!r})") from None
+    figures = run_ingest_bench(pages=pages, build_pages=build_pages, encode_sample=encode_sample, memory_pages=sizes,
+                               workers=workers, device=device, console=console)
+    if as_json:
+        print(json.dumps(figures, indent=2))
+
+
 @bench_app.command("eval")
 def bench_eval(
     claims: Annotated[int, typer.Option("--claims")] = 48,

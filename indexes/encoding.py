@@ -33,13 +33,17 @@ def resolve_device(device: str) -> str:
 class BatchEncoder:
     """Encodes lists of passages with ``embedder`` on the chosen device."""
 
-    def __init__(self, embedder: Embedder, *, device: str = "auto", processes: int = 1, batch_size: int = 256) -> None:
+    def __init__(self, embedder: Embedder, *, device: str = "auto", processes: int = 1, batch_size: int = 256,
+                 max_seq_length: int | None = None) -> None:
         if processes < 1:
             raise ConfigError(f"encode processes must be at least 1 (got {processes})")
         self.embedder = embedder
         self.device = resolve_device(device)
         self.batch_size = batch_size
         model = embedder.model
+        self._seq_length = model.max_seq_length
+        if max_seq_length is not None:  # a cap on tokens per passage (benchmarks use it to run long dumps fast)
+            model.max_seq_length = max_seq_length
         model.to(self.device)
         if self.device == "cuda":
             model.half()
@@ -69,5 +73,7 @@ class BatchEncoder:
         if self._pool is not None:
             self.embedder.model.stop_multi_process_pool(self._pool)
             self._pool = None
-        if self.device == "cuda":  # the embedder is cached for the process: leave it as it was
-            self.embedder.model.float().to("cpu")
+        model = self.embedder.model  # cached for the process: leave it as it was
+        model.max_seq_length = self._seq_length
+        if self.device == "cuda":
+            model.float().to("cpu")

@@ -56,6 +56,7 @@ class IngestOptions:
     device: str = "auto"
     encode_processes: int = 1
     max_words: int = MAX_WORDS
+    max_seq_length: int | None = None  # cap on tokens embedded per passage (None: the model's own)
     show_progress: bool = True
     server: ServerOptions = field(default_factory=ServerOptions)
 
@@ -420,7 +421,7 @@ def _ingest(reader: DumpReader, store: IndexStore, ledger: Ledger, options: Inge
         raise RetrievalError(f"index {store.meta.name} records embedder {store.meta.embedder_model}, "
                              f"but {store.meta.embedder} now loads {embedder.model_id}")
     encoder = BatchEncoder(embedder, device=options.device, processes=options.encode_processes,
-                           batch_size=options.batch_size)
+                           batch_size=options.batch_size, max_seq_length=options.max_seq_length)
     summary.device = encoder.device
     pipeline = _Pipeline(store, ledger, encoder, options, generation, summary)
     try:

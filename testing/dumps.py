@@ -16,6 +16,7 @@ import io
 import json
 import random
 import tarfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -39,25 +40,25 @@ class WikiPage:
         return replace(self, revision_id=revision_id, wikitext=wikitext, html=html)
 
 
-def write_xml_dump(path: Path, pages: list[WikiPage]) -> Path:
-    """A MediaWiki XML export of ``pages``; bz2-compressed when ``path`` ends in ``.bz2``."""
-    parts = [
-        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">\n'
-        "  <siteinfo>\n    <sitename>Wikipedia</sitename>\n    <dbname>enwiki</dbname>\n"
-        f"    <base>{BASE}Main_Page</base>\n  </siteinfo>\n"
-    ]
-    for page in pages:
-        redirect = f'    <redirect title="{escape(page.redirect, {chr(34): "&quot;"})}" />\n' if page.redirect else ""
-        parts.append(
-            f"  <page>\n    <title>{escape(page.title)}</title>\n    <ns>{page.namespace}</ns>\n"
-            f"    <id>{page.page_id}</id>\n{redirect}    <revision>\n      <id>{page.revision_id}</id>\n"
-            "      <timestamp>2026-10-01T12:00:00Z</timestamp>\n      <model>wikitext</model>\n"
-            f'      <format>text/x-wiki</format>\n      <text bytes="{len(page.wikitext.encode())}" '
-            f'xml:space="preserve">{escape(page.wikitext)}</text>\n    </revision>\n  </page>\n'
+def write_xml_dump(path: Path, pages: Iterable[WikiPage]) -> Path:
+    """A MediaWiki XML export of ``pages``, written as a stream; bz2-compressed when ``path`` ends in ``.bz2``."""
+    opener = bz2.open if path.name.endswith(".bz2") else open
+    with opener(path, "wt", encoding="utf-8") as out:
+        out.write(
+            '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" version="0.11" xml:lang="en">\n'
+            "  <siteinfo>\n    <sitename>Wikipedia</sitename>\n    <dbname>enwiki</dbname>\n"
+            f"    <base>{BASE}Main_Page</base>\n  </siteinfo>\n"
         )
-    parts.append("</mediawiki>\n")
-    data = "".join(parts).encode("utf-8")
-    path.write_bytes(bz2.compress(data) if path.name.endswith(".bz2") else data)
+        for page in pages:
+            redirect = f'    <redirect title="{escape(page.redirect, {chr(34): "&quot;"})}" />\n' if page.redirect else ""
+            out.write(
+                f"  <page>\n    <title>{escape(page.title)}</title>\n    <ns>{page.namespace}</ns>\n"
+                f"    <id>{page.page_id}</id>\n{redirect}    <revision>\n      <id>{page.revision_id}</id>\n"
+                "      <timestamp>2026-10-01T12:00:00Z</timestamp>\n      <model>wikitext</model>\n"
+                f'      <format>text/x-wiki</format>\n      <text bytes="{len(page.wikitext.encode())}" '
+                f'xml:space="preserve">{escape(page.wikitext)}</text>\n    </revision>\n  </page>\n'
+            )
+        out.write("</mediawiki>\n")
     return path
 
 
@@ -74,12 +75,18 @@ def html_record(page: WikiPage) -> dict:
     }
 
 
-def write_html_dump(path: Path, pages: list[WikiPage]) -> Path:
+def write_html_dump(path: Path, pages: Iterable[WikiPage]) -> Path:
     """An Enterprise HTML dump of ``pages`` (redirects are not articles there, so they are left
     out): NDJSON, gzip'd NDJSON (``.json.gz``) or a tar.gz holding NDJSON files."""
-    lines = [json.dumps(html_record(p), ensure_ascii=False) for p in pages if not p.redirect]
-    data = ("\n".join(lines) + "\n").encode("utf-8")
     name = path.name
+    if not name.endswith(".tar.gz"):  # written as a stream
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "wt", encoding="utf-8") as out:
+            for page in pages:
+                if not page.redirect:
+                    out.write(json.dumps(html_record(page), ensure_ascii=False) + "\n")
+        return path
+    lines = [json.dumps(html_record(p), ensure_ascii=False) for p in pages if not p.redirect]
     if name.endswith(".tar.gz"):
         half = len(lines) // 2
         with tarfile.open(path, "w:gz") as archive:
@@ -88,10 +95,6 @@ def write_html_dump(path: Path, pages: list[WikiPage]) -> Path:
                 info = tarfile.TarInfo(f"enwiki_namespace_0_{number}.ndjson")
                 info.size = len(payload)
                 archive.addfile(info, io.BytesIO(payload))
-    elif name.endswith(".gz"):
-        path.write_bytes(gzip.compress(data))
-    else:
-        path.write_bytes(data)
     return path
 
 
@@ -224,7 +227,8 @@ def generated_pages(n: int, *, seed: int = 11, first_id: int = 1) -> list[WikiPa
     return list(iter_generated_pages(n, seed=seed, first_id=first_id))
 
 
-def iter_generated_pages(n: int, *, seed: int = 11, first_id: int = 1):
+def iter_generated_pages(n: int, *, seed: int = 11, first_id: int = 1) -> Iterator[WikiPage]:
+    """:func:`generated_pages` one at a time (for dumps larger than memory should hold)."""
     rng = random.Random(seed)
     for number in range(n):
         page_id = first_id + number
