@@ -121,8 +121,8 @@ def run_ingest_bench(
         root = Path(tmp)
         dump = root / "generated.xml.bz2"
         started = time.monotonic()
-        write_xml_dump(dump, iter_generated_pages(max(pages, *memory_pages)))
-        console.print(f"generated {max(pages, *memory_pages):,} pages ({dump.stat().st_size / 1e6:.1f} MB bz2) "
+        write_xml_dump(dump, iter_generated_pages(max((pages, *memory_pages))))
+        console.print(f"generated {max((pages, *memory_pages)):,} pages ({dump.stat().st_size / 1e6:.1f} MB bz2) "
                       f"in {time.monotonic() - started:.1f} s; workers={workers}, cores={os.cpu_count()}")
         subset = root / "subset.xml.bz2"
         write_xml_dump(subset, iter_generated_pages(pages))
