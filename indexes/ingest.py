@@ -365,7 +365,7 @@ def build_from_dump(
             store.create(IndexMeta(name=name, embedder=model.name, embedder_model=model.model_id, dim=model.dim))
         with closing(Ledger(ledger_file)) as ledger:
             if not summary.resumed:
-                ledger.set(phase="building", generation=1, dump=str(Path(dump).resolve()))
+                ledger.set(phase="building", generation=1, dump=str(Path(dump).resolve()), index_created=store.meta.created_at)
             _ingest(reader, store, ledger, options, summary, generation=1, remove_missing=False,
                     label=f"{'resuming' if summary.resumed else 'building'} {name}")
             ledger.set(phase="built")
@@ -395,6 +395,9 @@ def update_from_dump(
         if not ledger_file.is_file():
             raise RetrievalError(f"index {name} was not built from a dump, so it cannot be updated from one")
         with closing(Ledger(ledger_file)) as ledger:
+            if ledger.get("index_created") != store.meta.created_at:  # a ledger left by an index deleted since
+                raise RetrievalError(f"index {name} was not built from a dump (or was rebuilt since), so it cannot be "
+                                     "updated from one; rebuild it with --from-dump --replace")
             phase, generation = ledger.get("phase"), int(ledger.get("generation", "1") or 1)
             if phase == "building":
                 raise RetrievalError(f"the build of index {name} has not finished; run the same build command again first")

@@ -174,3 +174,16 @@ def test_server_store_takes_the_dump_build(tmp_path, monkeypatch):
     with open_retriever("wiki", root=tmp_path / "idx", url=url) as retriever:
         assert stored(retriever.store) == expected(dump)
         assert retriever.search("Zürich lake", k=1)[0].block.document_title == "Zürich"
+
+
+def test_update_needs_an_index_built_from_a_dump(tmp_path):
+    from claire.indexes.corpus import Block
+    from claire.indexes.retriever import build_index
+
+    build_index([Block(id="a", document_title="A", content="Alpha is a letter.")], name="plain", embedder="minilm",
+                root=tmp_path / "idx", show_progress=False)
+    dump = write_xml_dump(tmp_path / "wiki.xml", sample_pages())
+    with pytest.raises(RetrievalError, match="was not built from a dump"):
+        update_from_dump(dump, name="plain", root=tmp_path / "idx", options=FAST)
+    with pytest.raises(RetrievalError, match="no index named nothing"):
+        update_from_dump(dump, name="nothing", root=tmp_path / "idx", options=FAST)
