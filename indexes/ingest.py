@@ -39,7 +39,7 @@ from claire.indexes.corpus import Block
 from claire.indexes.dumps.pages import MAX_WORDS, SKIP_REASONS, DumpPage, PageResult, block_id, convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
-from claire.indexes.encoding import BatchEncoder
+from claire.indexes.encoding import BatchEncoder, resolve_device
 from claire.indexes.stores import EdgeStore, IndexMeta, IndexStore, ServerOptions, ServerStore, check_name
 
 CHUNK_PAGES = 16  # pages per task sent to a parsing process
@@ -342,7 +342,8 @@ def build_from_dump(
 ) -> IngestSummary:
     """Build index ``name`` from a dump, or resume an interrupted build of it."""
     options = options or IngestOptions()
-    reader = DumpReader(dump)  # checks the file before anything is created
+    reader = DumpReader(dump)  # checks the file (and below, the device) before anything is created
+    resolve_device(options.device)
     ledger_file = ledger_path(root, name, url)
     store = _open_store(name, root, url, api_key, options)
     summary = IngestSummary(name=name, mode="build")
@@ -386,6 +387,7 @@ def update_from_dump(
     """Bring index ``name`` (built from an older dump) up to date with ``dump``."""
     options = options or IngestOptions()
     reader = DumpReader(dump)
+    resolve_device(options.device)
     ledger_file = ledger_path(root, name, url)
     store = _open_store(name, root, url, api_key, options)
     summary = IngestSummary(name=name, mode="update")
