@@ -110,7 +110,8 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-c", "from claire.cli import main; main()", *args]
 
 
-def test_kill_9_mid_build_then_resume_gives_the_same_blocks(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
     dump = write_xml_dump(tmp_path / "wiki.xml", generated_pages(60))
     command = _cli("index", "build", "--from-dump", str(dump), "--name", "g", "--path", str(tmp_path / "idx"),
                    "--workers", "1", "--batch-size", "8", "--device", "cpu")
@@ -127,8 +128,10 @@ def test_kill_9_mid_build_then_resume_gives_the_same_blocks(tmp_path):
                 break
         time.sleep(0.2)
     assert process.poll() is None and committed, "the build finished or stalled before it could be killed"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    os.kill(process.pid, stop)
+    _, stderr = process.communicate(timeout=120)
+    if stop == signal.SIGINT:
+        assert process.returncode == 130 and b"Traceback" not in stderr
     finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert finished.returncode == 0, finished.stderr
     assert "resumed and built" in finished.stdout
