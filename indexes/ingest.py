@@ -44,6 +44,7 @@ from claire.indexes.stores import EdgeStore, IndexMeta, IndexStore, ServerOption
 
 CHUNK_PAGES = 16  # pages per task sent to a parsing process
 COMMIT_SECONDS = 2.0  # how often stored pages are flushed and written to the ledger
+LEDGER_BATCH = 10_000  # pages held for the ledger at most (memory stays bounded through skipped stretches)
 
 
 @dataclass
@@ -187,6 +188,8 @@ class _Pipeline:
         if prev is not None and prev[0] == page.revision_id:
             self.summary.unchanged += 1
             self.seen.append(page.page_id)
+            if len(self.seen) >= LEDGER_BATCH:  # long unchanged stretches: keep the list short
+                self.commit()
             return
         self.chunk.append(page)
         self.chunk_prev.append(prev)
@@ -221,7 +224,7 @@ class _Pipeline:
                 self.store.delete([block_id(result.page_id, n) for n in range(len(result.blocks), old_blocks)])
         self.buffer.extend(result.blocks)
         self.waiting.append(result)
-        if len(self.buffer) >= self.options.batch_size:
+        if len(self.buffer) >= self.options.batch_size or len(self.waiting) >= LEDGER_BATCH:
             self._store_buffer()
 
     def _store_buffer(self) -> None:
