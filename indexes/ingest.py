@@ -20,8 +20,10 @@ are deleted at the end.
 from __future__ import annotations
 
 import hashlib
+import os
 import signal
 import sqlite3
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Iterator
@@ -159,8 +161,17 @@ class Ledger:
 # --- the pipeline --------------------------------------------------------------------------
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+def _worker_setup(parent: int) -> None:
+    """In each parsing process: leave Ctrl-C to the parent, and exit when the parent is gone
+    (after ``kill -9`` nobody else would stop it)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 class _Pipeline:
@@ -171,7 +182,7 @@ class _Pipeline:
         self.store, self.ledger, self.encoder, self.options = store, ledger, encoder, options
         self.generation, self.summary = generation, summary
         self.pool = (
-            ProcessPoolExecutor(options.workers, mp_context=get_context("spawn"), initializer=_ignore_sigint)
+            ProcessPoolExecutor(options.workers, mp_context=get_context("spawn"), initializer=_worker_setup, initargs=(os.getpid(),))
             if options.workers > 0 else None
         )
         self.inflight: deque[tuple[Future[list[PageResult]] | list[PageResult], list[tuple[int, int] | None]]] = deque()

@@ -129,7 +129,7 @@ def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
         time.sleep(0.2)
     assert process.poll() is None and committed, "the build finished or stalled before it could be killed"
     os.kill(process.pid, stop)
-    _, stderr = process.communicate(timeout=120)
+    _, stderr = process.communicate(timeout=120)  # EOF only once the parsing process has exited too
     if stop == signal.SIGINT:
         assert process.returncode == 130 and b"Traceback" not in stderr
     finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
