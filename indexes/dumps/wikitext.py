@@ -27,7 +27,7 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
-from claire.indexes.dumps.pages import APPARATUS_SECTIONS, BlockWriter, DumpPage, PageResult, skipped
+from claire.indexes.dumps.pages import BlockWriter, DumpPage, PageResult, skipped
 
 DISAMBIGUATION_TEMPLATES = frozenset(
     ("disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "numberdis", "letter-number combination disambiguation",
