@@ -125,7 +125,7 @@ def index_build(
     sets: SetOpt = None,
     from_dump: Annotated[Optional[Path], typer.Option("--from-dump", help="A Wikipedia dump: MediaWiki XML (.xml, .xml.bz2) or Enterprise HTML (.ndjson, .json.gz, .tar.gz). Re-run to resume.")] = None,
     limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Dump builds: stop after N pages (for trials).")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", help="Dump builds: parsing processes (default: cores - 1; 0 parses inline).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Dump builds: parsing processes (default: cores - 1 on a GPU; on a CPU cores/4, none on 2 cores; 0 parses inline).")] = None,
     device: Annotated[str, typer.Option("--device", help="Dump builds: encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Dump builds on CPU: encoding processes.")] = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Dump builds: passages per encode batch.")] = 256,
@@ -169,14 +169,14 @@ def index_build(
 
 
 def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
-    from claire.indexes.ingest import IngestOptions
+    from claire.indexes.ingest import IngestOptions, default_workers
     from claire.indexes.stores import ServerOptions
 
     r = config.retrieval
     if limit_pages is not None and limit_pages < 1:
         raise ConfigError(f"--limit-pages must be at least 1 (got {limit_pages})")
     return IngestOptions(
-        workers=max(1, (os.cpu_count() or 2) - 1) if workers is None else workers, batch_size=batch_size,
+        workers=default_workers(device) if workers is None else workers, batch_size=batch_size,
         limit_pages=limit_pages, device=device, encode_processes=encode_processes,
         server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
                              upload_parallel=r.upload_parallel),
@@ -208,7 +208,7 @@ def index_update(
     name: Annotated[str, typer.Argument(help="The index to update (built with --from-dump).")],
     from_dump: Annotated[Path, typer.Option("--from-dump", help="The newer dump (same formats as build).")] = ...,
     limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Stop after N pages (no deletions then).")] = None,
-    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default: cores - 1).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default as for index build).")] = None,
     device: Annotated[str, typer.Option("--device", help="Encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Encoding processes on CPU.")] = 1,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Passages per encode batch.")] = 256,
@@ -659,7 +659,7 @@ def bench_ingest(
     build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_000,
     encode_sample: Annotated[int, typer.Option("--encode-sample", help="Blocks for the raw-encode figure.")] = 1_000,
     memory_pages: Annotated[str, typer.Option("--memory-pages", help="Comma-separated dump sizes for peak memory.")] = "5000,20000",
-    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default: cores - 1).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for the build (default as for index build); the parse figure always also uses a pool of cores - 1 (at least 1).")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "cpu",
     as_json: Annotated[bool, typer.Option("--json", help="Also print the figures as JSON.")] = False,
 ) -> None:

@@ -3,7 +3,7 @@
 On one generated MediaWiki XML dump (bz2) of ``pages`` pages it measures, in one run:
 
 1. **parse** — read + convert every page: pages/s in this process and with a process pool of
-   ``workers`` (the build's parsing path, no encoding);
+   ``cores - 1`` processes (the build's parsing path, no encoding);
 2. **raw encode** — blocks/s of the embedder alone on ``encode_sample`` of the dump's blocks
    (the ceiling for a build);
 3. **end-to-end build** — the real ``build_from_dump`` over the first ``build_pages`` pages
@@ -34,7 +34,7 @@ from claire.indexes.dumps.pages import convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
 from claire.indexes.encoding import BatchEncoder
-from claire.indexes.ingest import IngestOptions, build_from_dump, update_from_dump
+from claire.indexes.ingest import IngestOptions, build_from_dump, default_workers, update_from_dump
 from claire.testing.dumps import iter_generated_pages, write_xml_dump
 
 TARGET_FRACTION = 0.9
@@ -130,8 +130,9 @@ def run_ingest_bench(
     device: str = "cpu",
     console: Console,
 ) -> dict:
-    workers = max(1, (os.cpu_count() or 2) - 1) if workers is None else workers
-    figures: dict = {"pages": pages, "workers": workers, "cores": os.cpu_count()}
+    pool_size = max(1, (os.cpu_count() or 2) - 1)
+    workers = default_workers(device) if workers is None else workers
+    figures: dict = {"pages": pages, "workers": workers, "parse_pool": pool_size, "cores": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="claire-ingest-bench-") as tmp:
         root = Path(tmp)
         dump = root / "generated.xml.bz2"
@@ -143,10 +144,10 @@ def run_ingest_bench(
         write_xml_dump(subset, iter_generated_pages(pages))
 
         single, _, _ = _parse_rate(subset, 0)
-        pooled, n_pages, n_blocks = _parse_rate(subset, workers)
+        pooled, n_pages, n_blocks = _parse_rate(subset, pool_size)
         figures.update(parse_pages_per_s_1proc=round(single, 1), parse_pages_per_s_pool=round(pooled, 1),
                        blocks_per_page=round(n_blocks / n_pages, 2))
-        console.print(f"parse: {single:.0f} pages/s in one process, {pooled:.0f} pages/s with {workers} worker(s) "
+        console.print(f"parse: {single:.0f} pages/s in one process, {pooled:.0f} pages/s with {pool_size} worker(s) "
                       f"({n_blocks / n_pages:.2f} blocks/page)")
 
         texts = []
@@ -190,7 +191,7 @@ def run_ingest_bench(
                             "the embedded engine's index (mapped files, HNSW build at finalize) grows with the corpus")
         figures["memory"] = []
         for size in memory_pages:
-            run = _memory_run(dump, root / f"mem{size}", size, workers, memory_seq)
+            run = _memory_run(dump, root / f"mem{size}", size, pool_size, memory_seq)  # with a parsing pool
             figures["memory"].append(run)
             table.add_row(f"{run['pages']:,}", f"{run['blocks']:,}", f"{run['seconds']:.0f}",
                           f"{run['stream_rss_mb']:.0f} / {run['stream_anon_mb']:.0f}", f"{run['rss_mb']:.0f}",

@@ -49,6 +49,17 @@ COMMIT_SECONDS = 2.0  # how often stored pages are flushed and written to the le
 LEDGER_BATCH = 10_000  # pages held for the ledger at most (memory stays bounded through skipped stretches)
 
 
+def default_workers(device: str = "auto") -> int:
+    """Parsing processes to start when none are asked for. Encoding on a GPU, parsing is the
+    bottleneck: every core but one parses. On a CPU the encoder already uses every core and
+    parsing costs ~1% of encoding, so a small machine parses inline (a pool would only compete
+    with the encoder's threads) and a larger one gives parsing a quarter of its cores."""
+    cores = os.cpu_count() or 1
+    if resolve_device(device) == "cuda":
+        return max(1, cores - 1)
+    return 0 if cores <= 2 else cores // 4
+
+
 @dataclass
 class IngestOptions:
     """How a dump build runs."""
