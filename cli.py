@@ -656,8 +656,8 @@ def bench_retrieval_quality(
 @bench_app.command("ingest")
 def bench_ingest(
     pages: Annotated[int, typer.Option("--pages", help="Pages in the generated dump (parse rate over all of them).")] = 20_000,
-    build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_000,
-    encode_sample: Annotated[int, typer.Option("--encode-sample", help="Blocks for the raw-encode figure.")] = 1_000,
+    build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_500,
+    encode_sample: Annotated[int, typer.Option("--encode-sample", help="Blocks for the raw-encode figure.")] = 2_000,
     memory_pages: Annotated[str, typer.Option("--memory-pages", help="Comma-separated dump sizes for peak memory.")] = "5000,20000",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for the build (default as for index build); the parse figure always also uses a pool of cores - 1 (at least 1).")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "cpu",

@@ -4,8 +4,8 @@ On one generated MediaWiki XML dump (bz2) of ``pages`` pages it measures, in one
 
 1. **parse** — read + convert every page: pages/s in this process and with a process pool of
    ``cores - 1`` processes (the build's parsing path, no encoding);
-2. **raw encode** — blocks/s of the embedder alone on ``encode_sample`` of the dump's blocks
-   (the ceiling for a build);
+2. **raw encode** — blocks/s of the embedder alone on ``encode_sample`` of the dump's blocks in
+   one call (sorted by length as a whole: the ceiling for a build);
 3. **end-to-end build** — the real ``build_from_dump`` over the first ``build_pages`` pages
    (reader, pool, batched encoding, store, ledger): blocks/s and its fraction of (2);
 4. **peak memory** — each size in ``memory_pages`` built in a fresh subprocess (full pipeline;
@@ -122,8 +122,8 @@ def _memory_run(dump: Path, root: Path, pages: int, workers: int, seq: int) -> d
 def run_ingest_bench(
     *,
     pages: int = 20_000,
-    build_pages: int = 1_000,
-    encode_sample: int = 1_000,
+    build_pages: int = 1_500,
+    encode_sample: int = 2_000,
     memory_pages: tuple[int, ...] = (5_000, 20_000),
     memory_seq: int = 16,
     workers: int | None = None,
