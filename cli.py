@@ -129,15 +129,29 @@ def index_build(
     url: UrlOpt = None,
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
+    from_dump: Annotated[Optional[Path], typer.Option("--from-dump", help="A Wikipedia dump: MediaWiki XML (.xml, .xml.bz2) or Enterprise HTML (.ndjson, .json.gz, .tar.gz). Re-run to resume.")] = None,
+    limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Dump builds: stop after N pages (for trials).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Dump builds: parsing processes (default: cores - 1 on a GPU; on a CPU cores/4, none on 2 cores; 0 parses inline).")] = None,
+    device: Annotated[str, typer.Option("--device", help="Dump builds: encode on cuda (fp16), cpu, or auto.")] = "auto",
+    encode_processes: Annotated[int, typer.Option("--encode-processes", help="Dump builds on CPU: encoding processes.")] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Dump builds: passages per encode batch.")] = 256,
 ) -> None:
     """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
     from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus
     from claire.indexes.retriever import build_index
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
-    if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages, from_web_docs)) != 1:
+    if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages, from_web_docs, from_dump)) != 1:
         raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE, "
-                          "--from-feverous-pages PAGES.jsonl or --from-web-docs FILE.jsonl")
+                          "--from-feverous-pages PAGES.jsonl, --from-web-docs FILE.jsonl or --from-dump DUMP")
+    if from_dump is not None:
+        from claire.indexes.ingest import build_from_dump
+
+        summary = build_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
+                                  api_key=_qdrant_key(config), embedder=embedder, replace=replace,
+                                  options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size))
+        _print_ingest(summary)
+        return
     if from_feverous_pages is not None:
         from claire.indexes.feverous_pages import blocks_from_feverous_pages
 
@@ -173,9 +187,63 @@ def index_build(
     )
 
 
+def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
+    from claire.indexes.ingest import IngestOptions, default_workers
+    from claire.indexes.stores import ServerOptions
+
+    r = config.retrieval
+    if limit_pages is not None and limit_pages < 1:
+        raise ConfigError(f"--limit-pages must be at least 1 (got {limit_pages})")
+    return IngestOptions(
+        workers=default_workers(device) if workers is None else workers, batch_size=batch_size,
+        limit_pages=limit_pages, device=device, encode_processes=encode_processes,
+        server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
+                             upload_parallel=r.upload_parallel),
+    )
+
+
+def _print_ingest(summary) -> None:  # noqa: ANN001
+    from claire.indexes.ingest import skip_counts_line
+
+    s = summary
+    verb = {"build": "resumed and built" if s.resumed else "built", "update": "updated"}[s.mode]
+    console.print(
+        f"[green]{verb}[/] index [bold]{s.name}[/]: {s.blocks:,} blocks from {s.articles:,} articles; this run read "
+        f"{s.pages_read:,} pages ({s.pages_per_s:.0f}/s) and wrote {s.blocks_written:,} blocks ({s.blocks_per_s:.1f}/s, "
+        f"encoding on {s.device}) in {s.seconds:.1f} s"
+    )
+    console.print(f"pages: {s.new:,} new, {s.changed:,} changed, {s.unchanged:,} unchanged"
+                  + (f", {s.removed:,} removed" if s.mode == "update" else "")
+                  + f"; skipped in the index: {skip_counts_line(s)}")
+
+
 def _qdrant_key(config: Config) -> str | None:
     key = config.retrieval.qdrant_api_key
     return key.get_secret_value() if key else None
+
+
+@index_app.command("update")
+def index_update(
+    name: Annotated[str, typer.Argument(help="The index to update (built with --from-dump).")],
+    from_dump: Annotated[Path, typer.Option("--from-dump", help="The newer dump (same formats as build).")] = ...,
+    limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Stop after N pages (no deletions then).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default as for index build).")] = None,
+    device: Annotated[str, typer.Option("--device", help="Encode on cuda (fp16), cpu, or auto.")] = "auto",
+    encode_processes: Annotated[int, typer.Option("--encode-processes", help="Encoding processes on CPU.")] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Passages per encode batch.")] = 256,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Re-index pages whose revision changed in a newer dump, add new ones, delete vanished ones."""
+    from claire.indexes.ingest import update_from_dump
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    summary = update_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
+                               api_key=_qdrant_key(config),
+                               options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size))
+    _print_ingest(summary)
 
 
 @index_app.command("list")
@@ -916,6 +984,29 @@ def bench_retrieval_quality(
             return asyncio.run_coroutine_threadsafe(ranker.rerank(query, hits), loop).result()
 
     run_retrieval_quality(dataset, k=k, console=console, reranker=reranker)
+
+
+@bench_app.command("ingest")
+def bench_ingest(
+    pages: Annotated[int, typer.Option("--pages", help="Pages in the generated dump (parse rate over all of them).")] = 20_000,
+    build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_500,
+    encode_sample: Annotated[int, typer.Option("--encode-sample", help="Blocks for the raw-encode figure.")] = 2_000,
+    memory_pages: Annotated[str, typer.Option("--memory-pages", help="Comma-separated dump sizes for peak memory.")] = "5000,20000",
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for the build (default as for index build); the parse figure always also uses a pool of cores - 1 (at least 1).")] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Also print the figures as JSON.")] = False,
+) -> None:
+    """Dump ingestion: parse pages/s, raw encode vs end-to-end build blocks/s, peak memory by dump size, resume overhead."""
+    from claire.bench.ingest import run_ingest_bench
+
+    try:
+        sizes = tuple(int(s) for s in memory_pages.split(",") if s.strip())
+    except ValueError:
+        raise ConfigError(f"--memory-pages takes comma-separated page counts (got {memory_pages!r})") from None
+    figures = run_ingest_bench(pages=pages, build_pages=build_pages, encode_sample=encode_sample, memory_pages=sizes,
+                               workers=workers, device=device, console=console)
+    if as_json:
+        print(json.dumps(figures, indent=2))
 
 
 @bench_app.command("eval")

@@ -146,6 +146,11 @@ class RetrievalConfig(_Section):
     wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
     # seconds a build, --replace or delete of an embedded index waits for another one to finish
     lock_timeout: float = Field(600.0, ge=0)
+    # collections made by `index build --from-dump` on a Qdrant server (retrieval.url)
+    server_shards: int = Field(1, ge=1)
+    server_on_disk: bool = True
+    server_int8: bool = True
+    upload_parallel: int = Field(4, ge=1)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":

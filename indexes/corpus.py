@@ -69,6 +69,9 @@ class Block(BaseModel):
     last_edit_date: str | None = None
     elements: list[BlockElement] | None = None  # optional: citable elements, in reading order
     categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
+    # set by the dump converters: the wiki's page id and the revision the block was taken from
+    page_id: int | None = None
+    revision_id: int | None = None
 
     @field_validator("id", "document_title", "content")
     @classmethod
@@ -314,6 +317,13 @@ def _pack(pieces: list[str], max_words: int, separator: str) -> list[str]:
     if current:
         passages.append(separator.join(current))
     return passages
+
+
+def pack_paragraphs(paragraphs: list[str], max_words: int = 150) -> list[str]:
+    """Pack paragraphs into passages of at most ``max_words`` words (one paragraph a line), long
+    paragraphs split at sentence ends — the packing :func:`blocks_from_article` uses."""
+    pieces = [piece for p in paragraphs for piece in _pieces(p, max_words)]
+    return _pack(pieces, max_words, "\n")
 
 
 def blocks_from_article(title: str, text: str, *, url: str | None = None, max_words: int = 150) -> list[Block]:

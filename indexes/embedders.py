@@ -59,6 +59,11 @@ class Embedder:
                 progress.advance(task, len(chunk))
         return np.concatenate(parts)
 
+    @property
+    def model(self) -> SentenceTransformer:
+        """The underlying sentence-transformers model (to move it to a device or start a process pool)."""
+        return self._model
+
     def encode_query(self, text: str) -> np.ndarray:
         """Embed one search query into a ``(dim,)`` unit vector."""
         return self._encode([text], 1)[0]

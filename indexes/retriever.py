@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from claire.errors import DatasetError, RetrievalError
 from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, demo_corpus_path, read_corpus, split_oversize
 from claire.indexes.embedders import Embedder, load_embedder
+from claire.indexes.query_batch import QueryBatcher
 from claire.indexes.stores import (
     IndexMeta,
     IndexStore,
@@ -75,18 +76,17 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self._lock = threading.Lock()
-        # Embedding a query costs tens of ms on a CPU; sweeps and re-runs repeat the same queries.
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        # Embedding a query costs tens of ms on a CPU: concurrent searches encode their queries in
+        # one batch, outside the store lock, and repeated queries come from a cache.
+        self._queries = QueryBatcher(self._encode_queries, cache_size=QUERY_CACHE_SIZE)
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        if len(texts) == 1:
+            return self.embedder.encode_query(texts[0])[None, :]
+        return self.embedder.encode(texts, batch_size=64)
 
     def _query_vector(self, query: str) -> np.ndarray:
-        vector = self._vectors.get(query)
-        if vector is None:
-            vector = self._vectors[query] = self.embedder.encode_query(query)
-            if len(self._vectors) > QUERY_CACHE_SIZE:
-                self._vectors.popitem(last=False)
-        else:
-            self._vectors.move_to_end(query)
-        return vector
+        return self._queries.vector(query)
 
     @property
     def meta(self) -> IndexMeta:
@@ -104,8 +104,8 @@ class Retriever:
         """The ``k`` best blocks for ``query``, never from the article ``exclude_title``."""
         if not query.strip():
             raise RetrievalError("the search query is empty")
+        dense = self._query_vector(query) if mode != "bm25" else None
         with self._lock:
-            dense = self._query_vector(query) if mode != "bm25" else None
             found = self.store.search(
                 dense=dense, text=query, exclude_title=exclude_title, k=k, mode=mode, candidates=candidates
             )

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -135,6 +137,23 @@ class IndexStore(ABC):
                 [b.model_dump(exclude_none=True) for b in batch],
             )
 
+    def delete(self, block_ids: list[str]) -> None:
+        """Remove the blocks with these ids (ids not stored are ignored)."""
+        if block_ids:
+            self._delete([point_id(b) for b in block_ids])
+
+    def flush(self) -> None:
+        """Make the writes so far durable (a no-op where every write already is)."""
+
+    def iter_blocks(self, batch: int = 1000) -> Iterator[Block]:
+        """Every stored block, in no particular order."""
+        offset = None
+        while True:
+            payloads, offset = self._scroll(batch, offset)
+            yield from (Block.model_validate(p) for p in payloads)
+            if offset is None:
+                return
+
     def finalize(self) -> None:
         """Build the search structures, record the corpus statistics and mark the index complete."""
         meta = self.meta
@@ -229,6 +248,12 @@ class IndexStore(ABC):
 
     @abstractmethod
     def _optimize(self) -> None: ...
+
+    @abstractmethod
+    def _delete(self, ids: list[int]) -> None: ...
+
+    @abstractmethod
+    def _scroll(self, limit: int, offset: Any) -> tuple[list[dict], Any]: ...
 
     @abstractmethod
     def _distinct_titles(self, limit: int) -> int: ...
@@ -395,6 +420,16 @@ class EdgeStore(IndexStore):
         shard.optimize()
         shard.flush()
 
+    def _delete(self, ids: list[int]) -> None:
+        self._open_shard.update(edge.UpdateOperation.delete_points(ids))
+
+    def flush(self) -> None:
+        self._open_shard.flush()
+
+    def _scroll(self, limit, offset):
+        records, next_offset = self._open_shard.scroll(edge.ScrollRequest(limit=limit, offset=offset, with_payload=True))
+        return [r.payload for r in records], next_offset
+
     def _distinct_titles(self, limit: int) -> int:
         return len(self._open_shard.facet(edge.FacetRequest(key=TITLE, limit=max(limit, 1), exact=True)))
 
@@ -510,14 +545,127 @@ def _collection_meta(client: QdrantClient, collection: str, where: str) -> Index
     return IndexMeta.from_dict(metadata[_META_KEY], f"collection {collection} on {where}")
 
 
+@dataclass
+class ServerOptions:
+    """How a new collection is laid out on a Qdrant server or cluster, and how uploads go.
+
+    For a corpus the size of Wikipedia: ``on_disk`` keeps dense vectors and payloads on disk
+    (memory-mapped), ``int8`` adds scalar quantization (int8 copies in RAM, a quarter of the
+    float32 size, rescored from disk), ``shards`` spreads the collection over a cluster's nodes,
+    and ``upload_parallel`` sends an upsert's points as that many concurrent requests.
+    """
+
+    shards: int = 1
+    on_disk: bool = False
+    int8: bool = False
+    upload_parallel: int = 1
+
+
+class WorkingEdgeStore(EdgeStore):
+    """An embedded index changed over a long, resumable job (a dump build or update).
+
+    Readers must never see a half-changed index, yet a dump build killed after hours must go on
+    where it stopped. So the job writes to a private working copy in ``work_dir`` (kept across
+    interruptions, outside the index folder) and ``finalize`` publishes it as a new version of
+    the index (the same swap as any build). An update's working copy starts as a real copy of
+    the current version. ``exists`` and ``meta`` describe the working copy when there is one,
+    else the published index."""
+
+    def __init__(self, path: str | Path, work_dir: str | Path, *, lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT) -> None:
+        super().__init__(path, open_existing=False, lock_timeout=lock_timeout)
+        self.work_dir = Path(work_dir)
+        if (self.work_dir / "meta.json").is_file():
+            self._meta = _read_meta_file(self.work_dir / "meta.json")
+            self._shard = _load_shard(self.work_dir / "shard", self._meta.name)
+        else:
+            pointer = sharing.read_pointer(self.path)
+            if pointer is not None:
+                self._meta = IndexMeta.from_dict({k: v for k, v in pointer.items() if k != "version"}, str(self.path))
+
+    def _create(self, meta: IndexMeta) -> None:
+        if sharing.read_pointer(self.path) is not None:
+            raise RetrievalError(f"index {self.path.name} already exists in {self.path.parent}; delete it or rebuild with --replace")
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+        self.work_dir.mkdir(parents=True)
+        meta.name, meta.backend = self.path.name, "edge"
+        config = edge.EdgeConfig(
+            vectors={DENSE: edge.EdgeVectorParams(size=meta.dim, distance=edge.Distance.Cosine)},
+            sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+        )
+        self._shard = edge.EdgeShard.create(str(self.work_dir / "shard"), config)
+        self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
+        self._meta = meta
+        self._write_work_meta()
+
+    def _write_work_meta(self) -> None:
+        data = self.meta.to_dict()
+        data["complete"] = False  # a working copy is never complete: only its published version is
+        sharing.write_json_atomically(self.work_dir / "meta.json", data)
+
+    @property
+    def _open_shard(self) -> edge.EdgeShard:
+        if self._shard is None and self._meta is not None and not (self.work_dir / "meta.json").is_file():
+            self._start_from_published()
+        return super()._open_shard
+
+    def _start_from_published(self) -> None:
+        """A working copy of the current version (a real copy: the published files stay untouched)."""
+        with sharing.WriterLock(self.path, self.path.name, self.lock_timeout):
+            pointer = sharing.read_pointer(self.path)
+            if pointer is None:
+                raise RetrievalError(f"index {self.path.name} disappeared while it was being updated")
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.work_dir.parent.mkdir(parents=True, exist_ok=True)
+            staging = self.work_dir.with_name(self.work_dir.name + ".copying")
+            shutil.rmtree(staging, ignore_errors=True)
+            shutil.copytree(sharing.shard_dir(self.path, pointer), staging / "shard")
+            os.replace(staging, self.work_dir)
+        self._write_work_meta()
+        self._shard = _load_shard(self.work_dir / "shard", self.path.name)
+
+    def _save_meta(self) -> None:
+        if not self.meta.complete:
+            self._write_work_meta()
+            return
+        shard = self._open_shard
+        shard.flush()
+        shard.close()
+        self._shard = None
+        with sharing.WriterLock(self.path, self.path.name, self.lock_timeout):
+            version = sharing.new_version(self.path)
+            os.replace(self.work_dir / "shard", version / "shard")
+            sharing.write_json_atomically(version / "meta.json", self.meta.to_dict())
+            sharing.publish(self.path, version, self.meta.to_dict())
+            sharing.prune(self.path, keep=version.name)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def close(self) -> None:
+        if self._shard is not None:
+            self._shard.close()
+            self._shard = None
+
+    def discard(self) -> None:
+        """Forget the working copy (the published index, if any, is untouched)."""
+        self.close()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
 class ServerStore(IndexStore):
     """An index as a collection on a Qdrant server (``url``) or in qdrant-client's local mode
     (``path``, or a ``file:PATH`` url). Opens the collection if it exists."""
 
     def __init__(
-        self, url: str | None = None, path: str | Path | None = None, api_key: str | None = None, *, collection: str
+        self,
+        url: str | None = None,
+        path: str | Path | None = None,
+        api_key: str | None = None,
+        *,
+        collection: str,
+        options: ServerOptions | None = None,
     ) -> None:
         self.collection = collection
+        self.options = options or ServerOptions()
+        self._uploads: ThreadPoolExecutor | None = None
         connection = _connect(url, path, api_key)
         self._client, self._where, self._local_path = connection.client, connection.where, connection.local_path
         try:
@@ -533,10 +681,28 @@ class ServerStore(IndexStore):
     def _create(self, meta: IndexMeta) -> None:
         meta.name, meta.backend = self.collection, "server"
         with _server_errors(self._where):
+            options = self.options
+            quantization = (
+                models.ScalarQuantization(
+                    scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+                )
+                if options.int8
+                else None
+            )
             self._client.create_collection(
                 self.collection,
-                vectors_config={DENSE: models.VectorParams(size=meta.dim, distance=models.Distance.COSINE)},
-                sparse_vectors_config={BM25: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                vectors_config={
+                    DENSE: models.VectorParams(size=meta.dim, distance=models.Distance.COSINE, on_disk=options.on_disk or None)
+                },
+                sparse_vectors_config={
+                    BM25: models.SparseVectorParams(
+                        modifier=models.Modifier.IDF,
+                        index=models.SparseIndexParams(on_disk=True) if options.on_disk else None,
+                    )
+                },
+                shard_number=options.shards if options.shards > 1 else None,
+                on_disk_payload=options.on_disk or None,
+                quantization_config=quantization,
                 metadata={_META_KEY: meta.to_dict()},
             )
             if self._local_path is None:  # local mode ignores payload indexes (and warns about them)
@@ -551,8 +717,17 @@ class ServerStore(IndexStore):
             models.PointStruct(id=i, vector={DENSE: d, BM25: sparse.for_client(s)}, payload=p)
             for i, d, s, p in zip(ids, dense, bm25, payloads, strict=True)
         ]
+        parallel = self.options.upload_parallel if self._local_path is None else 1  # local mode is single-threaded
         with _server_errors(self._where):
-            self._client.upsert(self.collection, points=points, wait=True)
+            if parallel <= 1 or len(points) < 2 * parallel:
+                self._client.upsert(self.collection, points=points, wait=True)
+                return
+            if self._uploads is None:
+                self._uploads = ThreadPoolExecutor(parallel, thread_name_prefix="qdrant-upload")
+            size = -(-len(points) // parallel)
+            parts = [points[i : i + size] for i in range(0, len(points), size)]
+            for done in [self._uploads.submit(self._client.upsert, self.collection, points=part, wait=True) for part in parts]:
+                done.result()
 
     def _optimize(self) -> None:
         """Wait (up to ten minutes) for the server's optimizers to finish indexing."""
@@ -562,6 +737,15 @@ class ServerStore(IndexStore):
                 if time.monotonic() > deadline:
                     return
                 time.sleep(0.5)
+
+    def _delete(self, ids: list[int]) -> None:
+        with _server_errors(self._where):
+            self._client.delete(self.collection, points_selector=models.PointIdsList(points=ids), wait=True)
+
+    def _scroll(self, limit, offset):
+        with _server_errors(self._where):
+            records, next_offset = self._client.scroll(self.collection, limit=limit, offset=offset, with_payload=True)
+        return [r.payload for r in records], next_offset
 
     def _distinct_titles(self, limit: int) -> int:
         with _server_errors(self._where):
@@ -620,6 +804,9 @@ class ServerStore(IndexStore):
         return [(p.payload, p.score) for p in result.points]
 
     def close(self) -> None:
+        if self._uploads is not None:
+            self._uploads.shutdown()
+            self._uploads = None
         self._client.close()
 
     def size_on_disk(self) -> int | None:

@@ -1,0 +1,200 @@
+"""Dump-ingestion benchmark on a generated dump (``claire bench ingest``).
+
+On one generated MediaWiki XML dump (bz2) of ``pages`` pages it measures, in one run:
+
+1. **parse** — read + convert every page: pages/s in this process and with a process pool of
+   ``cores - 1`` processes (the build's parsing path, no encoding);
+2. **raw encode** — blocks/s of the embedder alone on ``encode_sample`` of the dump's blocks in
+   one call (sorted by length as a whole: the ceiling for a build);
+3. **end-to-end build** — the real ``build_from_dump`` over the first ``build_pages`` pages
+   (reader, pool, batched encoding, store, ledger): blocks/s and its fraction of (2);
+4. **peak memory** — each size in ``memory_pages`` built in a fresh subprocess (full pipeline;
+   the embedder capped at ``memory_seq`` tokens a passage so large dumps run in minutes on a
+   small CPU): the builder's peak RSS while streaming (all of it, and anonymous memory only —
+   the rest is the embedded index's mapped files) and overall (finalize builds the HNSW graph,
+   which grows with the corpus), and the parsing processes' peak;
+5. **resume overhead** — re-running over a dump whose pages are all indexed (the path a resumed
+   build takes through its finished pages): seconds and pages/s of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from claire.indexes.dumps.pages import convert_pages
+from claire.indexes.dumps.readers import DumpReader
+from claire.indexes.embedders import load_embedder
+from claire.indexes.encoding import BatchEncoder
+from claire.indexes.ingest import IngestOptions, build_from_dump, default_workers, update_from_dump
+from claire.testing.dumps import iter_generated_pages, write_xml_dump
+
+TARGET_FRACTION = 0.9
+
+_MEMORY_CHILD = """
+import json, multiprocessing, sys, threading, time
+from pathlib import Path
+from claire.indexes.ingest import IngestOptions, build_from_dump
+
+def rss_mb(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return next(int(l.split()[1]) for l in status if l.startswith(field)) / 1024
+    except (OSError, StopIteration):
+        return 0.0
+
+from claire.indexes.stores import IndexStore
+peak_worker = peak_stream = peak_stream_anon = 0.0
+finalizing = False
+def watch():  # sampled: ru_maxrss of a spawned child counts its parent's pages
+    global peak_worker, peak_stream, peak_stream_anon
+    while True:
+        for child in multiprocessing.active_children():
+            peak_worker = max(peak_worker, rss_mb(child.pid, "VmRSS:"))
+        if not finalizing:
+            peak_stream = max(peak_stream, rss_mb("self", "VmRSS:"))
+            peak_stream_anon = max(peak_stream_anon, rss_mb("self", "RssAnon:"))
+        time.sleep(0.2)
+
+original_finalize = IndexStore.finalize
+def finalize(self):
+    global finalizing
+    finalizing = True
+    return original_finalize(self)
+IndexStore.finalize = finalize
+
+threading.Thread(target=watch, daemon=True).start()
+dump, root, pages, workers, seq = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+options = IngestOptions(workers=workers, device="cpu", show_progress=False, limit_pages=pages, max_seq_length=seq)
+summary = build_from_dump(dump, name="memory", root=Path(root), options=options)
+print(json.dumps({"pages": summary.pages_read, "blocks": summary.blocks_written, "seconds": summary.seconds,
+                  "rss_mb": rss_mb("self", "VmHWM:"), "stream_rss_mb": peak_stream, "stream_anon_mb": peak_stream_anon,
+                  "workers_rss_mb": peak_worker}))
+"""
+
+
+def _parse_rate(dump: Path, workers: int) -> tuple[float, int, int]:
+    """(pages/s, pages, blocks) reading and converting the whole dump."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    started = time.monotonic()
+    pages = blocks = 0
+    chunk: list = []
+    if workers <= 0:
+        for page in DumpReader(dump):
+            pages += 1
+            blocks += sum(len(r.blocks) for r in convert_pages([page]))
+        return pages / (time.monotonic() - started), pages, blocks
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        futures = []
+        for page in DumpReader(dump):
+            pages += 1
+            chunk.append(page)
+            if len(chunk) == 64:
+                futures.append(pool.submit(convert_pages, chunk))
+                chunk = []
+            while len(futures) > 4 * workers:
+                blocks += sum(len(r.blocks) for r in futures.pop(0).result())
+        if chunk:
+            futures.append(pool.submit(convert_pages, chunk))
+        for future in futures:
+            blocks += sum(len(r.blocks) for r in future.result())
+    return pages / (time.monotonic() - started), pages, blocks
+
+
+def _memory_run(dump: Path, root: Path, pages: int, workers: int, seq: int) -> dict:
+    result = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(dump), str(root), str(pages), str(workers), str(seq)],
+                            capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+    if result.returncode != 0:
+        raise RuntimeError(f"memory run at {pages} pages failed: {result.stderr.strip()[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_ingest_bench(
+    *,
+    pages: int = 20_000,
+    build_pages: int = 1_500,
+    encode_sample: int = 2_000,
+    memory_pages: tuple[int, ...] = (5_000, 20_000),
+    memory_seq: int = 16,
+    workers: int | None = None,
+    device: str = "cpu",
+    console: Console,
+) -> dict:
+    pool_size = max(1, (os.cpu_count() or 2) - 1)
+    workers = default_workers(device) if workers is None else workers
+    figures: dict = {"pages": pages, "workers": workers, "parse_pool": pool_size, "cores": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="claire-ingest-bench-") as tmp:
+        root = Path(tmp)
+        dump = root / "generated.xml.bz2"
+        started = time.monotonic()
+        write_xml_dump(dump, iter_generated_pages(max((pages, *memory_pages))))
+        console.print(f"generated {max((pages, *memory_pages)):,} pages ({dump.stat().st_size / 1e6:.1f} MB bz2) "
+                      f"in {time.monotonic() - started:.1f} s; workers={workers}, cores={os.cpu_count()}")
+        subset = root / "subset.xml.bz2"
+        write_xml_dump(subset, iter_generated_pages(pages))
+
+        single, _, _ = _parse_rate(subset, 0)
+        pooled, n_pages, n_blocks = _parse_rate(subset, pool_size)
+        figures.update(parse_pages_per_s_1proc=round(single, 1), parse_pages_per_s_pool=round(pooled, 1),
+                       blocks_per_page=round(n_blocks / n_pages, 2))
+        console.print(f"parse: {single:.0f} pages/s in one process, {pooled:.0f} pages/s with {pool_size} worker(s) "
+                      f"({n_blocks / n_pages:.2f} blocks/page)")
+
+        texts = []
+        for page in DumpReader(subset):
+            texts += [b.embed_text() for r in convert_pages([page]) for b in r.blocks]
+            if len(texts) >= encode_sample:
+                break
+        texts = texts[:encode_sample]
+        encoder = BatchEncoder(load_embedder("minilm"), device=device, batch_size=256)
+        encoder.encode(texts[:32])  # warm-up
+        started = time.monotonic()
+        encoder.encode(texts)
+        raw = len(texts) / (time.monotonic() - started)
+        encoder.close()
+        figures.update(raw_encode_blocks_per_s=round(raw, 1), device=encoder.device)
+        console.print(f"raw encode ({encoder.device}): {raw:.1f} blocks/s over {len(texts):,} blocks")
+
+        options = IngestOptions(workers=workers, device=device, show_progress=False, limit_pages=build_pages)
+        summary = build_from_dump(subset, name="bench", root=root / "idx", options=options)
+        e2e = summary.blocks_written / summary.seconds
+        figures.update(build_pages=summary.pages_read, build_blocks=summary.blocks_written,
+                       build_seconds=summary.seconds, build_blocks_per_s=round(e2e, 1),
+                       build_fraction_of_raw=round(e2e / raw, 3))
+        console.print(f"end-to-end build of {summary.pages_read:,} pages: {summary.blocks_written:,} blocks in "
+                      f"{summary.seconds:.1f} s = {e2e:.1f} blocks/s = {e2e / raw:.2f} of raw encode "
+                      f"(target >= {TARGET_FRACTION}; finalize included)")
+
+        resume_started = time.monotonic()
+        again = update_from_dump(subset, name="bench", root=root / "idx",
+                                 options=IngestOptions(workers=workers, device=device, show_progress=False,
+                                                       limit_pages=build_pages))
+        skip_seconds = time.monotonic() - resume_started
+        figures.update(resume_skip_pages=again.unchanged, resume_skip_seconds=round(skip_seconds, 2),
+                       resume_skip_pages_per_s=round(again.unchanged / skip_seconds, 1))
+        console.print(f"resume overhead: {again.unchanged:,} already-indexed pages re-read and skipped in "
+                      f"{skip_seconds:.1f} s ({again.unchanged / skip_seconds:.0f} pages/s, model load and finalize included)")
+
+        table = Table("pages", "blocks", "build s", "builder streaming: RSS / anon (MB)", "builder peak incl. finalize (MB)",
+                      "parsing worker (MB)",
+                      title=f"peak memory (full pipeline, embedder capped at {memory_seq} tokens/passage); "
+                            "the embedded engine's index (mapped files, HNSW build at finalize) grows with the corpus")
+        figures["memory"] = []
+        for size in memory_pages:
+            run = _memory_run(dump, root / f"mem{size}", size, pool_size, memory_seq)  # with a parsing pool
+            figures["memory"].append(run)
+            table.add_row(f"{run['pages']:,}", f"{run['blocks']:,}", f"{run['seconds']:.0f}",
+                          f"{run['stream_rss_mb']:.0f} / {run['stream_anon_mb']:.0f}", f"{run['rss_mb']:.0f}",
+                          f"{run['workers_rss_mb']:.0f}")
+        console.print(table)
+    return figures

@@ -1,0 +1,159 @@
+"""Wikimedia Enterprise (Parsoid) HTML to corpus blocks, with lxml.
+
+The article body is walked in document order: ``<h2>``–``<h6>`` open sections (full path kept),
+``<p>``, list items and quotes are prose, ``table.infobox`` becomes ``Field: value`` lines and
+other tables (wikitables) markdown rows with the header kept. Reference markers, edit links,
+styles, maths, navigation boxes, hatnotes, maintenance boxes, figures and the apparatus sections
+(References, External links, …) never reach the text.
+"""
+
+from __future__ import annotations
+
+from lxml import html as lxml_html
+from lxml.etree import ParserError, _Element
+
+from claire.indexes.dumps.pages import BlockWriter, DumpPage, PageResult, clean_line, skipped
+
+_SKIP_TAGS = frozenset(("style", "script", "link", "meta", "figure", "math", "img", "audio", "video", "noscript",
+                        "head", "title"))
+_SKIP_CLASSES = frozenset((
+    "reference", "mw-ref", "mw-editsection", "noprint", "navbox", "navbox-styles", "hatnote", "metadata", "ambox",
+    "mw-references-wrap", "reflist", "references", "shortdescription", "mwe-math-element", "sistersitebox",
+    "thumb", "mw-empty-elt", "portalbox", "side-box", "dmbox", "mbox-small", "toc", "catlinks",
+))
+_PROSE = frozenset(("p", "li", "dd", "dt", "blockquote", "pre"))
+_HEADINGS = {f"h{n}": n for n in range(1, 7)}
+
+
+def _classes(el: _Element) -> set[str]:
+    return set((el.get("class") or "").split())
+
+
+def _skipped(el: _Element) -> bool:
+    if not isinstance(el.tag, str):  # comments and processing instructions
+        return True
+    tag = el.tag.lower()
+    if tag == "sup":
+        return "reference" in _classes(el) or "noprint" in _classes(el) or el.get("typeof") == "mw:Extension/ref"
+    if tag in _SKIP_TAGS:
+        return True
+    if el.get("typeof", "").startswith("mw:Extension/ref"):
+        return True
+    return bool(_classes(el) & _SKIP_CLASSES) or el.get("role") == "note" or el.get("id") == "disambigbox"
+
+
+def text_of(el: _Element) -> str:
+    """The visible text of ``el`` without reference markers, edit links and other apparatus."""
+    parts = [el.text or ""]
+    for child in el:
+        if not _skipped(child):
+            parts.append(" " if isinstance(child.tag, str) and child.tag.lower() == "br" else text_of(child))
+        parts.append(child.tail or "")
+    return "".join(parts)
+
+
+def is_disambiguation(root: _Element) -> bool:
+    for el in root.iter("meta", "link"):
+        if "mw:PageProp/disambiguation" in ((el.get("property") or "") + (el.get("rel") or "")):
+            return True
+    return bool(root.xpath('//*[@id="disambigbox" or contains(@class, "dmbox-disambig")]'))
+
+
+def _is_redirect(root: _Element) -> bool:
+    return any("mw:PageProp/redirect" in (el.get("rel") or "") for el in root.iter("link"))
+
+
+def convert(page: DumpPage, *, max_words: int = 150) -> PageResult:
+    """The blocks of one HTML page, or the reason it is skipped."""
+    if page.namespace != 0:
+        return skipped(page, "namespace")
+    if page.redirect:
+        return skipped(page, "redirect")
+    if not page.body.strip():
+        return skipped(page, "empty")
+    try:
+        root = lxml_html.document_fromstring(page.body)
+    except (ParserError, ValueError):
+        return skipped(page, "empty")
+    if _is_redirect(root):
+        return skipped(page, "redirect")
+    if page.disambiguation or is_disambiguation(root):
+        return skipped(page, "disambiguation")
+    writer = BlockWriter(page, max_words=max_words)
+    body = root.find("body")
+    _walk(body if body is not None else root, writer)
+    return writer.result()
+
+
+def _walk(el: _Element, writer: BlockWriter) -> None:
+    for child in el:
+        if _skipped(child):
+            continue
+        tag = child.tag.lower()
+        if tag in _HEADINGS:
+            writer.heading(_HEADINGS[tag], text_of(child))
+        elif writer.in_apparatus:
+            continue
+        elif tag == "table":
+            if "infobox" in _classes(child):
+                writer.infobox(_infobox_fields(child))
+            else:
+                _table(child, writer)
+        elif tag in _PROSE:
+            nested = [c for c in child if isinstance(c.tag, str) and c.tag.lower() in ("ul", "ol", "dl", "table")]
+            if nested and tag == "li":  # an item with a sub-list: its own line, then the sub-items
+                own = [child.text or ""] + [text_of(c) + (c.tail or "") for c in child
+                                            if c not in nested and not _skipped(c)]
+                writer.paragraph("".join(own))
+                for sub in nested:
+                    _walk(sub, writer)
+            else:
+                writer.paragraph(text_of(child))
+        else:
+            _walk(child, writer)
+
+
+def _rows(table: _Element) -> list[_Element]:
+    """The rows of ``table`` itself (through thead/tbody/tfoot), not of tables nested in cells."""
+    rows = []
+    for part in table:
+        if not isinstance(part.tag, str):
+            continue
+        if part.tag == "tr":
+            rows.append(part)
+        elif part.tag in ("thead", "tbody", "tfoot"):
+            rows.extend(r for r in part if r.tag == "tr")
+    return rows
+
+
+def _cells(row: _Element) -> list[_Element]:
+    return [c for c in row if isinstance(c.tag, str) and c.tag in ("th", "td")]
+
+
+def _infobox_fields(table: _Element) -> list[tuple[str, str]]:
+    fields = []
+    for row in _rows(table):
+        cells = _cells(row)
+        if len(cells) == 2 and cells[0].tag == "th":
+            fields.append((text_of(cells[0]), _cell_text(cells[1])))
+    return fields
+
+
+def _cell_text(cell: _Element) -> str:
+    items = [clean_line(text_of(li)) for li in cell.iter("li")]
+    if items:
+        return ", ".join(i for i in items if i)
+    return text_of(cell)
+
+
+def _table(table: _Element, writer: BlockWriter) -> None:
+    if _skipped(table):
+        return
+    caption_el = table.find("caption")
+    caption = text_of(caption_el) if caption_el is not None else ""
+    rows = [[(c.tag == "th", _cell_text(c)) for c in _cells(r)] for r in _rows(table)]
+    rows = [r for r in rows if r]
+    header = None
+    if rows and all(is_head for is_head, _ in rows[0]):
+        header = [text for _, text in rows.pop(0)]
+    writer.table([[text for _, text in row] for row in rows], header, caption)

@@ -1,0 +1,205 @@
+"""The page a dump reader yields, and how a converted page becomes corpus blocks.
+
+Converters (``wikitext``, ``html``) walk a page in reading order and hand each piece to a
+:class:`BlockWriter`: prose paragraphs under the current section path, tables (already
+linearised as markdown rows) and infoboxes (``Field: value`` lines). The writer packs prose the
+way :func:`~claire.indexes.corpus.blocks_from_article` does, splits long tables into blocks that
+repeat the header row, and numbers blocks in order so that a block's id — ``{page_id}-{n}`` —
+is the same every time the same revision is converted. Re-storing a page therefore overwrites
+its blocks instead of adding copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import quote
+
+from claire.indexes.corpus import Block, pack_paragraphs
+
+SkipReason = Literal["redirect", "disambiguation", "namespace", "empty"]
+SKIP_REASONS: tuple[SkipReason, ...] = ("redirect", "disambiguation", "namespace", "empty")
+APPARATUS_SECTIONS = frozenset(
+    s.lower() for s in ("References", "External links", "Further reading", "Notes", "Sources", "Bibliography",
+                        "Citations", "Footnotes", "See also", "Notes and references", "Works cited")
+)
+"""Sections of references and links, left out of the corpus."""
+MAX_WORDS = 150  # the passage size of the other converters
+_URL_SAFE = "/:(),'!*;@$&=+~-._"
+
+
+@dataclass
+class DumpPage:
+    """One page as read from a dump, before conversion. ``body`` is wikitext or HTML (``kind``)."""
+
+    page_id: int
+    revision_id: int
+    title: str
+    namespace: int
+    body: str
+    kind: Literal["wikitext", "html"]
+    url: str | None = None  # the article's URL (without a section anchor)
+    timestamp: str | None = None
+    redirect: bool = False
+    disambiguation: bool = False  # known from the dump's metadata (Enterprise HTML)
+
+
+@dataclass
+class PageResult:
+    """A converted page: its blocks, or why it was skipped."""
+
+    page_id: int
+    revision_id: int
+    title: str
+    blocks: list[Block] = field(default_factory=list)
+    skipped: SkipReason | None = None
+
+
+def block_id(page_id: int, position: int) -> str:
+    """The id of the ``position``-th block (from 0) of page ``page_id``."""
+    return f"{page_id}-{position}"
+
+
+def article_url(base: str | None, title: str) -> str | None:
+    """``base`` (a wiki's ``…/wiki/`` prefix) joined with the title in URL form."""
+    if not base:
+        return None
+    return base + quote(title.replace(" ", "_"), safe=_URL_SAFE)
+
+
+def section_url(url: str | None, section_path: str) -> str | None:
+    """The article URL with the anchor of the innermost section of ``section_path``."""
+    if not url or not section_path:
+        return url
+    anchor = section_path.rsplit(" > ", 1)[-1].replace(" ", "_")
+    return f"{url.split('#', 1)[0]}#{quote(anchor, safe=_URL_SAFE)}"
+
+
+def clean_line(text: str) -> str:
+    """Collapse runs of whitespace and trim."""
+    return " ".join(text.split())
+
+
+class BlockWriter:
+    """Collects one page's pieces in reading order and turns them into numbered blocks."""
+
+    def __init__(self, page: DumpPage, *, max_words: int = MAX_WORDS) -> None:
+        self.page = page
+        self.max_words = max_words
+        self.blocks: list[Block] = []
+        self._path: list[tuple[int, str]] = []
+        self._paragraphs: list[str] = []
+
+    @property
+    def section(self) -> str:
+        return " > ".join(name for _, name in self._path)
+
+    @property
+    def in_apparatus(self) -> bool:
+        """Whether the current section (or one it is nested in) is an apparatus section."""
+        return any(name.lower() in APPARATUS_SECTIONS for _, name in self._path)
+
+    def heading(self, level: int, title: str) -> None:
+        """Start a section of heading ``level`` (2 for ``==``/``<h2>``) named ``title``."""
+        self.flush()
+        title = clean_line(title)
+        while self._path and self._path[-1][0] >= level:
+            self._path.pop()
+        if title:
+            self._path.append((level, title))
+
+    def paragraph(self, text: str) -> None:
+        text = clean_line(text)
+        if text:
+            self._paragraphs.append(text)
+
+    def table(self, rows: list[list[str]], header: list[str] | None, caption: str = "") -> None:
+        """A table as markdown rows (header row kept), split into blocks of about ``max_words``
+        words that each repeat the caption and header."""
+        self.flush()
+        rows = [[_cell(c) for c in row] for row in rows]
+        rows = [row for row in rows if any(row)]
+        if not rows and not header:
+            return
+        width = max([len(header or [])] + [len(row) for row in rows])
+        top = [f"Table: {clean_line(caption)}"] if clean_line(caption) else []
+        if header:
+            head = [_cell(c) for c in header] + [""] * (width - len(header))
+            top += [_row(head), _row(["---"] * width)]
+        chunk: list[str] = []
+        size = 0
+        for row in rows:
+            line = _row(row + [""] * (width - len(row)))
+            words = len(line.split())
+            if chunk and size + words > self.max_words:
+                self._add("\n".join(top + chunk), "table")
+                chunk, size = [], 0
+            chunk.append(line)
+            size += words
+        if chunk or top:
+            self._add("\n".join(top + chunk), "table")
+
+    def infobox(self, fields: list[tuple[str, str]]) -> None:
+        """An infobox as ``Field: value`` lines (empty values left out)."""
+        lines = [f"{clean_line(k)}: {clean_line(v)}" for k, v in fields if clean_line(k) and clean_line(v)]
+        if lines:
+            self.flush()
+            self._add("\n".join(lines), "infobox")
+
+    def flush(self) -> None:
+        """Pack the prose gathered so far into text blocks of the current section."""
+        if self._paragraphs:
+            for passage in pack_paragraphs(self._paragraphs, self.max_words):
+                self._add(passage, "text")
+            self._paragraphs = []
+
+    def result(self) -> PageResult:
+        self.flush()
+        page = self.page
+        if not self.blocks:
+            return PageResult(page.page_id, page.revision_id, page.title, skipped="empty")
+        return PageResult(page.page_id, page.revision_id, page.title, blocks=self.blocks)
+
+    def _add(self, content: str, kind: Literal["text", "table", "infobox"]) -> None:
+        page, section = self.page, self.section
+        self.blocks.append(
+            Block(
+                id=block_id(page.page_id, len(self.blocks)),
+                document_title=page.title,
+                section_title=section,
+                content=content,
+                block_type=kind,
+                url=section_url(page.url, section),
+                last_edit_date=page.timestamp,
+                page_id=page.page_id,
+                revision_id=page.revision_id,
+            )
+        )
+
+
+def _cell(text: str) -> str:
+    return clean_line(text).replace("|", "/")
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def skipped(page: DumpPage, reason: SkipReason) -> PageResult:
+    return PageResult(page.page_id, page.revision_id, page.title, skipped=reason)
+
+
+def convert_page(page: DumpPage, max_words: int = MAX_WORDS) -> PageResult:
+    """Convert one page with the converter for its kind (imported here: the converters import this module)."""
+    if page.kind == "html":
+        from claire.indexes.dumps import html
+
+        return html.convert(page, max_words=max_words)
+    from claire.indexes.dumps import wikitext
+
+    return wikitext.convert(page, max_words=max_words)
+
+
+def convert_pages(pages: list[DumpPage], max_words: int = MAX_WORDS) -> list[PageResult]:
+    """Convert a chunk of pages (the unit of work of a parsing process)."""
+    return [convert_page(page, max_words) for page in pages]

@@ -1,0 +1,73 @@
+"""Query micro-batching: concurrent searches share encodes and get the same answers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from claire.indexes.query_batch import QueryBatcher
+from claire.indexes.retriever import build_index, open_retriever
+from claire.testing.doubles import BLOCKS
+
+
+def slow_encoder(calls: list[list[str]], delay: float = 0.05):
+    def encode(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        time.sleep(delay)
+        if "boom" in texts:
+            raise RuntimeError("encoder failed")
+        return np.array([[float(len(t)), float(sum(map(ord, t)))] for t in texts])
+
+    return encode
+
+
+def test_concurrent_queries_are_encoded_in_few_batches():
+    calls: list[list[str]] = []
+    batcher = QueryBatcher(slow_encoder(calls))
+    queries = [f"query number {i}" for i in range(16)] * 2  # each twice, at once
+    start = threading.Barrier(len(queries))
+
+    def ask(q: str) -> np.ndarray:
+        start.wait()
+        return batcher.vector(q)
+
+    with ThreadPoolExecutor(len(queries)) as pool:
+        vectors = list(pool.map(ask, queries))
+    for query, vector in zip(queries, vectors):
+        assert vector.tolist() == [float(len(query)), float(sum(map(ord, query)))]
+    encoded = [q for call in calls for q in call]
+    assert sorted(encoded) == sorted(set(queries))  # identical queries in flight share one encode
+    assert len(calls) <= 4 and batcher.batches == len(calls)
+    assert batcher.vector("query number 3").tolist() == vectors[3].tolist() and len(calls) == batcher.batches  # cached
+
+
+def test_an_encoder_error_reaches_every_waiter_and_the_batcher_recovers():
+    calls: list[list[str]] = []
+    batcher = QueryBatcher(slow_encoder(calls))
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(batcher.vector, q) for q in ("boom", "a", "b", "c")]
+        outcomes = []
+        for future in futures:
+            try:
+                outcomes.append(future.result(timeout=10))
+            except RuntimeError as error:
+                outcomes.append(str(error))
+    assert outcomes[0] == "encoder failed"
+    assert batcher.vector("fine").tolist() == [4.0, float(sum(map(ord, "fine")))]
+
+
+def test_concurrent_searches_on_a_real_index_match_sequential_ones(tmp_path):
+    build_index(BLOCKS, name="tiny", embedder="minilm", root=tmp_path, show_progress=False)
+    queries = ["When was the Eiffel Tower finished?", "Paris landmarks", "world fair 1889", "Texas", "iron lattice"] * 3
+    with open_retriever("tiny", root=tmp_path) as retriever:
+        with ThreadPoolExecutor(len(queries)) as pool:
+            together = list(pool.map(lambda q: [(h.block.id, round(h.score, 6)) for h in retriever.search(q, k=3)], queries))
+        batches = retriever._queries.batches
+    with open_retriever("tiny", root=tmp_path) as retriever:
+        alone = [[(h.block.id, round(h.score, 6)) for h in retriever.search(q, k=3)] for q in queries]
+    assert together == alone
+    assert batches < len(set(queries)) or pytest.skip("threads did not overlap on this machine")
