@@ -86,6 +86,24 @@ def test_update_with_changed_removed_and_new_pages(tmp_path):
     assert (again.changed, again.new, again.removed, again.unchanged, again.blocks_written) == (0, 0, 0, 5, 0)
 
 
+def test_readers_keep_the_old_version_while_an_update_runs(tmp_path):
+    """An update writes a working copy and publishes it whole: a reader opened before it keeps
+    answering from the old version, and the published version never holds a partial update."""
+    old = sample_pages()
+    build_from_dump(write_html_dump(tmp_path / "old.ndjson", old), name="wiki", root=tmp_path / "idx", options=FAST)
+    before = open_retriever("wiki", root=tmp_path / "idx")
+    try:
+        old_blocks = stored(before.store)
+        newer_dump = write_html_dump(tmp_path / "new.ndjson", old[1:])  # the first page is gone
+        update_from_dump(newer_dump, name="wiki", root=tmp_path / "idx", options=FAST)
+        assert stored(before.store) == old_blocks  # unchanged under the reader
+        with open_retriever("wiki", root=tmp_path / "idx") as after:
+            assert stored(after.store) == expected(newer_dump) != old_blocks
+    finally:
+        before.close()
+    assert not ledger_path(tmp_path / "idx", "wiki").with_suffix(".work").exists()  # the working copy was published
+
+
 def test_bad_line_stops_the_build_and_the_fixed_file_resumes_it(tmp_path):
     pages = generated_pages(12)
     dump = write_html_dump(tmp_path / "wiki.ndjson", pages)
