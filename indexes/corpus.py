@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -146,19 +147,42 @@ class CorpusLoad:
     invalid: int = 0
     errors: list[str] = field(default_factory=list)
 
+    def reject(self, message: str, skip_invalid: bool) -> None:
+        """A bad line: an error, or with ``skip_invalid`` counted and listed."""
+        if not skip_invalid:
+            raise DatasetError(message)
+        self.invalid += 1
+        self.errors.append(message)
 
-def _read_block(raw: bytes, *, first_bom: bool) -> tuple[Block | None, str | None]:
-    """One corpus line as a block, or the problem with it."""
+
+def jsonl_records(path: Path, *, what: str, hint: str) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line number, JSON value, problem)`` for every non-blank line of a JSONL file: the value
+    is None when the line is not UTF-8 or not JSON, and ``problem`` says why. A file that cannot
+    be read at all is a DatasetError naming it (``what`` names the kind of file, ``hint`` what it
+    should hold)."""
     try:
-        line = raw.decode("utf-8").removesuffix("\r")
-    except UnicodeDecodeError as exc:
-        return None, f"not valid UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"
-    if first_bom:
-        line = line.removeprefix("\ufeff")
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return None, f"invalid JSON ({exc.msg})"
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{what} file {path} not found") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{path} is a folder; give {hint}") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            yield number, None, f"not UTF-8 text (byte {exc.start + 1} of the line); save the file as UTF-8"
+            continue
+        try:
+            yield number, json.loads(line.removeprefix("\ufeff") if number == 1 else line), None
+        except json.JSONDecodeError as exc:
+            yield number, None, f"invalid JSON ({exc.msg})"
+
+
+def _block_from(record: Any) -> tuple[Block | None, str | None]:
     if not isinstance(record, dict):
         return None, "expected a JSON object"
     try:
@@ -171,29 +195,19 @@ def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:
     """Read a JSONL corpus. A bad line raises ``DatasetError("FILE:LINE: problem")``, or is
     counted and listed in the result when ``skip_invalid``. Blank lines are ignored."""
     path = Path(path)
-    try:
-        raw_lines = path.read_bytes().split(b"\n")
-    except FileNotFoundError:
-        raise DatasetError(f"corpus file {path} not found") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read corpus file {path}: {exc}") from None
     load = CorpusLoad(blocks=[])
     first_line: dict[str, int] = {}
-    for number, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
-            continue
-        block, problem = _read_block(raw, first_bom=number == 1)
+    for number, record, problem in jsonl_records(path, what="corpus", hint="a JSONL file with one block a line"):
+        block = None
+        if problem is None:
+            block, problem = _block_from(record)
         if block is not None and block.id in first_line:
             problem = f"duplicate id '{block.id}' (first on line {first_line[block.id]})"
         if problem is None and block is not None:
             first_line[block.id] = number
             load.blocks.append(block)
-            continue
-        message = f"{path}:{number}: {problem}"
-        if not skip_invalid:
-            raise DatasetError(message)
-        load.invalid += 1
-        load.errors.append(message)
+        else:
+            load.reject(f"{path}:{number}: {problem}", skip_invalid)
     return load
 
 

@@ -9,7 +9,6 @@ keeps its document's URL. :func:`read_source_text` checks one cited source given
 
 from __future__ import annotations
 
-import json
 import re
 from html.parser import HTMLParser
 from importlib.resources import files
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from claire.errors import DatasetError
-from claire.indexes.corpus import Block, CorpusLoad, block_id, blocks_from_article
+from claire.indexes.corpus import Block, CorpusLoad, block_id, blocks_from_article, jsonl_records
 from claire.indexes.retriever import build_index
 from claire.indexes.stores import list_indexes
 
@@ -67,26 +66,11 @@ def read_web_docs(path: str | Path, *, skip_invalid: bool = False, max_words: in
     and listed in the result. A URL given twice is a bad line. Blank lines are ignored.
     """
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DatasetError(f"web-docs file {path} not found") from None
-    except IsADirectoryError:
-        raise DatasetError(f"{path} is a folder; give a JSONL file with one document (url, title, text) a line") from None
-    except UnicodeDecodeError:
-        raise DatasetError(f"{path} is not UTF-8 text; give a JSONL file with one document (url, title, text) a line") from None
-    except OSError as error:
-        raise DatasetError(f"cannot read web-docs file {path}: {error.strerror or error}") from None
     load = CorpusLoad(blocks=[])
     first_line: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            problem: str | None = f"invalid JSON ({error.msg})"
-        else:
+    hint = "a JSONL file with one document (url, title, text) a line"
+    for number, record, problem in jsonl_records(path, what="web-docs", hint=hint):
+        if problem is None:
             problem = _problem(record)
             if problem is None and record["url"].strip() in first_line:
                 problem = f"duplicate url '{record['url'].strip()}' (first on line {first_line[record['url'].strip()]})"
@@ -94,12 +78,8 @@ def read_web_docs(path: str | Path, *, skip_invalid: bool = False, max_words: in
             url = record["url"].strip()
             first_line[url] = number
             load.blocks.extend(source_blocks(record["text"], url=url, title=record.get("title") or "", max_words=max_words))
-            continue
-        message = f"{path}:{number}: {problem}"
-        if not skip_invalid:
-            raise DatasetError(message)
-        load.invalid += 1
-        load.errors.append(message)
+        else:
+            load.reject(f"{path}:{number}: {problem}", skip_invalid)
     if not load.blocks and not load.errors:
         raise DatasetError(f"{path} holds no documents; each line should be {{\"url\", \"title\", \"text\"}}")
     return load

@@ -232,7 +232,7 @@ async def test_citations_eval_writes_metrics_plots_and_resumes(server, index_roo
     assert (summary.skipped, summary.ran) == (2, 1)
     assert server.calls > calls  # only the third record ran
     lines = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
-    assert [l["claim_id"] for l in lines] == ["supported", "better-source", "no-source"]
+    assert sorted(l["claim_id"] for l in lines) == sorted(["supported", "better-source", "no-source"])  # completion order varies
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["recall_at_k"]["1"] == pytest.approx(1 / 3) and metrics["recall_at_k"]["5"] == 1.0
     assert metrics["original_ranks_first"] == pytest.approx(2 / 3)

@@ -239,7 +239,7 @@ def test_non_utf8_corpus_line_is_named_and_skippable(tmp_path):
     corpus = tmp_path / "c.jsonl"
     good = json.dumps({"id": "a", "document_title": "A", "content": "fine"}).encode()
     corpus.write_bytes(good + b"\n" + b'{"id": "b", "document_title": "B", "content": "caf\xe9"}\n' + good.replace(b'"a"', b'"c"') + b"\n")
-    with pytest.raises(DatasetError, match=r"c\.jsonl:2: not valid UTF-8"):
+    with pytest.raises(DatasetError, match=r"c\.jsonl:2: not UTF-8"):
         read_corpus(corpus)
     loaded = read_corpus(corpus, skip_invalid=True)
     assert [b.id for b in loaded.blocks] == ["a", "c"] and loaded.invalid == 1
