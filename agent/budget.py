@@ -173,6 +173,11 @@ def fit_documents(
     note = FitNote(prompt=prompt, budget=budget)
     unique, note.duplicates = deduplicate(documents)
     ordered = by_relevance(claim, unique)
+    messages = render(ordered)
+    note.tokens = count(messages)
+    if note.tokens <= budget:  # the usual case: everything fits, one render is enough
+        note.kept = [doc.n for doc in ordered]
+        return ordered, messages, note
     base = count(render([]))
     room = budget - base
     chosen: list[Any] = []

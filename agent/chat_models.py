@@ -74,10 +74,20 @@ def _http_client(timeout: float) -> httpx.AsyncClient:
     )
 
 
+# Keys of a langchain-openai request payload that are options of the HTTP request, not JSON fields.
+_REQUEST_OPTIONS = ("extra_headers", "extra_query", "extra_body", "timeout")
+
+
 def _inline(base: type) -> type:
-    """``base`` (ChatOpenAI or AzureChatOpenAI) reading its answer on the event loop: langchain-openai
-    hands that small step to a worker thread, and the hop costs about a millisecond per call
-    (more on a busy machine) — the largest part of the LLM layer's overhead (``claire bench llm``).
+    """``base`` (ChatOpenAI or AzureChatOpenAI) with a lighter path for a plain chat completion.
+
+    langchain-openai sends each request through the SDK's typed ``create``, which walks the whole
+    payload against the parameter types before sending it and builds a typed response that
+    LangChain immediately turns back into a dict; it also reads the answer on a worker thread.
+    Together that is most of the LLM layer's CPU per call (``claire bench llm``), and in a batch
+    run with many claims in flight the event loop's CPU is the bottleneck. This path posts the
+    same JSON payload with the SDK's own client (``client.post``: same base URL, Azure deployment
+    routing, auth and error classes) and hands the JSON answer to LangChain's own result builder.
     Requests that use structured output or the Responses API go the library's own way."""
 
     class Inline(base):  # type: ignore[misc, valid-type]
@@ -85,8 +95,16 @@ def _inline(base: type) -> type:
             payload = self._get_request_payload(messages, stop=stop, **kwargs)
             if "response_format" in payload or self._use_responses_api(payload) or self.include_response_headers:
                 return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
-            raw = await self.async_client.with_raw_response.create(**payload)
-            return self._create_chat_result(raw.parse(), {})
+            headers, query, extra, timeout = (payload.pop(key, None) for key in _REQUEST_OPTIONS)
+            options: dict[str, Any] = {"headers": headers} if headers else {}
+            if query:
+                options["params"] = query
+            if timeout is not None:
+                options["timeout"] = timeout
+            body = {**payload, **(extra or {})}
+            response = await self.root_async_client.post("/chat/completions", cast_to=httpx.Response, body=body,
+                                                         options=options)
+            return self._create_chat_result(response.json(), {})
 
     Inline.__name__ = Inline.__qualname__ = f"Inline{base.__name__}"
     return Inline
