@@ -334,6 +334,7 @@ def open_sources(config: Config) -> Searcher:
     return open_searcher(
         "qdrant", index=name, root=retrieval.index_root(), url=retrieval.url, embedder=retrieval.embedder,
         api_key=retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None,
+        query_runtime=retrieval.query_runtime,
     )
 
 

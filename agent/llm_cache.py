@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ class ResponseCache:
         except sqlite3.Error as error:
             raise ConfigError(f"cannot open the LLM cache at {self.path}: {error} (set llm.cache_path or --no-cache)") from None
         self._lock = threading.Lock()
+        # One thread of its own: lookups take well under a millisecond and must not wait behind
+        # slower work (searches) in the event loop's shared executor.
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claire-llm-cache")
 
     def get_sync(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -54,15 +58,16 @@ class ResponseCache:
             )
 
     async def get(self, key: str) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.get_sync, key)
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self.get_sync, key)
 
     async def put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        await asyncio.to_thread(self.put_sync, key, model, response)
+        await asyncio.get_running_loop().run_in_executor(self._thread, self.put_sync, key, model, response)
 
     def __len__(self) -> int:
         with self._lock:
             return self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
+        self._thread.shutdown(wait=True)
         with self._lock:
             self._db.close()

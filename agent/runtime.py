@@ -38,6 +38,7 @@ def open_retrieval(config: Config) -> Searcher:
         api_key=retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None,
         embedder=retrieval.embedder,
         wikichat_url=retrieval.wikichat_url,
+        query_runtime=retrieval.query_runtime,
     )
 
 

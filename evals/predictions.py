@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -179,6 +180,7 @@ class PredictionLog:
             self._replace(b"".join(line + b"\n" for line in contents.good))
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock = asyncio.Lock()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claire-predictions")  # never queues behind searches
 
     def _reject(self, damaged: list[_Damaged]) -> None:
         rejected = self.path.with_name(REJECTED)
@@ -215,7 +217,7 @@ class PredictionLog:
     async def append(self, prediction: BaseModel) -> None:
         line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
         async with self._lock:
-            await asyncio.to_thread(self._write, line)
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._write, line)
             self.latest[prediction.claim_id] = prediction  # type: ignore[attr-defined]
             self._lines += 1
 
@@ -236,6 +238,7 @@ class PredictionLog:
         self._lines = len(self.latest)
 
     def close(self) -> None:
+        self._thread.shutdown(wait=True)
         os.close(self._fd)
         os.close(self._lock_fd)  # releases the run-directory lock
 

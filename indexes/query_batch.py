@@ -1,10 +1,11 @@
 """Micro-batching of query embeddings for concurrent searches.
 
 Many claims in flight each embed one search query. Encoded one at a time behind a lock they
-queue up; encoded together they cost little more than one. :class:`QueryBatcher` lets the first
-caller encode; callers that arrive meanwhile wait, and when the encode returns, everything that
-gathered is encoded in one batch — no timer, so a lone query is never delayed. Identical queries
-in flight share one encode, and recent vectors are cached (sweeps repeat queries).
+queue up; encoded together they cost less. :class:`QueryBatcher` lets the first caller encode;
+callers that arrive meanwhile wait, and when that encode returns, one of them encodes everything
+that gathered in one batch, and so on — no timer, so a lone query is never delayed, and no caller
+encodes more than one batch (a leader returns with its own vector, not after everyone's).
+Identical queries in flight share one encode, and recent vectors are cached (sweeps repeat queries).
 """
 
 from __future__ import annotations
@@ -28,12 +29,12 @@ class QueryBatcher:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._inflight: dict[str, Future[np.ndarray]] = {}  # being encoded now
-        self._lock = threading.Lock()
+        self._turn = threading.Condition()  # guards all of the above; notified when a batch ends
         self._encoding = False
         self.batches = 0  # encode calls made (for tests and benchmarks)
 
     def vector(self, query: str) -> np.ndarray:
-        with self._lock:
+        with self._turn:
             cached = self._cache.get(query)
             if cached is not None:
                 self._cache.move_to_end(query)
@@ -41,37 +42,42 @@ class QueryBatcher:
             future = self._pending.get(query) or self._inflight.get(query)
             if future is None:
                 future = self._pending[query] = Future()
-            lead = not self._encoding
-            self._encoding = self._encoding or lead
-        if lead:
-            self._drain()
+        while (batch := self._next_batch(future)) is not None:
+            self._encode(batch)
         return future.result()
 
-    def _drain(self) -> None:
-        """Encode what is pending, batch after batch, until nothing is left."""
-        while True:
-            with self._lock:
-                if not self._pending:
-                    self._encoding = False
-                    return
-                queries = list(self._pending)[: self._max_batch]
-                batch = {q: self._pending.pop(q) for q in queries}
-                self._inflight.update(batch)
-            try:
-                vectors = self._encode_many(queries)
-            except BaseException as error:  # every waiter gets the error, none hangs
-                with self._lock:
-                    for query in queries:
-                        self._inflight.pop(query, None)
-                for future in batch.values():
-                    future.set_exception(error)
-                continue
-            with self._lock:
-                self.batches += 1
-                for query, vector in zip(queries, vectors, strict=True):
-                    self._cache[query] = vector
+    def _next_batch(self, future: Future[np.ndarray]) -> dict[str, Future[np.ndarray]] | None:
+        """Wait until ``future`` is resolved (None) or this caller may encode the next batch (it)."""
+        with self._turn:
+            while not future.done():
+                if not self._encoding and self._pending:
+                    self._encoding = True
+                    queries = list(self._pending)[: self._max_batch]
+                    batch = {q: self._pending.pop(q) for q in queries}
+                    self._inflight.update(batch)
+                    return batch
+                self._turn.wait()
+            return None
+
+    def _encode(self, batch: dict[str, Future[np.ndarray]]) -> None:
+        queries = list(batch)
+        try:
+            vectors = self._encode_many(queries)
+        except BaseException as error:  # every waiter of the batch gets the error, none hangs
+            with self._turn:
+                for query in queries:
                     self._inflight.pop(query, None)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                    batch[query].set_exception(error)
+                self._encoding = False
+                self._turn.notify_all()
+            return
+        with self._turn:
+            self.batches += 1
             for query, vector in zip(queries, vectors, strict=True):
+                self._cache[query] = vector
+                self._inflight.pop(query, None)
                 batch[query].set_result(vector)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+            self._encoding = False
+            self._turn.notify_all()

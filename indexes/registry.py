@@ -48,9 +48,11 @@ def open_searcher(
     wikichat_url: str = DEFAULT_URL,
     timeout: float = 30.0,
     max_attempts: int = 5,
+    query_runtime: str = "auto",
 ) -> Searcher:
     """The searcher for ``backend``. For ``qdrant`` the index is opened with the embedder it was
-    built with; ``embedder``, when given, must match it (and builds the demo index)."""
+    built with; ``embedder``, when given, must match it (and builds the demo index); queries are
+    embedded by ``query_runtime`` (see :mod:`.query_encoders`)."""
     if backend == "wikichat":
         return WikiChatRetriever(wikichat_url, timeout, max_attempts)
     if backend != "qdrant":
@@ -59,4 +61,4 @@ def open_searcher(
         return HttpSearcher(url, timeout)  # type: ignore[arg-type]
     if index == DEMO and url is None:
         ensure_demo_index(root, embedder or "minilm", name=DEMO)
-    return open_retriever(index, root=root, embedder_spec=embedder, url=url, api_key=api_key)
+    return open_retriever(index, root=root, embedder_spec=embedder, url=url, api_key=api_key, query_runtime=query_runtime)

@@ -25,6 +25,7 @@ from claire.errors import DatasetError, RetrievalError
 from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, demo_corpus_path, read_corpus, split_oversize
 from claire.indexes.embedders import Embedder, load_embedder
 from claire.indexes.query_batch import QueryBatcher
+from claire.indexes.query_encoders import QueryEncoder, query_encoder
 from claire.indexes.stores import (
     IndexMeta,
     IndexStore,
@@ -37,6 +38,7 @@ from claire.indexes.stores import (
 from claire.indexes.sharing import DEFAULT_LOCK_TIMEOUT
 
 QUERY_CACHE_SIZE = 4096
+EXPORT_FOLDER = ".query-models"  # under the index root: not an index (no meta.json), rebuilt when missing
 log = logging.getLogger(__name__)
 
 
@@ -63,9 +65,11 @@ class BuildSummary:
 
 
 class Retriever:
-    """Text search over one index with the embedder it was built with."""
+    """Text search over one index with the embedder it was built with. Queries are embedded by
+    ``query_runtime`` (see :mod:`.query_encoders`; ONNX exports are kept in ``export_folder``)."""
 
-    def __init__(self, store: IndexStore, embedder: Embedder) -> None:
+    def __init__(self, store: IndexStore, embedder: Embedder, *, query_runtime: str = "torch",
+                 export_folder: Path | None = None) -> None:
         meta = store.meta
         if embedder.model_id != meta.embedder_model or embedder.dim != meta.dim:
             raise RetrievalError(
@@ -75,15 +79,16 @@ class Retriever:
             )
         self.store = store
         self.embedder = embedder
+        if query_runtime != "torch" and export_folder is None:
+            raise RetrievalError(f"query runtime {query_runtime} needs a folder for the model export")
+        self.query_encoder: QueryEncoder = query_encoder(embedder, query_runtime, folder=export_folder or Path())
         self._lock = threading.Lock()
-        # Embedding a query costs tens of ms on a CPU: concurrent searches encode their queries in
-        # one batch, outside the store lock, and repeated queries come from a cache.
+        # Embedding a query costs milliseconds: concurrent searches encode their queries in one
+        # batch, outside the store lock, and repeated queries come from a cache.
         self._queries = QueryBatcher(self._encode_queries, cache_size=QUERY_CACHE_SIZE)
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
-        if len(texts) == 1:
-            return self.embedder.encode_query(texts[0])[None, :]
-        return self.embedder.encode(texts, batch_size=64)
+        return self.query_encoder.encode(texts)
 
     def _query_vector(self, query: str) -> np.ndarray:
         return self._queries.vector(query)
@@ -149,11 +154,14 @@ def open_retriever(
     embedder_spec: str | None = None,
     url: str | None = None,
     api_key: str | None = None,
+    query_runtime: str = "auto",
 ) -> Retriever:
-    """Open index ``name`` with the embedder it was built with (or check ``embedder_spec``)."""
+    """Open index ``name`` with the embedder it was built with (or check ``embedder_spec``).
+    Query-model exports (``query_runtime`` auto or onnx) are kept under ``root/.query-models``."""
     store = open_index(name, root=root, url=url, api_key=api_key)
     try:
-        return Retriever(store, load_embedder(embedder_spec or store.meta.embedder))
+        return Retriever(store, load_embedder(embedder_spec or store.meta.embedder), query_runtime=query_runtime,
+                         export_folder=Path(root) / EXPORT_FOLDER)
     except BaseException:
         store.close()
         raise

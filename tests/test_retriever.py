@@ -188,8 +188,14 @@ def test_repeated_queries_are_embedded_once(tmp_path):
     build_index(blocks, name="q", embedder="minilm", root=tmp_path, show_progress=False)
     with open_retriever("q", root=tmp_path) as retriever:
         calls = []
-        encode = retriever.embedder.encode_query
-        retriever.embedder.encode_query = lambda text: calls.append(text) or encode(text)
+        encoder = retriever.query_encoder
+
+        class Counting:
+            def encode(self, texts):
+                calls.extend(texts)
+                return encoder.encode(texts)
+
+        retriever.query_encoder = Counting()
         first = retriever.search("bridge", k=2)
         second = retriever.search("bridge", k=2)
         retriever.search("river", k=2)

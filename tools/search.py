@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+from concurrent.futures import ThreadPoolExecutor
 
 from claire.indexes.registry import Searcher
 from claire.indexes.retriever import Hit
 from claire.tools.rankgpt import RankGPTReranker
+
+# Searches block on the query embedder and the store: they get threads of their own, so that many
+# claims in flight can all wait for one batched query encode at once, and nothing else that runs
+# in the event loop's default executor (the LLM cache, the predictions file) queues behind them.
+_SEARCH_THREADS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="claire-search")
 
 
 class SearchTool:
@@ -29,10 +36,9 @@ class SearchTool:
     async def search(self, query: str, *, exclude_title: str | None = None, k: int = 15) -> list[Hit]:
         """The top ``k`` blocks for ``query``; with reranking, the top of a pool twice as deep."""
         pool = min(max(2 * k, k), max(self.candidates, k)) if self.reranker else k
-        hits = await asyncio.to_thread(
-            self.retriever.search, query, exclude_title=exclude_title or None, k=pool,
-            mode=self.mode, candidates=max(self.candidates, pool),
-        )
+        search = functools.partial(self.retriever.search, query, exclude_title=exclude_title or None, k=pool,
+                                   mode=self.mode, candidates=max(self.candidates, pool))
+        hits = await asyncio.get_running_loop().run_in_executor(_SEARCH_THREADS, search)
         if self.reranker and len(hits) > 1:
             hits = await self.reranker.rerank(query, hits)
         return [dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(hits[:k], start=1)]
