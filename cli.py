@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from claire import event_loop
 from claire import __version__
 from claire.config import TASK_NAMES, Config, ConfigWarning, load_config, parse_assignment
 from claire.errors import ClaireError, ConfigError, redact
@@ -76,7 +77,7 @@ def common(model: str | None, base_url: str | None, no_cache: bool, refresh: boo
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+    return event_loop.run(coro)
 
 
 def version_callback(value: bool) -> None:

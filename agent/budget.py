@@ -113,8 +113,9 @@ def _terms(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
-def _passage_key(doc: Any) -> str:
-    return " ".join(_terms(getattr(doc, "content", "")))
+def _body(doc: Any) -> list[str]:
+    """The words a passage is ranked by: its title, section and text."""
+    return _terms(f"{doc.document_title} {doc.section_title} {doc.content}")
 
 
 def deduplicate(documents: list[Any]) -> tuple[list[Any], list[int]]:
@@ -123,7 +124,7 @@ def deduplicate(documents: list[Any]) -> tuple[list[Any], list[int]]:
     seen_text: set[str] = set()
     kept, duplicates = [], []
     for doc in documents:
-        key = _passage_key(doc)
+        key = " ".join(_terms(getattr(doc, "content", "")))
         if doc.block_id in seen_ids or (key and key in seen_text):
             duplicates.append(doc.n)
             continue
@@ -138,23 +139,23 @@ def by_relevance(claim: str, documents: list[Any]) -> list[Any]:
     ties keep the order the passages were found in."""
     if len(documents) < 2:
         return list(documents)
-    bodies = [_terms(f"{d.document_title} {d.section_title} {d.content}") for d in documents]
     query = set(_terms(claim))
-    frequency = Counter(term for body in bodies for term in set(body))
+    bodies = [_body(d) for d in documents]
+    matches = [Counter(w for w in body if w in query) for body in bodies]  # only the claim's words count
+    frequency = Counter(term for found in matches for term in found)  # passages holding each word
     average = sum(len(body) for body in bodies) / len(bodies) or 1.0
     total = len(bodies)
 
-    def score(body: list[str]) -> float:
-        counts = Counter(body)
+    def score(found: Counter[str], length: int) -> float:
         value = 0.0
         for term in query:
-            if counts[term]:
+            tf = found.get(term)
+            if tf:
                 idf = math.log(1 + (total - frequency[term] + 0.5) / (frequency[term] + 0.5))
-                tf = counts[term]
-                value += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(body) / average))
+                value += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
         return value
 
-    scores = [score(body) for body in bodies]
+    scores = [score(found, len(body)) for found, body in zip(matches, bodies)]
     order = sorted(range(len(documents)), key=lambda i: (-scores[i], i))
     return [documents[i] for i in order]
 

@@ -1,7 +1,9 @@
 """CLAIRE as a LangGraph state machine: a controller picks one action per step, the tools node
 runs it, and the verifier turns everything gathered into an inconsistency score.
 
-    START -> controller -> tools -> (controller | review | verifier) ... verifier -> (report) -> END
+    START -> controller -> (tools | verifier); tools -> (controller | review | verifier) ... verifier -> (report) -> END
+
+(``finish``, and a spent step budget, go from the controller straight to the verifier.)
 
 The step budget is enforced by the graph (the controller hands over to the verifier when it is
 spent), not by LangGraph's recursion limit. In interactive runs a reported inconsistency pauses
@@ -198,10 +200,30 @@ class ClaireAgent:
             return {**update, "pending": None, "stop_reason": "LLM error in the controller",
                     "errors": [f"controller: {error}"]}
         action = read_action(response, self.allowed)
+        if action.name == "finish" and not action.problem:  # nothing to run: the research ends here
+            return {**update, **self._step(state, action, "Research finished.", None, finished=True, update={}),
+                    "pending": None}
         return {**update, "pending": {"name": action.name, "argument": action.argument, "problem": action.problem}}
 
     def _after_controller(self, state: ResearchState) -> str:
         return "tools" if state.get("pending") else "verifier"
+
+    def _step(self, state: ResearchState, action: Action, observation: str, output: Any, *, finished: bool,
+              update: dict[str, Any]) -> dict[str, Any]:
+        """The state update that records one taken action (added to what ``update`` gathered)."""
+        item = {"action_name": action.name, "action_argument": action.argument or None, "action_output": output}
+        update.update(
+            awaiting_review=self.reviewer is not None and bool(update.get("reported")),
+            steps=state.get("steps", 0) + 1,
+            history=[{"action": action.name, "argument": action.argument, "observation": observation}],
+            trace=[item],
+            finished=finished,
+        )
+        if finished:
+            update["stop_reason"] = "the model finished" if action.name == "finish" else "an inconsistency was reported"
+        self._emit({**state, "steps": update["steps"], "documents": state.get("documents", []) + update.get("documents", [])},
+                   item, observation=observation)
+        return update
 
     async def _tools(self, state: ResearchState, runtime: Runtime[RunSettings]) -> dict[str, Any]:
         action = Action(**state["pending"])  # type: ignore[arg-type]
@@ -213,7 +235,7 @@ class ClaireAgent:
         repeated = next((h for h in state.get("history", []) if (h["action"], h["argument"]) == (action.name, action.argument)), None)
         if action.problem:
             observation = output = f"Invalid action: {action.problem}."
-        elif repeated is not None and action.name != "finish":
+        elif repeated is not None:
             observation = output = (f"You already ran {action.name}({action.argument}); its result is in step "
                                     f"{state['history'].index(repeated) + 1} above. Choose a different action.")
         else:
@@ -222,19 +244,7 @@ class ClaireAgent:
             except ClaireError as error:
                 observation = output = f"The {action.name} tool failed: {error}"
                 update["errors"].append(f"{action.name}: {error}")
-        item = {"action_name": action.name, "action_argument": action.argument or None, "action_output": output}
-        update.update(
-            awaiting_review=self.reviewer is not None and bool(update["reported"]),
-            steps=state.get("steps", 0) + 1,
-            history=[{"action": action.name, "argument": action.argument, "observation": observation}],
-            trace=[item],
-            finished=finished,
-        )
-        if finished:
-            update["stop_reason"] = "the model finished" if action.name == "finish" else "an inconsistency was reported"
-        self._emit({**state, "steps": update["steps"], "documents": state.get("documents", []) + update["documents"]},
-                   item, observation=observation)
-        return update
+        return self._step(state, action, observation, output, finished=finished, update=update)
 
     async def _run_tool(
         self, action: Action, claim: Claim, state: ResearchState, update: dict[str, Any], settings: RunSettings
@@ -274,7 +284,7 @@ class ClaireAgent:
             stops = settings.stop_on_report and self.reviewer is None
             observation = report_inconsistency(action.argument, update["reported"], stops_research=stops)
             return observation, observation, stops
-        return "Research finished.", None, True  # finish
+        raise ClaireError(f"no tool runs the action {action.name}")  # finish ends the research in the controller
 
     def _after_tools(self, state: ResearchState) -> str:
         if state.get("awaiting_review"):
@@ -403,8 +413,9 @@ class ClaireAgent:
         final state and any interrupts it stopped at."""
         state: dict[str, Any] = {}
         interrupts: list[Any] = []
-        async for mode, chunk in graph.astream(graph_input, run_config, context=settings,
-                                               stream_mode=["custom", "updates", "values"]):
+        # Only the streams someone reads: each one costs the graph work at every step.
+        modes = ["values"] + (["custom"] if self.on_step is not None else []) + (["updates"] if self.reviewer else [])
+        async for mode, chunk in graph.astream(graph_input, run_config, context=settings, stream_mode=modes):
             if mode == "custom":
                 if self.on_step is not None:
                     self.on_step(chunk)

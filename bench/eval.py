@@ -11,7 +11,6 @@ the warm LLM cache must make no server calls at all.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 import tempfile
@@ -22,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from claire import event_loop
 from claire.agent.llm import LLMClient
 from claire.agent.runtime import open_system
 from claire.agent.system import Assessment, Claim
@@ -154,7 +154,7 @@ def run_eval_bench(
     returns the figures."""
     if system not in CALLS:
         raise ConfigError(f"unknown bench system '{system}'; allowed: {', '.join(CALLS)}")
-    result = asyncio.run(_run(claims, latency, tuple(concurrencies), system))
+    result = event_loop.run(_run(claims, latency, tuple(concurrencies), system))
     table = Table(title=f"Batch eval ({system}): {claims} claims x {result['calls_per_claim']} LLM calls, "
                         f"{latency * 1000:g} ms per answer")
     for column in ("Concurrency", "Wall", "Claims/min", "Ideal", "Of ideal", "LLM calls", "Errors"):

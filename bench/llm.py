@@ -23,6 +23,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from claire import event_loop
 from claire.agent.llm import LLMClient
 from claire.config import LLMConfig
 from claire.errors import ClaireError
@@ -201,7 +202,7 @@ async def _run(calls: int) -> dict[str, Any]:
 
 def run_llm_bench(*, calls: int = 300, console: Console | None = None) -> dict[str, Any]:
     """Benchmark the LLM client layer; prints a table and returns the figures."""
-    result = asyncio.run(_run(calls))
+    result = event_loop.run(_run(calls))
     o, s, c = result["overhead"], result["scaling"], result["cache_hit"]
     table = Table(title=f"LLM layer vs the local mock server ({calls} calls per measure)")
     for column in ("Measure", "Value", "Target"):

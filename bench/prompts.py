@@ -11,7 +11,6 @@ single prompt, and how many prompts the 8k server would have rejected.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.config import Config
 from claire.errors import ClaireError
@@ -85,7 +85,7 @@ def run_prompt_bench(dataset: Path, corpus: Path, *, window: int = 8192, max_ste
                     "retrieval.path": tmp, "retrieval.index": "bench", "retrieval.rerank": False,
                     "agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query, "agent.report": report,
                 })
-                results[label] = asyncio.run(_run(config, claims, server, window))
+                results[label] = event_loop.run(_run(config, claims, server, window))
     table = Table(title=f"Prompt tokens per claim, {len(claims)} claims, {max_steps} steps x {docs_per_query} passages")
     for column in ("Run", "mean / claim", "max / claim", "largest prompt", f"prompts over {window}"):
         table.add_column(column, justify="left" if column == "Run" else "right")

@@ -25,6 +25,8 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from claire import event_loop
+
 CALLS_PER_FACT = 5  # controller (search), controller (report), verifier, two-sided report x2
 
 
@@ -104,7 +106,7 @@ async def _polls(url: str, path: str, clients: int, polls: int) -> tuple[list[fl
 
 def _polls_in_process(url: str, path: str, clients: int, polls: int) -> tuple[list[float], float, int]:
     """The pollers run in a process of their own, so they do not share the server's interpreter lock."""
-    return asyncio.run(_polls(url, path, clients, polls))
+    return event_loop.run(_polls(url, path, clients, polls))
 
 
 def run_serve_bench(*, facts: int = 40, concurrency: int = 8, latency: float = 0.2, clients: int = 100, polls: int = 20,
@@ -131,7 +133,7 @@ def run_serve_bench(*, facts: int = 40, concurrency: int = 8, latency: float = 0
         try:
             settings = ServeSettings(data_dir=Path(tmp), concurrency=concurrency)
             with ServerThread(create_app(config, settings, retriever=retriever)) as server:
-                scan = asyncio.run(_scan(server.url, text))
+                scan = event_loop.run(_scan(server.url, text))
                 calls = llm.calls
                 with multiprocessing.get_context("spawn").Pool(1) as pool:
                     for view in ("summary", "full"):

@@ -83,9 +83,11 @@ class Retriever:
             raise RetrievalError(f"query runtime {query_runtime} needs a folder for the model export")
         self.query_encoder: QueryEncoder = query_encoder(embedder, query_runtime, folder=export_folder or Path())
         self._lock = threading.Lock()
-        # Embedding a query costs milliseconds: concurrent searches encode their queries in one
-        # batch, outside the store lock, and repeated queries come from a cache.
-        self._queries = QueryBatcher(self._encode_queries, cache_size=QUERY_CACHE_SIZE)
+        # Concurrent searches encode their queries outside the store lock, in batches as large as
+        # the encoder gains from; identical queries in flight share one encode, and repeated
+        # queries come from a cache.
+        self._queries = QueryBatcher(self._encode_queries, max_batch=self.query_encoder.batch_limit,
+                                     cache_size=QUERY_CACHE_SIZE)
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         return self.query_encoder.encode(texts)

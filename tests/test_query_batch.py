@@ -63,11 +63,22 @@ def test_an_encoder_error_reaches_every_waiter_and_the_batcher_recovers():
 def test_concurrent_searches_on_a_real_index_match_sequential_ones(tmp_path):
     build_index(BLOCKS, name="tiny", embedder="minilm", root=tmp_path, show_progress=False)
     queries = ["When was the Eiffel Tower finished?", "Paris landmarks", "world fair 1889", "Texas", "iron lattice"] * 3
-    with open_retriever("tiny", root=tmp_path) as retriever:
+    with open_retriever("tiny", root=tmp_path, query_runtime="torch") as retriever:  # PyTorch encodes in batches
         with ThreadPoolExecutor(len(queries)) as pool:
             together = list(pool.map(lambda q: [(h.block.id, round(h.score, 6)) for h in retriever.search(q, k=3)], queries))
         batches = retriever._queries.batches
-    with open_retriever("tiny", root=tmp_path) as retriever:
+    with open_retriever("tiny", root=tmp_path, query_runtime="torch") as retriever:
         alone = [[(h.block.id, round(h.score, 6)) for h in retriever.search(q, k=3)] for q in queries]
     assert together == alone
     assert batches < len(set(queries)) or pytest.skip("threads did not overlap on this machine")
+
+
+def test_onnx_queries_go_one_at_a_time_and_match(tmp_path):
+    build_index(BLOCKS, name="tiny", embedder="minilm", root=tmp_path, show_progress=False)
+    queries = ["When was the Eiffel Tower finished?", "Paris landmarks", "world fair 1889", "Texas"] * 4
+    with open_retriever("tiny", root=tmp_path, query_runtime="onnx") as retriever:
+        with ThreadPoolExecutor(len(queries)) as pool:
+            together = list(pool.map(lambda q: [h.block.id for h in retriever.search(q, k=3)], queries))
+        assert retriever._queries.batches == len(set(queries))  # each query encoded once, alone
+    with open_retriever("tiny", root=tmp_path, query_runtime="torch") as retriever:
+        assert together == [[h.block.id for h in retriever.search(q, k=3)] for q in queries]

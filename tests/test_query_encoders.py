@@ -83,7 +83,7 @@ def test_runtime_choices_and_fallbacks(minilm, fresh, tmp_path, monkeypatch, cap
         query_encoder(minilm, "onnx", folder=tmp_path)
 
 
-def test_searches_rank_the_same_with_either_runtime(tmp_path):
+def test_searches_rank_the_same_with_either_runtime(fresh, tmp_path):
     blocks = [Block(id=f"b{i}", document_title=f"T{i}", content=text) for i, text in enumerate([
         "The Eiffel Tower was completed in 1889.", "Gustave Eiffel's company built the tower.",
         "The Statue of Liberty was dedicated in 1886.", "Paris hosted the Exposition Universelle.",
