@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, convert_to_messages
 
 from claire.agent.llm_backends import PROMPT_HEADER, ChatRequest, ChatResponse, ToolCall, TransientLLMError
+from claire.agent.openai_http import ChatCompletionsPoster, serves
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.retrying import retry_after
@@ -88,29 +89,44 @@ def _inline(base: type) -> type:
     """``base`` (ChatOpenAI or AzureChatOpenAI) with a lighter path for a plain chat completion.
 
     langchain-openai sends each request through the SDK's typed ``create``, which walks the whole
-    payload against the parameter types before sending it and builds a typed response that
-    LangChain immediately turns back into a dict; it also reads the answer on a worker thread.
-    Together that is most of the LLM layer's CPU per call (``claire bench llm``), and in a batch
-    run with many claims in flight the event loop's CPU is the bottleneck. This path posts the
-    same JSON payload with the SDK's own client (``client.post``: same base URL, Azure deployment
-    routing, auth and error classes) and hands the JSON answer to LangChain's own result builder.
-    Requests that use structured output or the Responses API go the library's own way."""
+    payload against the parameter types before sending it, builds a typed response that LangChain
+    immediately turns back into a dict, and reads the answer on a worker thread. With many claims
+    in flight the event loop's CPU is the bottleneck of a batch run, and that path was most of the
+    LLM layer's share of it (``claire bench llm``, ``claire bench eval``). Here the same JSON
+    payload goes out by :mod:`.openai_http` when the client is plain OpenAI-compatible, else by
+    the SDK client's own ``post`` (Azure deployment routing, default query parameters), and the
+    JSON answer goes to LangChain's own result builder. Structured output, the Responses API and
+    streaming go the library's own way."""
 
     class Inline(base):  # type: ignore[misc, valid-type]
+        _claire_poster: Any = None  # the ChatCompletionsPoster, made at the first call; False: the SDK posts
+
         async def _agenerate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
             payload = self._get_request_payload(messages, stop=stop, **kwargs)
             if "response_format" in payload or self._use_responses_api(payload) or self.include_response_headers:
                 return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
             headers, query, extra, timeout = (payload.pop(key, None) for key in _REQUEST_OPTIONS)
+            body = {**payload, **(extra or {})}
+            if self._claire_poster is None:
+                self._claire_poster = ChatCompletionsPoster(self.root_async_client) if serves(self.root_async_client) else False
+            if self._claire_poster and not query:
+                return self._create_chat_result(await self._claire_poster.post(body, headers, timeout), {})
             options: dict[str, Any] = {"headers": headers} if headers else {}
             if query:
                 options["params"] = query
             if timeout is not None:
                 options["timeout"] = timeout
-            body = {**payload, **(extra or {})}
             response = await self.root_async_client.post("/chat/completions", cast_to=httpx.Response, body=body,
                                                          options=options)
             return self._create_chat_result(response.json(), {})
+
+        async def aclose_transport(self) -> None:
+            """Close the HTTP sessions this model opened."""
+            if self._claire_poster:
+                await self._claire_poster.aclose()
+            client = getattr(self, "http_async_client", None)
+            if callable(getattr(client, "aclose", None)):
+                await client.aclose()
 
     Inline.__name__ = Inline.__qualname__ = f"Inline{base.__name__}"
     return Inline
@@ -228,7 +244,8 @@ def classify_error(error: Exception, *, endpoint: str, model: str, timeout: floa
         return TransientLLMError(f"no answer within {timeout:g} s (timeout)")
     if names & {"APIConnectionError", "ConnectError", "ConnectionError", "RemoteProtocolError", "NetworkError"}:
         return TransientLLMError(f"cannot connect to {endpoint}")
-    if names & {"APIResponseValidationError", "JSONDecodeError", "KeyError", "IndexError", "TypeError", "ValidationError"}:
+    if names & {"APIResponseValidationError", "JSONDecodeError", "KeyError", "IndexError", "TypeError", "ValidationError",
+                "ClientPayloadError"}:
         return TransientLLMError(f"unparseable response from the endpoint: {type(error).__name__}")
     return error
 
@@ -341,6 +358,10 @@ class LangChainBackend:
         return response_from_message(message, self.model_name)
 
     async def aclose(self) -> None:
+        close = getattr(self.model, "aclose_transport", None)
+        if close is not None:
+            await close()
+            return
         client = getattr(self.model, "http_async_client", None)
         if callable(getattr(client, "aclose", None)):
             await client.aclose()

@@ -139,24 +139,36 @@ class ClaireAgent:
 
     # -- graph -----------------------------------------------------------------------------
     def _build(self) -> StateGraph:
+        # The three deciding nodes route themselves (they return a Command naming the next node):
+        # cheaper per step than conditional edges, which LangGraph runs as separate traced steps.
         graph = StateGraph(ResearchState, context_schema=RunSettings)
-        graph.add_node("controller", self._controller)
-        graph.add_node("tools", self._tools)
+        graph.add_node("controller", self._routed(self._controller, self._after_controller), destinations=("tools", "verifier"))
+        graph.add_node("tools", self._routed(self._tools, self._after_tools), destinations=("controller", "review", "verifier"))
         graph.add_node("review", self._review)
-        graph.add_node("verifier", self._verifier)
+        graph.add_node("verifier", self._routed(self._verifier, self._after_verifier), destinations=("report", END))
         graph.add_node("report", self._report)
         graph.add_edge(START, "controller")
-        graph.add_conditional_edges("controller", self._after_controller, ["tools", "verifier"])
-        graph.add_conditional_edges("tools", self._after_tools, ["controller", "review", "verifier"])
         graph.add_edge("review", "controller")
-        graph.add_conditional_edges("verifier", self._after_verifier, ["report", END])
         graph.add_edge("report", END)
         return graph
 
     @staticmethod
-    def _emit(state: ResearchState, item: dict[str, Any], **extra: Any) -> None:
-        """Write one step to the graph's custom stream (``assess`` hands it to ``on_step``)."""
-        get_stream_writer()({"item": item, "steps": state.get("steps", 0), "documents": len(state.get("documents", [])), **extra})
+    def _routed(node: Callable[..., Awaitable[dict[str, Any]]],
+                route: Callable[[ResearchState, RunSettings], str]) -> Callable[..., Awaitable[Command]]:
+        """``node`` returning its update with the next node, chosen by ``route`` over the state as
+        the update leaves it (routes read only single-valued fields, which an update replaces)."""
+
+        async def run(state: ResearchState, runtime: Runtime[RunSettings]) -> Command:
+            update = await node(state, runtime)
+            return Command(update=update, goto=route({**state, **update}, runtime.context))  # type: ignore[typeddict-item]
+
+        return run
+
+    def _emit(self, state: ResearchState, item: dict[str, Any], **extra: Any) -> None:
+        """Write one step to the graph's custom stream (``assess`` hands it to ``on_step``; nothing
+        else reads that stream, so without a listener there is nothing to write)."""
+        if self.on_step is not None:
+            get_stream_writer()({"item": item, "steps": state.get("steps", 0), "documents": len(state.get("documents", [])), **extra})
 
     def _claim(self, state: ResearchState) -> Claim:
         return Claim.model_validate(state["claim"])
@@ -205,7 +217,8 @@ class ClaireAgent:
                     "pending": None}
         return {**update, "pending": {"name": action.name, "argument": action.argument, "problem": action.problem}}
 
-    def _after_controller(self, state: ResearchState) -> str:
+    @staticmethod
+    def _after_controller(state: ResearchState, settings: RunSettings) -> str:
         return "tools" if state.get("pending") else "verifier"
 
     def _step(self, state: ResearchState, action: Action, observation: str, output: Any, *, finished: bool,
@@ -221,8 +234,9 @@ class ClaireAgent:
         )
         if finished:
             update["stop_reason"] = "the model finished" if action.name == "finish" else "an inconsistency was reported"
-        self._emit({**state, "steps": update["steps"], "documents": state.get("documents", []) + update.get("documents", [])},
-                   item, observation=observation)
+        if self.on_step is not None:
+            self._emit({**state, "steps": update["steps"], "documents": state.get("documents", []) + update.get("documents", [])},
+                       item, observation=observation)
         return update
 
     async def _tools(self, state: ResearchState, runtime: Runtime[RunSettings]) -> dict[str, Any]:
@@ -286,7 +300,8 @@ class ClaireAgent:
             return observation, observation, stops
         raise ClaireError(f"no tool runs the action {action.name}")  # finish ends the research in the controller
 
-    def _after_tools(self, state: ResearchState) -> str:
+    @staticmethod
+    def _after_tools(state: ResearchState, settings: RunSettings) -> str:
         if state.get("awaiting_review"):
             return "review"
         return "verifier" if state.get("finished") else "controller"
@@ -299,7 +314,7 @@ class ClaireAgent:
         return {"history": [{"action": "human_review", "argument": state["reported"][-1], "observation": observation}],
                 "trace": [item], "awaiting_review": False}
 
-    async def _verifier(self, state: ResearchState) -> dict[str, Any]:
+    async def _verifier(self, state: ResearchState, runtime: Runtime[RunSettings]) -> dict[str, Any]:
         claim = self._claim(state)
         documents = [Evidence.model_validate(d) for d in state.get("documents", [])]
         clarifications = state.get("clarifications", [])
@@ -324,8 +339,9 @@ class ClaireAgent:
             self._emit(state, item)
         return items
 
-    def _after_verifier(self, state: ResearchState, runtime: Runtime[RunSettings]) -> str:
-        return "report" if runtime.context.report and state.get("score") is not None else END
+    @staticmethod
+    def _after_verifier(state: ResearchState, settings: RunSettings) -> str:
+        return "report" if settings.report and state.get("score") is not None else END
 
     async def _report(self, state: ResearchState) -> dict[str, Any]:
         claim = self._claim(state)
