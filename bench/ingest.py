@@ -14,7 +14,10 @@ On one generated MediaWiki XML dump (bz2) of ``pages`` pages it measures, in one
    the rest is the embedded index's mapped files) and overall (finalize builds the HNSW graph,
    which grows with the corpus), and the parsing processes' peak;
 5. **resume overhead** — re-running over a dump whose pages are all indexed (the path a resumed
-   build takes through its finished pages): seconds and pages/s of skipping.
+   build takes through its finished pages): seconds and pages/s of skipping;
+6. **full-Wikipedia extrapolation** — the rates above applied to English Wikipedia (~7M articles,
+   ~50M blocks): encoding and parsing hours on this machine and device, and the embedded index's
+   disk per block measured on the build of (3).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from claire.indexes.ingest import IngestOptions, build_from_dump, default_worker
 from claire.testing.dumps import iter_generated_pages, write_xml_dump
 
 TARGET_FRACTION = 0.9
+WIKIPEDIA_ARTICLES = 7_000_000  # English Wikipedia, 2026 (planning figures, see README)
+WIKIPEDIA_BLOCKS = 50_000_000
 
 _MEMORY_CHILD = """
 import json, multiprocessing, sys, threading, time
@@ -197,4 +202,33 @@ def run_ingest_bench(
                           f"{run['stream_rss_mb']:.0f} / {run['stream_anon_mb']:.0f}", f"{run['rss_mb']:.0f}",
                           f"{run['workers_rss_mb']:.0f}")
         console.print(table)
+        figures["wikipedia"] = _extrapolate(figures, _folder_bytes(root / "idx"), console)
     return figures
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def _extrapolate(figures: dict, index_bytes: int, console: Console) -> dict:
+    """English Wikipedia at the rates this run measured (``figures``); printed and returned."""
+    encode_h = WIKIPEDIA_BLOCKS / figures["build_blocks_per_s"] / 3600
+    raw_h = WIKIPEDIA_BLOCKS / figures["raw_encode_blocks_per_s"] / 3600
+    parse_h = WIKIPEDIA_ARTICLES / figures["parse_pages_per_s_pool"] / 3600
+    per_block = index_bytes / max(figures["build_blocks"], 1)
+    result = {
+        "articles": WIKIPEDIA_ARTICLES, "blocks": WIKIPEDIA_BLOCKS, "device": figures["device"],
+        "build_hours": round(encode_h, 1), "raw_encode_hours": round(raw_h, 1), "parse_hours": round(parse_h, 1),
+        "index_bytes_per_block": round(per_block), "embedded_index_gb": round(WIKIPEDIA_BLOCKS * per_block / 1e9),
+    }
+    table = Table("measure", "figure", title=f"English Wikipedia (~{WIKIPEDIA_ARTICLES / 1e6:.0f}M articles, "
+                                              f"~{WIKIPEDIA_BLOCKS / 1e6:.0f}M blocks) at the rates measured above")
+    table.add_row(f"build at {figures['build_blocks_per_s']:.0f} blocks/s ({figures['device']}, end to end)", f"{encode_h:,.0f} h")
+    table.add_row(f"raw encode at {figures['raw_encode_blocks_per_s']:.0f} blocks/s", f"{raw_h:,.0f} h")
+    table.add_row(f"parsing at {figures['parse_pages_per_s_pool']:.0f} pages/s ({figures['parse_pool']} process(es))",
+                  f"{parse_h:,.1f} h")
+    table.add_row(f"embedded index on disk ({per_block:,.0f} B a block measured)", f"{result['embedded_index_gb']:,} GB")
+    table.caption = ("Generated pages are shorter than real articles: parsing real ones is slower per page. "
+                     "Past a few million blocks use a Qdrant server (README: which store for which size).")
+    console.print(table)
+    return result

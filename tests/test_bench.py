@@ -11,11 +11,13 @@ from claire.bench.llm import WARMUP, run_llm_bench
 
 def test_eval_bench_counts_calls_and_the_warm_cache_makes_none():
     console = Console(record=True, width=160)
-    result = run_eval_bench(claims=4, latency=0.01, concurrencies=(1, 4), console=console)
+    result = run_eval_bench(claims=4, latency=0.01, concurrencies=(1, 4), repeat=2, console=console)
     assert [run["concurrency"] for run in result["runs"]] == [1, 4]
+    assert [run["runs"] for run in result["runs"]] == [1, 2]  # concurrency 1 runs once
     for run in result["runs"]:
-        assert run["server_calls"] == 4 * CALLS_PER_CLAIM and run["errors"] == 0
+        assert run["server_calls"] == 4 * CALLS_PER_CLAIM and run["errors"] == 0  # every repeat starts cold
         assert run["claims_per_min"] > 0 and 0 < run["fraction_of_ideal"] <= 1.0
+        assert run["fraction_of_ideal"] in run["fractions"]
     warm = result["warm_cache"]
     assert warm["server_calls"] == 0 and warm["cached_calls"] == 4 * CALLS_PER_CLAIM and warm["errors"] == 0
     assert "4, warm cache" in console.export_text()

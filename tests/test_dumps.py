@@ -132,3 +132,35 @@ def test_truncated_gzip_and_unknown_formats(tmp_path):
         DumpReader(tmp_path / "dump.csv")
     with pytest.raises(DatasetError, match="not found"):
         DumpReader(tmp_path / "missing.xml")
+
+
+SPAN_TABLE = (
+    "| Season | Season | Champion |\n| --- | --- | --- |\n"
+    "| 1950 | spring | Ferrari |\n| 1950 | autumn | Alfa Romeo |\n| 1951 | all year | Ferrari |"
+)
+
+
+@pytest.mark.parametrize("fmt", ["xml", "ndjson"])
+def test_spanning_cells_are_repeated_so_every_row_reads_whole(tmp_path, fmt):
+    from claire.testing.dumps import WikiPage, _html
+
+    wikitext = ('Intro.\n== Results ==\n{| class="wikitable"\n! colspan="2" | Season !! Champion\n'
+                '|-\n| rowspan="2" | 1950 || spring || Ferrari\n|-\n| autumn || Alfa Romeo\n'
+                '|-\n| 1951 || all year || rowspan="9" | Ferrari\n|}')
+    html = _html("Spans", '<section data-mw-section-id="0"><p>Intro.</p></section><section data-mw-section-id="1">'
+                 '<h2 id="Results">Results</h2><table class="wikitable"><tbody>'
+                 '<tr><th colspan="2">Season</th><th>Champion</th></tr>'
+                 '<tr><td rowspan="2">1950</td><td>spring</td><td>Ferrari</td></tr><tr><td>autumn</td><td>Alfa Romeo</td></tr>'
+                 '<tr><td>1951</td><td>all year</td><td rowspan="9">Ferrari</td></tr></tbody></table></section>')
+    page = WikiPage(8, 80, "Spans", wikitext, html)
+    path = (write_xml_dump(tmp_path / "s.xml", [page]) if fmt == "xml" else write_html_dump(tmp_path / "s.ndjson", [page]))
+    [table] = [b for b in convert(path)["Spans"].blocks if b.block_type == "table"]
+    assert table.content == SPAN_TABLE  # a rowspan past the last row ends with the table
+
+
+def test_cells_lay_out_as_html_lays_them_out():
+    from claire.indexes.dumps.pages import MAX_SPAN, Cell, lay_out, span
+
+    grid = lay_out([[Cell("a", rows=3), Cell("b", cols=2)], [Cell("c"), Cell("d", rows=2)], [Cell("e")], [Cell("f")]])
+    assert [[c.text for c in row] for row in grid] == [["a", "b", "b"], ["a", "c", "d"], ["a", "e", "d"], ["f"]]
+    assert [span(v) for v in ('"2"', "0", "-3", "wide", 10**9, 1)] == [2, 1, 1, 1, MAX_SPAN, 1]

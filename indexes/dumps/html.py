@@ -12,7 +12,7 @@ from __future__ import annotations
 from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
 
-from claire.indexes.dumps.pages import BlockWriter, DumpPage, PageResult, clean_line, skipped
+from claire.indexes.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, clean_line, skipped, span
 
 _SKIP_TAGS = frozenset(("style", "script", "link", "meta", "figure", "math", "img", "audio", "video", "noscript",
                         "head", "title"))
@@ -151,9 +151,6 @@ def _table(table: _Element, writer: BlockWriter) -> None:
         return
     caption_el = table.find("caption")
     caption = text_of(caption_el) if caption_el is not None else ""
-    rows = [[(c.tag == "th", _cell_text(c)) for c in _cells(r)] for r in _rows(table)]
-    rows = [r for r in rows if r]
-    header = None
-    if rows and all(is_head for is_head, _ in rows[0]):
-        header = [text for _, text in rows.pop(0)]
-    writer.table([[text for _, text in row] for row in rows], header, caption)
+    rows = [[Cell(_cell_text(c), c.tag == "th", span(c.get("rowspan", 1)), span(c.get("colspan", 1))) for c in _cells(r)]
+            for r in _rows(table)]
+    writer.table(rows, caption)

@@ -113,9 +113,18 @@ class BlockWriter:
         if text:
             self._paragraphs.append(text)
 
-    def table(self, rows: list[list[str]], header: list[str] | None, caption: str = "") -> None:
-        """A table as markdown rows (header row kept), split into blocks of about ``max_words``
+    def table(self, cells: list[list[Cell]], caption: str = "") -> None:
+        """A table, given by its rows of cells as written (spans included), as markdown rows: cells
+        spanning rows or columns are repeated in every position they cover, so each row reads
+        whole; a first row of header cells is the header. Split into blocks of about ``max_words``
         words that each repeat the caption and header."""
+        grid = [row for row in lay_out(cells) if row]
+        header = None
+        if grid and all(cell.head for cell in grid[0]):
+            header = [cell.text for cell in grid.pop(0)]
+        self._table([[cell.text for cell in row] for row in grid], header, caption)
+
+    def _table(self, rows: list[list[str]], header: list[str] | None, caption: str) -> None:
         self.flush()
         rows = [[_cell(c) for c in row] for row in rows]
         rows = [row for row in rows if any(row)]
@@ -175,6 +184,54 @@ class BlockWriter:
                 revision_id=page.revision_id,
             )
         )
+
+
+@dataclass
+class Cell:
+    """A table cell as written: its text, whether it is a header cell, and the rows and columns it spans."""
+
+    text: str
+    head: bool = False
+    rows: int = 1
+    cols: int = 1
+
+
+MAX_SPAN = 100  # a larger rowspan/colspan (a typo, or a prank) is cut to this
+
+
+def span(value: object) -> int:
+    """A rowspan/colspan attribute as a count: at least 1, at most ``MAX_SPAN``; 1 when unreadable."""
+    try:
+        count = int(str(value).strip().strip("\"'"))
+    except ValueError:
+        return 1
+    return min(max(count, 1), MAX_SPAN)
+
+
+def lay_out(rows: list[list[Cell]]) -> list[list[Cell]]:
+    """The table's grid, as HTML lays it out: each cell takes the next column free of cells
+    spanning down from rows above, and fills ``cols`` columns of ``rows`` rows."""
+    grid: list[list[Cell]] = []
+    below: dict[int, tuple[Cell, int]] = {}  # column -> (cell spanning down into it, rows it still covers)
+
+    def take_spanned(row: list[Cell]) -> None:
+        while len(row) in below:
+            cell, left = below.pop(len(row))
+            if left > 1:
+                below[len(row)] = (cell, left - 1)
+            row.append(cell)
+
+    for cells in rows:
+        row: list[Cell] = []
+        for cell in cells:
+            take_spanned(row)
+            for _ in range(cell.cols):
+                if cell.rows > 1:
+                    below[len(row)] = (cell, cell.rows - 1)
+                row.append(cell)
+        take_spanned(row)
+        grid.append(row)
+    return grid
 
 
 def _cell(text: str) -> str:

@@ -27,7 +27,7 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
-from claire.indexes.dumps.pages import BlockWriter, DumpPage, PageResult, skipped
+from claire.indexes.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, skipped, span
 
 DISAMBIGUATION_TEMPLATES = frozenset(
     ("disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "numberdis", "letter-number combination disambiguation",
@@ -117,8 +117,8 @@ def _infobox_fields(template: Template) -> list[tuple[str, str]]:
 
 def _table(tag: Tag, writer: BlockWriter) -> None:
     caption = ""
-    rows: list[list[tuple[bool, str]]] = []
-    loose: list[tuple[bool, str]] = []  # cells before the first |- belong to an implicit first row
+    rows: list[list[Cell]] = []
+    loose: list[Cell] = []  # cells before the first |- belong to an implicit first row
     for node in tag.contents.nodes:
         if not isinstance(node, Tag):
             continue
@@ -126,20 +126,23 @@ def _table(tag: Tag, writer: BlockWriter) -> None:
             if (node.wiki_markup or "").startswith("|+") or str(node).lstrip().startswith("|+"):
                 caption = _render(node.contents).lstrip("+ ")
             else:
-                loose.append((node.tag == "th", _render(node.contents)))
+                loose.append(_table_cell(node))
         elif node.tag == "tr":
-            cells = [(c.tag == "th", _render(c.contents)) for c in node.contents.nodes
-                     if isinstance(c, Tag) and c.tag in ("td", "th")]
+            cells = [_table_cell(c) for c in node.contents.nodes if isinstance(c, Tag) and c.tag in ("td", "th")]
             if cells:
                 rows.append(cells)
         elif node.tag == "caption":
             caption = _render(node.contents)
     if loose:
         rows.insert(0, loose)
-    header = None
-    if rows and all(is_head for is_head, _ in rows[0]):
-        header = [text for _, text in rows.pop(0)]
-    writer.table([[text for _, text in row] for row in rows], header, caption)
+    writer.table(rows, caption)
+
+
+def _table_cell(node: Tag) -> Cell:
+    def attribute(name: str) -> object:
+        return node.get(name).value if node.has(name) else 1
+
+    return Cell(_render(node.contents), node.tag == "th", span(attribute("rowspan")), span(attribute("colspan")))
 
 
 def _render(code: Wikicode | None) -> str:
