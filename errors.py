@@ -30,7 +30,8 @@ def mask(secret: str | None) -> str | None:
 
 def redact(text: str) -> str:
     """``text`` with URL credentials and registered secrets masked."""
-    text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}****@", text)
+    if "@" in text:  # credentials in a URL need one: most text skips the pattern's scan
+        text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}****@", text)
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, mask(secret) or "****")

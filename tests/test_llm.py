@@ -187,11 +187,11 @@ async def test_cache_concurrent_writers(openai_server, tmp_path):
     clients = [client_for(openai_server, tmp_path) for _ in range(3)]
     prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(20)]
     await asyncio.gather(*(c.chat(p) for c in clients for p in prompts))
+    for c in clients:
+        await c.aclose()  # closing waits for the queued writes
     cache = ResponseCache(tmp_path / "cache.sqlite")
     assert len(cache) == 20
     cache.close()
-    for c in clients:
-        await c.aclose()
 
 
 async def test_scripted_client_and_nested_usage_scopes():

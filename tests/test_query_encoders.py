@@ -50,16 +50,22 @@ def test_the_onnx_export_gives_the_pytorch_vectors(minilm, fresh, tmp_path):
 def test_a_saved_export_is_reused_and_a_damaged_one_replaced(minilm, fresh, tmp_path, monkeypatch):
     query_encoder(minilm, "onnx", folder=tmp_path)
     [export] = list(tmp_path.glob("*.onnx"))
+    reference = export.with_name(export.stem + ".probes.npy")  # the PyTorch vectors it is checked against
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([export.name, reference.name])  # nothing partial
     stamp = export.stat().st_mtime_ns
     monkeypatch.setattr(query_encoders, "_encoders", {})
-    query_encoder(minilm, "onnx", folder=tmp_path)  # another process: loads the file, no export
+    with monkeypatch.context() as patch:  # another process: loads the file and checks it without PyTorch
+        patch.setattr(minilm, "encode", lambda *a, **k: pytest.fail("PyTorch ran"))
+        assert isinstance(query_encoder(minilm, "onnx", folder=tmp_path), OnnxQueryEncoder)
     assert export.stat().st_mtime_ns == stamp
     export.write_bytes(b"not a model")
+    reference.write_bytes(b"not vectors either")
     monkeypatch.setattr(query_encoders, "_encoders", {})
     encoder = query_encoder(minilm, "onnx", folder=tmp_path)
     assert export.stat().st_size > 1_000_000  # exported again
+    assert np.load(reference).shape == (len(query_encoders.PROBES), minilm.dim)
     assert np.abs(encoder.encode(TEXTS[:1]) - minilm.encode(TEXTS[:1])).max() < 1e-5
-    assert [p.name for p in tmp_path.iterdir()] == [export.name]  # no partial files left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([export.name, reference.name])
 
 
 def test_runtime_choices_and_fallbacks(minilm, fresh, tmp_path, monkeypatch, caplog):

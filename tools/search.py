@@ -41,4 +41,4 @@ class SearchTool:
         hits = await asyncio.get_running_loop().run_in_executor(_SEARCH_THREADS, search)
         if self.reranker and len(hits) > 1:
             hits = await self.reranker.rerank(query, hits)
-        return [dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(hits[:k], start=1)]
+        return [hit if hit.rank == rank else dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(hits[:k], start=1)]
