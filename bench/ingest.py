@@ -17,7 +17,7 @@ On one generated MediaWiki XML dump (bz2) of ``pages`` pages it measures, in one
    build takes through its finished pages): seconds and pages/s of skipping;
 6. **full-Wikipedia extrapolation** — the rates above applied to English Wikipedia (~7M articles,
    ~50M blocks): encoding and parsing hours on this machine and device, and the embedded index's
-   disk per block measured on the build of (3).
+   disk per block (its growth between the two largest runs of (4)).
 """
 
 from __future__ import annotations
@@ -190,19 +190,21 @@ def run_ingest_bench(
         console.print(f"resume overhead: {again.unchanged:,} already-indexed pages re-read and skipped in "
                       f"{skip_seconds:.1f} s ({again.unchanged / skip_seconds:.0f} pages/s, model load and finalize included)")
 
-        table = Table("pages", "blocks", "build s", "builder streaming: RSS / anon (MB)", "builder peak incl. finalize (MB)",
-                      "parsing worker (MB)",
-                      title=f"peak memory (full pipeline, embedder capped at {memory_seq} tokens/passage); "
-                            "the embedded engine's index (mapped files, HNSW build at finalize) grows with the corpus")
         figures["memory"] = []
-        for size in memory_pages:
-            run = _memory_run(dump, root / f"mem{size}", size, pool_size, memory_seq)  # with a parsing pool
-            figures["memory"].append(run)
-            table.add_row(f"{run['pages']:,}", f"{run['blocks']:,}", f"{run['seconds']:.0f}",
-                          f"{run['stream_rss_mb']:.0f} / {run['stream_anon_mb']:.0f}", f"{run['rss_mb']:.0f}",
-                          f"{run['workers_rss_mb']:.0f}")
-        console.print(table)
-        figures["wikipedia"] = _extrapolate(figures, _folder_bytes(root / "idx"), console)
+        if memory_pages:
+            table = Table("pages", "blocks", "build s", "builder streaming: RSS / anon (MB)",
+                          "builder peak incl. finalize (MB)", "parsing worker (MB)", "index on disk (MB)",
+                          title=f"peak memory (full pipeline, embedder capped at {memory_seq} tokens/passage); "
+                                "the embedded engine's index (mapped files, HNSW build at finalize) grows with the corpus")
+            for size in memory_pages:
+                run = _memory_run(dump, root / f"mem{size}", size, pool_size, memory_seq)  # with a parsing pool
+                run["index_bytes"] = _folder_bytes(root / f"mem{size}")
+                figures["memory"].append(run)
+                table.add_row(f"{run['pages']:,}", f"{run['blocks']:,}", f"{run['seconds']:.0f}",
+                              f"{run['stream_rss_mb']:.0f} / {run['stream_anon_mb']:.0f}", f"{run['rss_mb']:.0f}",
+                              f"{run['workers_rss_mb']:.0f}", f"{run['index_bytes'] / 1e6:,.0f}")
+            console.print(table)
+        figures["wikipedia"] = _extrapolate(figures, console)
     return figures
 
 
@@ -210,16 +212,16 @@ def _folder_bytes(folder: Path) -> int:
     return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
 
 
-def _extrapolate(figures: dict, index_bytes: int, console: Console) -> dict:
-    """English Wikipedia at the rates this run measured (``figures``); printed and returned."""
+def _extrapolate(figures: dict, console: Console) -> dict:
+    """English Wikipedia at the rates this run measured (``figures``); printed and returned. Disk
+    per block is the growth between the two largest memory runs (a small index is mostly the
+    engine's preallocated files), so it needs two of them."""
     encode_h = WIKIPEDIA_BLOCKS / figures["build_blocks_per_s"] / 3600
     raw_h = WIKIPEDIA_BLOCKS / figures["raw_encode_blocks_per_s"] / 3600
     parse_h = WIKIPEDIA_ARTICLES / figures["parse_pages_per_s_pool"] / 3600
-    per_block = index_bytes / max(figures["build_blocks"], 1)
     result = {
         "articles": WIKIPEDIA_ARTICLES, "blocks": WIKIPEDIA_BLOCKS, "device": figures["device"],
         "build_hours": round(encode_h, 1), "raw_encode_hours": round(raw_h, 1), "parse_hours": round(parse_h, 1),
-        "index_bytes_per_block": round(per_block), "embedded_index_gb": round(WIKIPEDIA_BLOCKS * per_block / 1e9),
     }
     table = Table("measure", "figure", title=f"English Wikipedia (~{WIKIPEDIA_ARTICLES / 1e6:.0f}M articles, "
                                               f"~{WIKIPEDIA_BLOCKS / 1e6:.0f}M blocks) at the rates measured above")
@@ -227,7 +229,12 @@ def _extrapolate(figures: dict, index_bytes: int, console: Console) -> dict:
     table.add_row(f"raw encode at {figures['raw_encode_blocks_per_s']:.0f} blocks/s", f"{raw_h:,.0f} h")
     table.add_row(f"parsing at {figures['parse_pages_per_s_pool']:.0f} pages/s ({figures['parse_pool']} process(es))",
                   f"{parse_h:,.1f} h")
-    table.add_row(f"embedded index on disk ({per_block:,.0f} B a block measured)", f"{result['embedded_index_gb']:,} GB")
+    runs = sorted(figures.get("memory", []), key=lambda run: run["blocks"])[-2:]
+    if len(runs) == 2 and runs[1]["blocks"] > runs[0]["blocks"]:
+        per_block = (runs[1]["index_bytes"] - runs[0]["index_bytes"]) / (runs[1]["blocks"] - runs[0]["blocks"])
+        result.update(index_bytes_per_block=round(per_block), embedded_index_gb=round(WIKIPEDIA_BLOCKS * per_block / 1e9))
+        table.add_row(f"embedded index on disk ({per_block:,.0f} B a block, growth between the memory runs)",
+                      f"{result['embedded_index_gb']:,} GB")
     table.caption = ("Generated pages are shorter than real articles: parsing real ones is slower per page. "
                      "Past a few million blocks use a Qdrant server (README: which store for which size).")
     console.print(table)

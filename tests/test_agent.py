@@ -6,7 +6,6 @@ import pytest
 
 from claire.agent.llm_backends import ChatResponse
 from claire.agent.runtime import build_system
-from claire.agent.system import Claim, ContextBlock
 from claire.agent.verifier import parse_score
 from claire.config import Config
 from claire.errors import LLMError

@@ -3,12 +3,10 @@ rebuild name, silent wrong runs, credentials, and the smaller defects. Each fail
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

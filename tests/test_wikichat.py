@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
