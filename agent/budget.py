@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable
 
 Messages = list[dict[str, Any]]
@@ -109,13 +110,16 @@ def fit_history(
 
 
 # -- the passages for the verifier and report --------------------------------------------------
-def _terms(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+@lru_cache(maxsize=8192)
+def _terms(text: str) -> tuple[str, ...]:
+    """The lower-cased words of ``text`` without stop words (remembered: the same passages are
+    deduplicated, ranked and fitted several times for one claim, and recur across claims)."""
+    return tuple(w for w in _WORD.findall(text.lower()) if w not in _STOP)
 
 
-def _body(doc: Any) -> list[str]:
+def _body(doc: Any) -> tuple[str, ...]:
     """The words a passage is ranked by: its title, section and text."""
-    return _terms(f"{doc.document_title} {doc.section_title} {doc.content}")
+    return _terms(f"{doc.document_title}") + _terms(f"{doc.section_title}") + _terms(f"{doc.content}")
 
 
 def deduplicate(documents: list[Any]) -> tuple[list[Any], list[int]]:

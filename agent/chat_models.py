@@ -13,6 +13,7 @@ sorted into retryable (:class:`TransientLLMError`, with the server's Retry-After
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import Any
 
@@ -119,6 +120,9 @@ def _inline(base: type) -> type:
             response = await self.root_async_client.post("/chat/completions", cast_to=httpx.Response, body=body,
                                                          options=options)
             return self._create_chat_result(response.json(), {})
+
+        # LangChain reads this method's parameters on every call; a stored signature spares the parse
+        _agenerate.__signature__ = inspect.signature(_agenerate)  # type: ignore[attr-defined]
 
         async def aclose_transport(self) -> None:
             """Close the HTTP sessions this model opened."""

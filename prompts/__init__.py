@@ -101,6 +101,7 @@ class PromptLibrary:
             trim_blocks=True,
             lstrip_blocks=True,
             finalize=_hold_value,
+            auto_reload=False,  # templates are read once per library; no file check on every render
         )
         self._env.filters["truncate_chars"] = _truncate_chars
         # Every piece of untrusted text is capped, so no passage, context or fact makes a prompt unbounded.
