@@ -1,10 +1,12 @@
 """Micro-batching of query embeddings for concurrent searches.
 
 Many claims in flight each embed one search query. Encoded one at a time behind a lock they
-queue up; encoded together they cost less. :class:`QueryBatcher` lets the first caller encode;
-callers that arrive meanwhile wait, and when that encode returns, one of them encodes everything
-that gathered in one batch, and so on — no timer, so a lone query is never delayed, and no caller
-encodes more than one batch (a leader returns with its own vector, not after everyone's).
+queue up; encoded together (or side by side) they wait less. :class:`QueryBatcher` lets the first
+caller encode; callers that arrive meanwhile wait, and when a lane is free, one of them encodes
+everything that gathered in one batch, and so on — no timer, so a lone query is never delayed,
+and no caller encodes more than one batch (a leader returns with its own vector, not after
+everyone's). ``lanes`` encodes may run at once, for encoders that run well side by side on
+several cores (ONNX Runtime with one thread a call) rather than gaining from batches.
 Identical queries in flight share one encode, and recent vectors are cached (sweeps repeat queries).
 """
 
@@ -22,15 +24,16 @@ class QueryBatcher:
     """Thread-safe ``vector(query)`` over ``encode_many(queries) -> (n, dim) array``."""
 
     def __init__(self, encode_many: Callable[[list[str]], np.ndarray], *, max_batch: int = 64,
-                 cache_size: int = 4096) -> None:
+                 cache_size: int = 4096, lanes: int = 1) -> None:
         self._encode_many = encode_many
         self._max_batch = max_batch
+        self._lanes = max(1, lanes)
         self._cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._pending: dict[str, Future[np.ndarray]] = {}
         self._inflight: dict[str, Future[np.ndarray]] = {}  # being encoded now
         self._turn = threading.Condition()  # guards all of the above; notified when a batch ends
-        self._encoding = False
+        self._encoding = 0  # encodes running now (at most ``lanes``)
         self.batches = 0  # encode calls made (for tests and benchmarks)
 
     def vector(self, query: str) -> np.ndarray:
@@ -50,8 +53,8 @@ class QueryBatcher:
         """Wait until ``future`` is resolved (None) or this caller may encode the next batch (it)."""
         with self._turn:
             while not future.done():
-                if not self._encoding and self._pending:
-                    self._encoding = True
+                if self._encoding < self._lanes and self._pending:
+                    self._encoding += 1
                     queries = list(self._pending)[: self._max_batch]
                     batch = {q: self._pending.pop(q) for q in queries}
                     self._inflight.update(batch)
@@ -68,7 +71,7 @@ class QueryBatcher:
                 for query in queries:
                     self._inflight.pop(query, None)
                     batch[query].set_exception(error)
-                self._encoding = False
+                self._encoding -= 1
                 self._turn.notify_all()
             return
         with self._turn:
@@ -79,5 +82,5 @@ class QueryBatcher:
                 batch[query].set_result(vector)
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-            self._encoding = False
+            self._encoding -= 1
             self._turn.notify_all()

@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 class QueryEncoder(Protocol):
     runtime: str
     batch_limit: int  # the most queries worth encoding in one call when several wait (see .query_batch)
+    lanes: int  # how many encode calls may run at once
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32 unit vectors."""
@@ -60,6 +61,7 @@ class TorchQueryEncoder:
 
     runtime = "torch"
     batch_limit = 64  # a PyTorch call costs ~20 ms before any work: waiting queries share one
+    lanes = 1  # PyTorch spreads one call over the cores itself
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
@@ -76,16 +78,20 @@ class OnnxQueryEncoder:
     runtime = "onnx"
     # A query alone costs about what it costs inside a batch (the work is the matrix products), so
     # waiting queries go one at a time: each search gets its vector as soon as it can, instead of
-    # every search in a batch waiting for the whole batch (measured: `claire bench eval`).
+    # every search in a batch waiting for the whole batch (measured: `claire bench eval`). A call
+    # runs on one thread, and up to ``lanes`` of them side by side, one a core.
     batch_limit = 1
 
     def __init__(self, embedder: Embedder, session: Any, inputs: tuple[str, ...]) -> None:
         self.embedder = embedder
         self._session = session
         self._inputs = inputs
+        self.lanes = _lanes()
+        self._tokenizing = threading.Lock()  # a fast tokenizer is not to be driven by two threads at once
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        features = self.embedder.model.preprocess(list(texts))
+        with self._tokenizing:
+            features = self.embedder.model.preprocess(list(texts))
         feed = {name: features[name].numpy() for name in self._inputs}
         return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
 
@@ -194,15 +200,16 @@ def _session(path: Path) -> Any:
     import onnxruntime
 
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = _threads()
+    options.intra_op_num_threads = 1  # one core a query; concurrent queries take more (``_lanes``)
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _threads() -> int:
-    """Threads for one query: a query is small, and the other cores serve the process's other work."""
-    return max(1, min(4, (os.cpu_count() or 2) // 2))
+def _lanes() -> int:
+    """Queries encoded at once: one a core, leaving one core to the event loop, at most four. (On a
+    2-core machine a second lane only took CPU from the claims' own work: `claire bench eval`.)"""
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
 def _reference_path(path: Path) -> Path:

@@ -87,7 +87,7 @@ class Retriever:
         # the encoder gains from; identical queries in flight share one encode, and repeated
         # queries come from a cache.
         self._queries = QueryBatcher(self._encode_queries, max_batch=self.query_encoder.batch_limit,
-                                     cache_size=QUERY_CACHE_SIZE)
+                                     cache_size=QUERY_CACHE_SIZE, lanes=self.query_encoder.lanes)
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         return self.query_encoder.encode(texts)

@@ -45,6 +45,33 @@ def test_concurrent_queries_are_encoded_in_few_batches():
     assert batcher.vector("query number 3").tolist() == vectors[3].tolist() and len(calls) == batcher.batches  # cached
 
 
+def test_lanes_bound_how_many_encodes_run_at_once():
+    running, most = [0], [0]
+    guard = threading.Lock()
+
+    def encode(texts: list[str]) -> np.ndarray:
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with guard:
+            running[0] -= 1
+        return np.array([[float(len(t))] for t in texts])
+
+    batcher = QueryBatcher(encode, max_batch=1, lanes=2)
+    queries = [f"q{i}" for i in range(8)]
+    start = threading.Barrier(len(queries))
+
+    def ask(q: str) -> np.ndarray:
+        start.wait()
+        return batcher.vector(q)
+
+    with ThreadPoolExecutor(len(queries)) as pool:
+        vectors = list(pool.map(ask, queries))
+    assert [v.tolist() for v in vectors] == [[float(len(q))] for q in queries]
+    assert most[0] == 2 and batcher.batches == len(queries)  # two side by side, never three
+
+
 def test_an_encoder_error_reaches_every_waiter_and_the_batcher_recovers():
     calls: list[list[str]] = []
     batcher = QueryBatcher(slow_encoder(calls))
