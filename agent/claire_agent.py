@@ -213,8 +213,7 @@ class ClaireAgent:
                     "errors": [f"controller: {error}"]}
         action = read_action(response, self.allowed)
         if action.name == "finish" and not action.problem:  # nothing to run: the research ends here
-            return {**update, **self._step(state, action, "Research finished.", None, finished=True, update={}),
-                    "pending": None}
+            return {**self._step(state, action, "Research finished.", None, finished=True, update=update), "pending": None}
         return {**update, "pending": {"name": action.name, "argument": action.argument, "problem": action.problem}}
 
     @staticmethod
@@ -229,7 +228,7 @@ class ClaireAgent:
             awaiting_review=self.reviewer is not None and bool(update.get("reported")),
             steps=state.get("steps", 0) + 1,
             history=[{"action": action.name, "argument": action.argument, "observation": observation}],
-            trace=[item],
+            trace=[*update.get("trace", []), item],  # after any note this step already made (a condensed history)
             finished=finished,
         )
         if finished:

@@ -59,6 +59,7 @@ class ResponseCache:
         self._read_lock = threading.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="claire-llm-cache")
         self._unwritten: dict[str, dict[str, Any]] = {}  # queued answers, readable before they land
+        self._queue_lock = threading.Lock()  # _unwritten is changed by the caller and by the writer thread
         self._write_failed = False
 
     def get_sync(self, key: str) -> dict[str, Any] | None:
@@ -82,13 +83,15 @@ class ResponseCache:
 
     async def put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Queue the answer for writing; returns at once."""
-        self._unwritten[key] = response
+        with self._queue_lock:
+            self._unwritten[key] = response
         self._writer.submit(self.put_sync, key, model, response).add_done_callback(
             lambda future: self._written(key, response, future))
 
     def _written(self, key: str, response: dict[str, Any], future: Future[None]) -> None:
-        if self._unwritten.get(key) is response:
-            self._unwritten.pop(key, None)
+        with self._queue_lock:  # a newer answer queued for the same key stays until it is written
+            if self._unwritten.get(key) is response:
+                del self._unwritten[key]
         error = future.exception()
         if error is not None and not self._write_failed:  # said once: the run goes on without caching
             self._write_failed = True

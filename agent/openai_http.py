@@ -11,8 +11,8 @@ once), over one aiohttp session per event loop. Failures keep the shapes that
 the JSON ``body``; timeouts and refused connections are aiohttp's own exceptions.
 
 It serves the plain request only: Azure deployments, the Responses API, structured output,
-streaming, default query parameters and endpoints reached through a proxy (``HTTPS_PROXY`` and
-the like) all stay with the SDK (:func:`serves` says which).
+streaming, default query parameters and endpoints reached through a proxy (``HTTPS_PROXY``,
+``ALL_PROXY`` and the like) all stay with the SDK (:func:`serves` says which).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def serves(client: Any) -> bool:
     if not isinstance(client, AsyncOpenAI) or isinstance(client, AsyncAzureOpenAI) or client.default_query:
         return False
     url = urlsplit(str(client.base_url))
-    return not (getproxies().get(url.scheme) and not proxy_bypass(url.hostname or ""))
+    proxies = getproxies()
+    return not ((proxies.get(url.scheme) or proxies.get("all")) and not proxy_bypass(url.hostname or ""))
 
 
 class ChatCompletionsPoster:
@@ -61,7 +62,7 @@ class ChatCompletionsPoster:
 
     def __init__(self, client: Any):
         self.url = f"{client.base_url}chat/completions"
-        headers = {**client.default_headers, **client.auth_headers}
+        headers = {**client.auth_headers, **client.default_headers}  # an Authorization the caller set wins, as in the SDK
         self.headers = {key: value for key, value in headers.items() if isinstance(value, str)}  # unset ones are markers
         self.timeout = _timeout(client.timeout)
         self._session: aiohttp.ClientSession | None = None

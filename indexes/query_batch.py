@@ -64,23 +64,27 @@ class QueryBatcher:
 
     def _encode(self, batch: dict[str, Future[np.ndarray]]) -> None:
         queries = list(batch)
+        error: BaseException | None = None
         try:
             vectors = self._encode_many(queries)
-        except BaseException as error:  # every waiter of the batch gets the error, none hangs
-            with self._turn:
+            if len(vectors) != len(queries):
+                raise RuntimeError(f"the query encoder returned {len(vectors)} vectors for {len(queries)} queries")
+        except BaseException as failure:  # every waiter of the batch gets the error, none hangs
+            error = failure
+        with self._turn:
+            try:
+                if error is None:
+                    self.batches += 1
+                    for query, vector in zip(queries, vectors, strict=True):
+                        self._cache[query] = vector
+                        batch[query].set_result(vector)
+                    while len(self._cache) > self._cache_size:
+                        self._cache.popitem(last=False)
+                else:
+                    for query in queries:
+                        batch[query].set_exception(error)
+            finally:  # whatever happened, the lane is freed and the waiters wake
                 for query in queries:
                     self._inflight.pop(query, None)
-                    batch[query].set_exception(error)
                 self._encoding -= 1
                 self._turn.notify_all()
-            return
-        with self._turn:
-            self.batches += 1
-            for query, vector in zip(queries, vectors, strict=True):
-                self._cache[query] = vector
-                self._inflight.pop(query, None)
-                batch[query].set_result(vector)
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
-            self._encoding -= 1
-            self._turn.notify_all()

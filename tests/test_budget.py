@@ -97,6 +97,13 @@ def keeps_searching(body: dict) -> dict:
     return {"content": f"A short {kind} answer."}
 
 
+def searches_then_finishes(body: dict) -> dict:
+    """Seven searches, then finish: the finishing call comes with a longer (so newly condensed) history."""
+    if kind_of(body) == "controller" and body["messages"][-1]["content"].count("<observation>") >= 7:
+        return {"tool_calls": [{"name": "finish", "arguments": {}}]}
+    return keeps_searching(body)
+
+
 @pytest.fixture(scope="module")
 def demo_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("indexes")
@@ -168,3 +175,21 @@ async def test_verifier_follow_up_still_fits_and_reports_what_it_left_out():
     assert verdict.score == 0.2 and verdict.fit is not None and verdict.fit.dropped
     assert all(llm.count_tokens(r.messages) <= llm.prompt_budget() for r in requests)
     assert requests[1].messages[-2]["role"] == "assistant"  # the follow-up carries the first answer
+
+
+async def test_a_finishing_step_keeps_the_history_note_it_made(demo_root, clean_env):
+    """Every step shown live is in the final trace, including the context-budget note of the very
+    controller call that chose finish."""
+    with MockOpenAIServer(searches_then_finishes, max_prompt_tokens=8192) as server:
+        config = Config().with_overrides({
+            "llm.base_url": server.base_url, "llm.model": "local-8k-model", "llm.api_key": "sk-test-key-0000",
+            "llm.cache": False, "retrieval.path": str(demo_root), "retrieval.rerank": False,
+            "agent.max_steps": 10, "agent.docs_per_query": 15,
+        })
+        shown: list[dict] = []
+        async with open_system(config, on_step=lambda event: shown.append(event["item"])) as system:
+            result = await system.assess(CLAIM)
+    steps = [(t.action_name, t.action_argument) for t in result.trace]
+    finish = steps.index(("finish", None))
+    assert [name for name, _ in steps].count("search") == 7 and steps[finish - 1] == ("context_budget", "controller")
+    assert [t.action_name for t in result.trace] == [item["action_name"] for item in shown]

@@ -90,3 +90,27 @@ async def test_provider_qualified_openai_name_over_http(openai_server):
 def test_missing_provider_package_is_a_clear_error():
     with pytest.raises(LLMError, match=r"langchain-anthropic package: pip install 'claire\[anthropic\]'"):
         LLMClient.from_config(LLMConfig(model="anthropic:claude-sonnet-4-5", cache=False))
+
+
+# -- the aiohttp poster for plain OpenAI-compatible endpoints ----------------------------------
+def test_the_poster_serves_only_plain_clients_and_leaves_proxied_ones_to_the_sdk(monkeypatch):
+    from openai import AsyncAzureOpenAI, AsyncOpenAI
+
+    from claire.agent.openai_http import ChatCompletionsPoster, serves
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    plain = AsyncOpenAI(api_key="sk-test-key-0000", base_url="http://127.0.0.1:9/v1")
+    assert serves(plain)
+    assert not serves(AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1", default_query={"a": "1"}))
+    assert not serves(AsyncAzureOpenAI(api_key="k", azure_endpoint="https://x.openai.azure.com", api_version="2024-06-01"))
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.invalid:3128")
+    assert not serves(plain)  # the SDK (httpx) would go through the proxy, so it posts
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert serves(plain)
+
+    poster = ChatCompletionsPoster(plain)
+    assert poster.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert poster.headers["Authorization"] == "Bearer sk-test-key-0000"
+    custom = AsyncOpenAI(api_key="k", base_url="http://127.0.0.1:9/v1", default_headers={"Authorization": "Token mine"})
+    assert ChatCompletionsPoster(custom).headers["Authorization"] == "Token mine"  # the caller's header wins, as in the SDK

@@ -45,6 +45,16 @@ def test_concurrent_queries_are_encoded_in_few_batches():
     assert batcher.vector("query number 3").tolist() == vectors[3].tolist() and len(calls) == batcher.batches  # cached
 
 
+def test_an_encoder_returning_too_few_vectors_fails_its_waiters_not_the_batcher():
+    def short(texts: list[str]) -> np.ndarray:
+        return np.zeros((max(len(texts) - 1, 0), 2)) if "bad" in texts else np.ones((len(texts), 2))
+
+    batcher = QueryBatcher(short)
+    with pytest.raises(RuntimeError, match="1 vectors for 2 queries|0 vectors for 1 queries"):
+        batcher.vector("bad")
+    assert batcher.vector("good").tolist() == [1.0, 1.0]  # the lane was freed
+
+
 def test_lanes_bound_how_many_encodes_run_at_once():
     running, most = [0], [0]
     guard = threading.Lock()
