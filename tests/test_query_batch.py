@@ -25,10 +25,8 @@ def slow_encoder(calls: list[list[str]], delay: float = 0.05):
     return encode
 
 
-def test_concurrent_queries_are_encoded_in_few_batches():
-    calls: list[list[str]] = []
-    batcher = QueryBatcher(slow_encoder(calls))
-    queries = [f"query number {i}" for i in range(16)] * 2  # each twice, at once
+def all_at_once(batcher: QueryBatcher, queries: list[str]) -> list[np.ndarray]:
+    """Every query asked from a thread of its own, all released together."""
     start = threading.Barrier(len(queries))
 
     def ask(q: str) -> np.ndarray:
@@ -36,7 +34,14 @@ def test_concurrent_queries_are_encoded_in_few_batches():
         return batcher.vector(q)
 
     with ThreadPoolExecutor(len(queries)) as pool:
-        vectors = list(pool.map(ask, queries))
+        return list(pool.map(ask, queries))
+
+
+def test_concurrent_queries_are_encoded_in_few_batches():
+    calls: list[list[str]] = []
+    batcher = QueryBatcher(slow_encoder(calls))
+    queries = [f"query number {i}" for i in range(16)] * 2  # each twice, at once
+    vectors = all_at_once(batcher, queries)
     for query, vector in zip(queries, vectors):
         assert vector.tolist() == [float(len(query)), float(sum(map(ord, query)))]
     encoded = [q for call in calls for q in call]
@@ -70,14 +75,7 @@ def test_lanes_bound_how_many_encodes_run_at_once():
 
     batcher = QueryBatcher(encode, max_batch=1, lanes=2)
     queries = [f"q{i}" for i in range(8)]
-    start = threading.Barrier(len(queries))
-
-    def ask(q: str) -> np.ndarray:
-        start.wait()
-        return batcher.vector(q)
-
-    with ThreadPoolExecutor(len(queries)) as pool:
-        vectors = list(pool.map(ask, queries))
+    vectors = all_at_once(batcher, queries)
     assert [v.tolist() for v in vectors] == [[float(len(q))] for q in queries]
     assert most[0] == 2 and batcher.batches == len(queries)  # two side by side, never three
 
