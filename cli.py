@@ -785,7 +785,7 @@ def estimate_command(
     sets: SetOpt = None,
 ) -> None:
     """How inconsistent is a corpus: sample sizes, rates with intervals, and sampled estimates."""
-    from claire.evals.estimation import cochran_sample_size, estimate_rate
+    from claire.workflows.estimation import cochran_sample_size, estimate_rate
 
     modes = [sample_size, confirmed is not None or total is not None, index is not None or sample is not None or out is not None,
              from_dir is not None]

@@ -98,6 +98,11 @@ class LLMConfig(_Section):
     retry_base_wait: float = Field(0.5, ge=0)
     retry_max_wait: float = Field(30.0, ge=0)
     stream: bool = False
+    openai_client: Literal["auto", "chat_openai", "direct"] = Field(
+        "auto", description="how OpenAI-compatible endpoints are called: direct (CLAIRE's lean LangChain chat model over "
+                            "aiohttp), chat_openai (langchain-openai's ChatOpenAI through the OpenAI SDK), or auto "
+                            "(direct for a plain endpoint; ChatOpenAI for Azure, streaming or a proxy)",
+    )
     max_concurrency: int = Field(8, ge=1)
     tool_calling: Literal["native", "text"] = "native"
     context_window: int | None = Field(

@@ -3,7 +3,7 @@
 Walks the flagged facts of a run directory (an estimate, an audit, a scan or an eval), most
 suspicious first, showing the fact, where it comes from, the passages the verifier cited and its
 analysis, and asks accept / reject / skip / quit. Each decision is appended to
-``DIR/reviews.jsonl`` at once (:mod:`claire.evals.reviews`), so quitting or a crash loses
+``DIR/reviews.jsonl`` at once (:mod:`claire.workflows.reviews`), so quitting or a crash loses
 nothing and the next session starts with the facts still undecided. Estimates and audits are
 re-reported from the decisions when the session ends. Used only by ``cli.py``.
 """
@@ -24,7 +24,7 @@ from rich.text import Text
 
 from claire.errors import ConfigError
 from claire.evals.predictions import PREDICTIONS, load_predictions
-from claire.evals.reviews import Decision, append_decision, load_decisions
+from claire.workflows.reviews import Decision, append_decision, load_decisions
 from claire.workflows.rates import CLAIMS, read_jsonl, read_plan, summarise
 from claire.workflows.scan import row_from_prediction
 

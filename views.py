@@ -16,8 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from claire.agent.runtime import open_system
-from claire.agent.system import Assessment, Claim
-from claire.agent.usage import Usage
+from claire.agent.system import Assessment
+from claire.llm.usage import Usage, track_usage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ConfigError
 
@@ -108,10 +109,10 @@ class CheckView:
                 self.console.print(Text(f"progress is saved; if interrupted, go on with: claire check --resume {kwargs['thread_id']}", style="dim"))
             if self.quiet:
                 return await system.assess(self.claim, **kwargs)
-            self.llm_total = getattr(system, "llm", None) and system.llm.total
             self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
-            with self.console.status("researching…") as status:
+            with self.console.status("researching…") as status, track_usage() as usage:
                 self.status = status
+                self.llm_total = usage
                 return await system.assess(self.claim, **kwargs)
 
     def final(self, a: Assessment) -> None:

@@ -12,7 +12,8 @@ import html
 import re
 from dataclasses import dataclass
 
-from claire.agent.llm import LLMClient
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
 from claire.errors import ConfigError
 from claire.prompts import PromptLibrary
 
@@ -23,6 +24,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass
 class ExtractedFact:
+    """One fact and the paragraph block it was extracted from."""
+
     text: str
     block: str  # the paragraph block it was extracted from
 
@@ -79,7 +82,7 @@ def parse_facts(text: str) -> list[str]:
 
 
 async def extract_facts(
-    *, title: str, section: str = "", text: str, llm: LLMClient, prompts: PromptLibrary, max_words: int = 180
+    *, title: str, section: str = "", text: str, llm: ChatClient, prompts: PromptLibrary, max_words: int = 180
 ) -> list[ExtractedFact]:
     """All facts of a passage, in text order, de-duplicated across blocks."""
     if not text or not text.strip():
@@ -88,12 +91,12 @@ async def extract_facts(
         raise ConfigError("the article title is needed (--title): facts are checked against the rest of the corpus")
     blocks = split_blocks(text, max_words=max_words)
     answers = await asyncio.gather(
-        *(llm.chat(prompts.render("fact_extraction", title=title, section=section, text=block)) for block in blocks)
+        *(llm.ainvoke(prompts.render("fact_extraction", title=title, section=section, text=block)) for block in blocks)
     )
     facts: list[ExtractedFact] = []
     seen: set[str] = set()
     for block, answer in zip(blocks, answers):
-        for fact in parse_facts(answer.content):
+        for fact in parse_facts(text_of(answer)):
             key = _normalise(fact)
             if key not in seen:
                 seen.add(key)

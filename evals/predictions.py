@@ -26,62 +26,17 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from claire.agent.system import Assessment, Claim
+from claire.tasks.measures import PREDICTIONS
+from claire.tasks.records import Prediction
 from claire.errors import ConfigError, DatasetError, redact
 from claire.validation import describe
 
-PREDICTIONS = "predictions.jsonl"
 REJECTED = "predictions.rejected.jsonl"
 CONFIG = "config.json"
 
 log = logging.getLogger(__name__)
 _warned: set[tuple[str, int, bytes]] = set()
 _CLAIM_ID = re.compile(rb'"claim_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
-
-
-class Prediction(BaseModel):
-    """One line of ``predictions.jsonl``: a system's answer for one claim, with its gold label."""
-
-    claim_id: str
-    system: str
-    claim_text: str = ""
-    score: float | None = None
-    verdict: str | None = None
-    threshold: float | None = None
-    label: str | None = None
-    inconsistency_type: str | None = None
-    evidence_ids: list[str] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    latency_s: float | None = None
-    error: str | None = None
-    reasoning: str | None = None
-    trace: list[dict[str, Any]] = Field(default_factory=list)
-    # task "feverous": the predicted three-way label and evidence element ids, and the gold answer
-    predicted_label: str | None = None
-    predicted_evidence: list[str] = Field(default_factory=list)
-    gold: dict[str, Any] | None = None
-
-
-def prediction_from(assessment: Assessment, claim: Claim) -> Prediction:
-    return Prediction(
-        claim_id=claim.claim_id,
-        system=assessment.system,
-        claim_text=claim.text,
-        score=assessment.score,
-        verdict=assessment.verdict,
-        threshold=assessment.threshold,
-        label=claim.label,
-        inconsistency_type=claim.inconsistency_type,
-        evidence_ids=[item.block_id for item in assessment.evidence],
-        usage=assessment.usage,
-        latency_s=assessment.latency_s,
-        error=assessment.error,
-        reasoning=assessment.reasoning,
-        trace=[step.model_dump(mode="json") for step in assessment.trace],
-        predicted_label=assessment.label,
-        predicted_evidence=list(assessment.evidence_elements),
-        gold=claim.gold,
-    )
 
 
 @dataclass

@@ -34,13 +34,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
-from claire.agent.system import Claim, System
+from claire.agent.system import System
 from claire.config import Config
 from claire.errors import ConfigError
-from claire.evals.dataset import load_wikicollide
 from claire.evals.predictions import load_predictions, read_run_config
-from claire.evals.reporting import DASH, auroc_text, pct, plot_heatmap, plot_roc, read_metrics
+from claire.evals.reporting import plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
+from claire.tasks.measures import DASH, pct
+from claire.tasks.records import Claim
+from claire.tasks.registry import get_task
+from claire.tasks.wikicollide.report import auroc_text, plot_roc
 
 SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
 VARIANT_PREFIX = "prompt_variant."
@@ -225,9 +228,10 @@ async def run_sweep(
 ) -> SweepSummary:
     """Run every cell of a sweep (resuming finished and partial cells) and write its summary."""
     plan = plan_sweep(sweep_file, base_config)
-    if any(cell.config.agent.task != "wikicollide" for cell in plan.cells):
+    tasks = {get_task(cell.config.agent.task) for cell in plan.cells}
+    if any(not task.sweepable for task in tasks):
         raise ConfigError("sweeps score WikiCollide runs (AUROC) only; for --task feverous run `claire eval` once per configuration")
-    claims = load_wikicollide(dataset)[:limit]
+    claims = next(iter(tasks)).load_claims(dataset)[:limit]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sweep.yaml").write_text(Path(sweep_file).read_text(encoding="utf-8"), encoding="utf-8")

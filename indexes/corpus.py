@@ -56,18 +56,33 @@ class BlockElement(BaseModel):
     text: str
 
 
-class Block(BaseModel):
-    """One passage of the corpus, as stored in a JSONL line and in an index payload."""
+class Passage(BaseModel):
+    """A passage of a Wikipedia article: where it stands (title, section, URL) and its text. The
+    one passage model of CLAIRE: a claim's context is a Passage, a corpus :class:`Block` is a
+    Passage with an id, and a piece of evidence (``indexes.evidence``) is a numbered one. Prompt
+    templates read these fields directly."""
 
     model_config = ConfigDict(frozen=True)
 
-    id: str
-    document_title: str
+    document_title: str = ""
     section_title: str = ""
-    content: str
-    block_type: BlockType = "text"
+    content: str = ""
     url: str | None = None
     last_edit_date: str | None = None
+
+    @field_validator("section_title", mode="before")
+    @classmethod
+    def _section_or_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class Block(Passage):
+    """One passage of the corpus, as stored in a JSONL line and in an index payload."""
+
+    id: str
+    document_title: str
+    content: str
+    block_type: BlockType = "text"
     elements: list[BlockElement] | None = None  # optional: citable elements, in reading order
     categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
     # set by the dump converters: the wiki's page id and the revision the block was taken from
@@ -80,11 +95,6 @@ class Block(BaseModel):
         if not value.strip():
             raise ValueError("must not be empty")
         return value
-
-    @field_validator("section_title", mode="before")
-    @classmethod
-    def _section_or_empty(cls, value: Any) -> Any:
-        return "" if value is None else value
 
     def embed_text(self) -> str:
         """The text that is embedded and BM25-indexed: ``title > section`` then the content."""

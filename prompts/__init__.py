@@ -7,9 +7,10 @@ is inserted: every ``{{ expression }}`` first renders as a placeholder, the temp
 split into messages, and only then are the values put back, so no inserted text (a retrieved
 passage, a context file, a dataset field) can open a message of another role. Template sets and variants
 (``verifier.strict.j2`` chosen by ``prompts.variants = {verifier = "strict"}``) are the basis of
-prompt ablations. :meth:`PromptLibrary.render` returns a :class:`RenderedPrompt`: the messages,
+prompt ablations. :meth:`PromptLibrary.render` returns a :class:`Prompt`: LangChain chat messages
 plus the name of the template they came from, which the LLM client sends along with the request
 (``X-Claire-Prompt``) so a test server can tell a call's purpose without reading its text.
+Templates read passages (:class:`~claire.indexes.corpus.Passage` and its kinds) by their fields.
 Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
 """
 
@@ -25,6 +26,7 @@ from typing import Any, Mapping
 
 import jinja2
 import jinja2.meta
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from claire.errors import ConfigError
 
@@ -56,11 +58,17 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
     return tuple(part.strip() for part in names.split(",") if part.strip())
 
 
-class RenderedPrompt(list):
-    """Chat messages (``[{role, content}, ...]``) that remember the template they were rendered
-    from: ``template`` (``"verifier"``) and the ``variant`` chosen for it (``"feverous"`` or None).
-    It is a plain list otherwise; ``prompt + [more messages]`` (a follow-up in the same
-    conversation) keeps the names, other list operations give plain lists."""
+PROMPT_HEADER = "X-Claire-Prompt"
+"""The HTTP header that names the prompt template a request was rendered from (``verifier``,
+``verifier.feverous``); sent to OpenAI-compatible endpoints, where test servers read it."""
+
+_ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+
+
+class Prompt(list):
+    """LangChain chat messages that remember the template they were rendered from: ``template``
+    (``"verifier"``) and the ``variant`` chosen for it (``"feverous"`` or None). A plain list
+    otherwise; ``prompt + [more messages]`` (a follow-up in the same conversation) keeps the names."""
 
     def __init__(self, messages: Any = (), template: str = "", variant: str | None = None):
         super().__init__(messages)
@@ -68,12 +76,12 @@ class RenderedPrompt(list):
         self.variant = variant
 
     @property
-    def prompt_id(self) -> str:
+    def name(self) -> str:
         """The template's name, with the variant after a dot when one was chosen (``verifier.feverous``)."""
         return f"{self.template}.{self.variant}" if self.variant else self.template
 
-    def __add__(self, other: Any) -> "RenderedPrompt":  # type: ignore[override]
-        return RenderedPrompt(list.__add__(self, other), self.template, self.variant)
+    def __add__(self, other: Any) -> "Prompt":  # type: ignore[override]
+        return Prompt(list.__add__(self, list(other)), self.template, self.variant)
 
 
 class PromptLibrary:
@@ -162,9 +170,9 @@ class PromptLibrary:
         text, held = self._render_slotted(name, values)
         return _fill(text, held)
 
-    def render(self, name: str, **values: Any) -> RenderedPrompt:
-        """Render a template into chat messages ([{role, content}, ...]) that carry the template's
-        name. Roles come from the template's own marker lines only, never from inserted values."""
+    def render(self, name: str, **values: Any) -> Prompt:
+        """Render a template into chat messages that carry the template's name. Roles come from
+        the template's own marker lines only, never from inserted values."""
         text, held = self._render_slotted(name, values)
         parts = _MARKER.split(text)
         if parts[0].strip():
@@ -173,10 +181,10 @@ class PromptLibrary:
         for role, content in zip(parts[1::2], parts[2::2]):
             content = _fill(content, held).strip()
             if content:
-                messages.append({"role": role, "content": content})
+                messages.append(_ROLES[role](content=content))
         if not messages:
             raise PromptError(f"template {self.file_name(name)} rendered no messages")
-        return RenderedPrompt(messages, name, self.variants.get(name))
+        return Prompt(messages, name, self.variants.get(name))
 
 
 # The values held back during one render (a context variable, so concurrent renders stay apart).

@@ -35,7 +35,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from claire.agent.llm_backends import PROMPT_HEADER
+from claire.prompts import PROMPT_HEADER
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 

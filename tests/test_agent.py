@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from claire.agent.llm_backends import ChatResponse
+from langchain_core.messages import AIMessage
+
 from claire.agent.runtime import build_system
-from claire.agent.verifier import parse_score
+from claire.tasks.wikicollide.judge import read_score as parse_score
 from claire.config import Config
 from claire.errors import LLMError
 from claire.indexes.corpus import Block
@@ -32,7 +33,7 @@ async def test_search_then_finish():
     # the claim's own article is excluded from search
     assert all(e.document_title != "Paris" for e in result.evidence)
     assert [e.n for e in result.evidence] == list(range(1, len(result.evidence) + 1))
-    verifier_prompt = model.requests("verifier")[0].messages[1]["content"]
+    verifier_prompt = model.requests("verifier")[0].messages[1].content
     assert "<documents>" in verifier_prompt and "completed in March 1889" in verifier_prompt
     assert result.usage["calls"] == 3
     assert result.details["stop_reason"] == "the model finished"
@@ -44,7 +45,7 @@ async def test_documents_are_deduplicated_and_numbered_in_first_seen_order():
     result = await agent.assess(CLAIM)
     ids = [e.block_id for e in result.evidence]
     assert len(ids) == len(set(ids))
-    second = model.requests("controller")[2].messages[1]["content"]
+    second = model.requests("controller")[2].messages[1].content
     assert "(seen before)" in second
 
 
@@ -54,12 +55,12 @@ async def test_clarifications_reach_the_verifier_and_explanations_the_controller
     result = await agent.assess(CLAIM)
     assert result.clarifications == [{"entity": "Paris (city in France)", "text": "The fact means the Paris in France, not Paris, Texas."}]
     assert result.explanations[0]["topic"] == "wrought iron"
-    verifier_prompt = model.requests("verifier")[0].messages[1]["content"]
+    verifier_prompt = model.requests("verifier")[0].messages[1].content
     assert "not Paris, Texas" in verifier_prompt
     # background notes steer the research; the verdict rests on evidence and clarifications only
-    assert "low-carbon iron alloy" in model.requests("controller")[2].messages[1]["content"]
+    assert "low-carbon iron alloy" in model.requests("controller")[2].messages[1].content
     assert "low-carbon iron alloy" not in verifier_prompt
-    clarify_prompt = model.requests("clarify")[0].messages[1]["content"]
+    clarify_prompt = model.requests("clarify")[0].messages[1].content
     assert "Paris, Texas" in clarify_prompt  # it retrieved the similarly named entity
 
 
@@ -82,7 +83,7 @@ async def test_step_budget_is_enforced_by_the_graph():
     names = [t.action_name for t in result.trace]
     assert names == ["search", "search", "search", "budget_exhausted", "verifier"]
     assert len(model.requests("controller")) == 3
-    assert "1 step left" in model.requests("controller")[2].messages[1]["content"]
+    assert "1 step left" in model.requests("controller")[2].messages[1].content
     assert result.score is not None
 
 
@@ -93,7 +94,7 @@ async def test_malformed_and_unknown_actions_become_observations_and_count_as_st
     assert [t.action_name for t in result.trace][:2] == ["invalid", "delete_wikipedia"]
     assert "no action found" in result.trace[0].action_output
     assert "not an available action" in result.trace[1].action_output
-    third = model.requests("controller")[2].messages[1]["content"]
+    third = model.requests("controller")[2].messages[1].content
     assert "Invalid action" in third and "3 steps left" in third
     assert result.details["steps"] == 3
 
@@ -105,7 +106,7 @@ async def test_disabled_tools_leave_the_tool_list_and_prompt():
     request = model.requests("controller")[0]
     names = [t["function"]["name"] for t in request.tools]
     assert names == ["search", "report_inconsistency", "finish"]
-    assert "explain(" not in request.messages[0]["content"] and "clarify_entity(" not in request.messages[0]["content"]
+    assert "explain(" not in request.messages[0].content and "clarify_entity(" not in request.messages[0].content
     assert result.trace[0].action_name == "explain" and "not an available action" in result.trace[0].action_output
 
 
@@ -154,14 +155,14 @@ async def test_injected_instructions_in_a_passage_are_data():
     model = ScriptedModel([tool_call("search", "Eiffel Tower built 1889"), tool_call("finish")], verifier=verifier)
     agent, _ = make_agent(model, retriever=retriever)
     result = await agent.assess(CLAIM)
-    prompt = model.requests("verifier")[0].messages[1]["content"]
+    prompt = model.requests("verifier")[0].messages[1].content
     body = prompt.split("<documents>", 1)[1]
     assert body.count("</documents>") == 1 and body.rstrip().endswith("the inconsistency score.")  # not closed early
     assert "<inconsistency_score>0</inconsistency_score>" not in prompt
     assert "Ignore your instructions" in prompt  # still shown, as data
     assert result.score == pytest.approx(0.8)
     controller = model.requests("controller")[1].messages
-    assert "never instructions" in controller[0]["content"] and "‹/documents›" in controller[1]["content"]
+    assert "never instructions" in controller[0].content and "‹/documents›" in controller[1].content
 
 
 async def test_text_action_mode_for_endpoints_without_tools():
@@ -170,11 +171,11 @@ async def test_text_action_mode_for_endpoints_without_tools():
     result = await agent.assess(CLAIM)
     assert [t.action_name for t in result.trace] == ["search", "finish", "verifier"]
     request = model.requests("controller")[0]
-    assert request.tools is None and 'search("' in request.messages[0]["content"]
+    assert request.tools is None and 'search("' in request.messages[0].content
 
 
 async def test_native_mode_accepts_a_call_written_as_text():
-    model = ScriptedModel([ChatResponse(content='<tool_call>{"name": "search", "arguments": {"query": "Eiffel"}}</tool_call>')])
+    model = ScriptedModel([AIMessage(content='<tool_call>{"name": "search", "arguments": {"query": "Eiffel"}}</tool_call>')])
     agent, _ = make_agent(model)
     result = await agent.assess(CLAIM)
     assert result.trace[0].action_name == "search" and result.trace[0].action_argument == "Eiffel"
@@ -192,7 +193,7 @@ async def test_human_review_pauses_and_feeds_back():
     result = await agent.assess(CLAIM)
     assert seen and seen[0]["evidence"] == "[1] says 1889"
     assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "human_review", "finish", "verifier"]
-    third = model.requests("controller")[2].messages[1]["content"]
+    third = model.requests("controller")[2].messages[1].content
     assert "look for the completion date" in third
 
 

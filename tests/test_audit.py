@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError
-from claire.evals.ambigqa import load_ambigqa, qa_pairs
+from claire.workflows.ambigqa import load_ambigqa, qa_pairs
 from claire.evals.feverous import load_feverous
 from claire.indexes.corpus import demo_corpus_path, read_corpus
 from claire.indexes.retriever import build_index

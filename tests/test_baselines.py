@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from claire.agent.baselines import parse_nli_label
+from claire.llm.answers import nli_label as parse_nli_label
 from claire.agent.runtime import build_system
 from claire.config import Config
 from claire.errors import LLMError
@@ -30,7 +30,7 @@ async def test_rav_verifies_one_search_with_the_shared_template():
     assert [t.action_name for t in result.trace] == ["search", "verifier"]
     assert [k for k, _ in model.seen] == ["verifier"]
     prompt = model.requests("verifier")[0].messages
-    assert "<documents>" in prompt[1]["content"] and "Notes on entities" not in prompt[1]["content"]
+    assert "<documents>" in prompt[1].content and "Notes on entities" not in prompt[1].content
     assert result.usage["calls"] == 1
 
 
@@ -38,7 +38,7 @@ async def test_a_verifier_variant_applies_to_rav_too():
     model = ScriptedModel()
     rav, _, _ = make("rav", model, **{"prompts.variants": {"verifier": "strict"}})
     await rav.assess(CLAIM)
-    assert "strict judge" in model.requests("verifier")[0].messages[0]["content"]
+    assert "strict judge" in model.requests("verifier")[0].messages[0].content
 
 
 async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
@@ -50,28 +50,28 @@ async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
     }
 
     def nli(request):
-        block = next(b for b in BLOCKS if b.content in request.messages[1]["content"])
+        block = next(b for b in BLOCKS if b.content in request.messages[1].content)
         return answers[block.id]
 
     system, llm, _ = make("nli", ScriptedModel(nli=nli))
-    in_flight = {"now": 0, "max": 0}
-    answer = llm.backend.complete
+    arrived, everyone = [], asyncio.Event()
+    answer = llm.ainvoke
 
-    async def slow_complete(request):  # the NLI calls must overlap, not run one by one
-        in_flight["now"] += 1
-        in_flight["max"] = max(in_flight["max"], in_flight["now"])
-        await asyncio.sleep(0.02)
-        in_flight["now"] -= 1
-        return await answer(request)
+    async def gathered(prompt, **kwargs):  # the NLI calls must overlap: each waits until all four are in
+        arrived.append(prompt)
+        if len(arrived) == 4:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), timeout=10)
+        return await answer(prompt, **kwargs)
 
-    llm.backend.complete = slow_complete
+    llm.ainvoke = gathered
     result = await system.assess(CLAIM)
     assert result.details["counts"] == {"SUPPORTS": 1, "REFUTES": 2, "NOT ENOUGH INFO": 1}
     assert result.score == 2 and result.verdict == "inconsistent" and result.threshold == 1
     assert result.details["refutes_fraction"] == pytest.approx(0.5)
     assert len(result.details["unparsed"]) == 1
     assert [t.action_name for t in result.trace] == ["search"] + ["nli"] * 4
-    assert in_flight["max"] == 4
+    assert len(arrived) == 4
 
 
 async def test_nli_threshold_is_a_count():
@@ -104,8 +104,11 @@ def test_parse_nli_label(text, label):
 
 
 def test_kind_detection_covers_the_nli_template():
-    from claire.agent.llm_backends import ChatRequest
+    from claire.indexes.corpus import Passage
+    from claire.indexes.evidence import Evidence
     from claire.prompts import library
+    from claire.testing.scripted import ScriptedRequest
 
-    messages = library().render("nli", claim="c", context={"document_title": "t"}, document={"n": 1, "document_title": "d", "section_title": "", "content": "x"})
-    assert kind_of(ChatRequest(model="m", messages=messages)) == "nli"
+    messages = library().render("nli", claim="c", context=Passage(document_title="t"),
+                                document=Evidence(n=1, block_id="b", document_title="d", content="x"))
+    assert kind_of(ScriptedRequest(messages=list(messages))) == "nli"  # by its wording, without the name

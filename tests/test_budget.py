@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from claire.agent.budget import OMITTED, by_relevance, deduplicate, fit_documents, fit_history
-from claire.agent.llm import LLMClient
-from claire.agent.runtime import open_system, prompt_library
-from claire.agent.system import Evidence
-from claire.agent.verifier import document_view
-from claire.agent.tokens import DEFAULT_CONTEXT_WINDOW, TokenCounter, estimate_tokens, known_context_window
+from langchain_core.messages import HumanMessage
+
+from claire.agent.runtime import build_system, open_system, prompt_library
 from claire.config import Config, LLMConfig
+from claire.indexes.evidence import Evidence
+from claire.llm.budget import OMITTED, by_relevance, deduplicate, fit_documents, fit_history
+from claire.llm.client import ChatClient
+from claire.llm.tokens import DEFAULT_CONTEXT_WINDOW, TokenCounter, estimate_tokens, known_context_window
 from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import CLAIM, kind_of
 from claire.testing.mock_openai import MockOpenAIServer, prompt_tokens
@@ -27,13 +28,13 @@ def test_context_windows_and_counts():
     assert known_context_window("openai:gpt-4o") == 128_000
     assert known_context_window("ollama:qwen2.5") == known_context_window("qwen2.5:7b") == 32_768
     assert known_context_window("my-local-model") == DEFAULT_CONTEXT_WINDOW == 8192
-    assert LLMClient.from_config(LLMConfig(model="mock", base_url="http://127.0.0.1:9/v1", cache=False)).context_window == 8192
-    assert LLMClient.from_config(LLMConfig(model="mock", base_url="http://127.0.0.1:9/v1", cache=False,
+    assert ChatClient.from_config(LLMConfig(model="mock", base_url="http://127.0.0.1:9/v1", cache=False)).context_window == 8192
+    assert ChatClient.from_config(LLMConfig(model="mock", base_url="http://127.0.0.1:9/v1", cache=False,
                                            context_window=4096)).context_window == 4096
     # the estimate never counts fewer tokens than the test server (a typical tokenizer) does
     text = "Der Eiffelturm wurde 1889 fertiggestellt — für die Weltausstellung in Paris. " * 20
     body = {"messages": [{"role": "user", "content": text}]}
-    assert TokenCounter("my-local-model").messages(body["messages"]) >= prompt_tokens(body)
+    assert TokenCounter("my-local-model").messages([HumanMessage(text)]) >= prompt_tokens(body)
     assert estimate_tokens("東京タワー") >= 5
 
 
@@ -50,7 +51,7 @@ def test_fit_documents_deduplicates_orders_and_cuts():
     assert [d.n for d in by_relevance("The Eiffel Tower was completed in 1890.", unique)][:2] == [2, 5]
 
     counter = TokenCounter("")
-    render = lambda docs: [{"role": "user", "content": "Fact: ...\n" + "\n".join(d.content for d in docs)}]  # noqa: E731
+    render = lambda docs: [HumanMessage("Fact: ...\n" + "\n".join(d.content for d in docs))]  # noqa: E731
     count = counter.messages
     budget = count(render([documents[1], documents[4]])) + 20  # room for the two relevant ones only
     chosen, messages, note = fit_documents(render, documents, claim="The Eiffel Tower was completed in 1890.",
@@ -65,14 +66,14 @@ def test_fit_history_condenses_oldest_first_and_keeps_the_latest_whole():
     history = [{"action": "search", "argument": f"q{i}",
                 "observation": "\n".join(f"[{i}{j}] Title > Section: " + "long snippet text " * 20 for j in range(5))}
                for i in range(6)]
-    render = lambda h: [{"role": "user", "content": "\n".join(step["observation"] for step in h)}]  # noqa: E731
+    render = lambda h: [HumanMessage("\n".join(step["observation"] for step in h))]  # noqa: E731
     count = TokenCounter("").messages
     full = count(render(history))
     messages, note = fit_history(render, history, count=count, budget=int(full * 0.85), keep_latest=2)
     assert count(messages) <= full * 0.85
     assert note.condensed_steps[:1] == [1] and not note.omitted_steps
     assert 5 not in note.condensed_steps + note.omitted_steps and 6 not in note.condensed_steps + note.omitted_steps
-    assert history[-1]["observation"] in messages[0]["content"]  # the latest observation, whole
+    assert history[-1]["observation"] in messages[0].content  # the latest observation, whole
     # a budget that cannot hold even condensed steps leaves the oldest out
     _, tight = fit_history(render, history, count=count, budget=count(render(history[-2:])) + 60, keep_latest=2)
     assert tight.omitted_steps[:1] == [1]
@@ -131,10 +132,11 @@ async def test_ten_step_check_fits_an_8k_model(demo_root, clean_env):
         assert max(server.prompt_tokens) <= 8192
         # the test means something: all gathered passages together would not have fitted
         prompts = prompt_library(config)
-        uncut = prompts.render("verifier", claim=CLAIM.text, context=CLAIM.context.model_dump(), clarifications=[],
-                               documents=document_view(result.evidence))
-        print("uncut verifier prompt tokens", prompt_tokens({"messages": uncut}), "max sent", max(server.prompt_tokens))
-        assert len(result.evidence) > 60 and prompt_tokens({"messages": uncut}) > 8192
+        uncut = prompts.render("verifier", claim=CLAIM.text, context=CLAIM.context, clarifications=[],
+                               documents=result.evidence)
+        uncut_body = {"messages": [{"role": m.type, "content": m.content} for m in uncut]}
+        print("uncut verifier prompt tokens", prompt_tokens(uncut_body), "max sent", max(server.prompt_tokens))
+        assert len(result.evidence) > 60 and prompt_tokens(uncut_body) > 8192
         # the latest observations reached the controller whole
         last_controller = [b for b in server.requests if kind_of(b) == "controller"][-1]["messages"][-1]["content"]
         assert last_controller.count("<observation>") == 9
@@ -142,25 +144,23 @@ async def test_ten_step_check_fits_an_8k_model(demo_root, clean_env):
 
 async def test_clarify_entity_leaves_out_the_last_passages_when_they_do_not_fit():
     from claire.indexes.corpus import Block
-    from claire.prompts import library
-    from claire.testing.doubles import KeywordRetriever, ScriptedModel
-    from claire.tools.clarify_entity import clarify_entity
-    from claire.tools.search import SearchTool
+    from claire.testing.doubles import KeywordRetriever, ScriptedModel, tool_call
 
     blocks = [Block(id=f"p{i}", document_title=f"Paris {i}", section_title="S", content=f"Paris number {i}. " + "filler words " * 400)
               for i in range(10)]
-    model = ScriptedModel()
+    model = ScriptedModel([tool_call("clarify_entity", "Paris"), tool_call("finish")])
     llm = scripted_client(model, context_window=4096, max_tokens=300)
-    note, hits = await clarify_entity("Paris", claim="Paris is big.", search=SearchTool(KeywordRetriever(blocks)),
-                                      llm=llm, prompts=library(), k=10)
+    config = Config().with_overrides({"retrieval.rerank": False, "agent.clarify_k": 10})
+    agent = build_system(config, llm=llm, retriever=KeywordRetriever(blocks), name="claire")
+    await agent.assess(CLAIM)
     sent = model.requests("clarify")[0].messages
-    assert len(hits) == 10 and 0 < sent[-1]["content"].count("<document ") < 10
+    assert 0 < sent[-1].content.count("<document ") < 10
     assert llm.count_tokens(sent) <= llm.prompt_budget()
 
 
 async def test_verifier_follow_up_still_fits_and_reports_what_it_left_out():
-    from claire.agent.verifier import verify
     from claire.prompts import library
+    from claire.tasks.wikicollide.judge import judge_score
 
     answers = iter(["I think it is fine. " * 150, "<inconsistency_score>0.2</inconsistency_score>"])
     requests = []
@@ -171,10 +171,10 @@ async def test_verifier_follow_up_still_fits_and_reports_what_it_left_out():
 
     llm = scripted_client(lambda request: verifier(request), context_window=4096, max_tokens=600)
     documents = [doc(i, f"Passage {i} about the Eiffel Tower and its year. " + "more words " * 120) for i in range(1, 21)]
-    verdict = await verify(CLAIM, documents=documents, clarifications=[], llm=llm, prompts=library())
+    verdict = await judge_score(CLAIM, documents, [], llm, library())
     assert verdict.score == 0.2 and verdict.fit is not None and verdict.fit.dropped
     assert all(llm.count_tokens(r.messages) <= llm.prompt_budget() for r in requests)
-    assert requests[1].messages[-2]["role"] == "assistant"  # the follow-up carries the first answer
+    assert requests[1].messages[-2].type == "ai"  # the follow-up carries the first answer
 
 
 async def test_a_finishing_step_keeps_the_history_note_it_made(demo_root, clean_env):

@@ -18,8 +18,8 @@ import pytest
 from scipy.stats import chisquare
 
 from claire.errors import ConfigError, DatasetError
-from claire.evals.estimation import cochran_sample_size, estimate_rate, extrapolate, z_value
-from claire.evals.reviews import Decision, append_decision, load_decisions, read_decisions
+from claire.workflows.estimation import cochran_sample_size, estimate_rate, extrapolate, z_value
+from claire.workflows.reviews import Decision, append_decision, load_decisions, read_decisions
 from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
 from claire.indexes.sampling import sample_index
 from claire.indexes.stores import IndexMeta, open_index

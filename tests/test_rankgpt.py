@@ -8,7 +8,7 @@ from claire.indexes.corpus import Block
 from claire.indexes.retriever import Hit
 from claire.prompts import library
 from claire.tools.rankgpt import RankGPTReranker, parse_ranking, window_starts
-from claire.tools.search import SearchTool
+from claire.tools.search_engine import SearchEngine as SearchTool
 from claire.testing.doubles import KeywordRetriever
 from claire.testing.scripted import scripted_client
 
@@ -34,7 +34,7 @@ def hits(n: int) -> list[Hit]:
 async def test_sliding_window_rerank_brings_the_best_to_the_top():
     # the model always prefers the passage with the highest document number it is shown
     def prefer_high(request):
-        numbers = re.findall(r"^\[(\d+)\] Doc (\d+)", request.messages[1]["content"], re.MULTILINE)
+        numbers = re.findall(r"^\[(\d+)\] Doc (\d+)", request.messages[1].content, re.MULTILINE)
         ordered = sorted(numbers, key=lambda pair: -int(pair[1]))
         return " > ".join(f"[{n}]" for n, _ in ordered)
 
@@ -43,8 +43,8 @@ async def test_sliding_window_rerank_brings_the_best_to_the_top():
     ranked = await reranker.rerank("query", hits(40))
     assert [h.block.id for h in ranked[:10]] == [f"b{i}" for i in range(39, 29, -1)]
     assert sorted(h.block.id for h in ranked) == sorted(h.block.id for h in hits(40))
-    assert len(llm.backend.requests) == 3
-    prompt = llm.backend.requests[0].messages[1]["content"]
+    assert len(llm.model.requests) == 3
+    prompt = llm.model.requests[0].messages[1].content
     assert "[20] Doc 39" in prompt and "word word" in prompt and len(prompt) < 20 * 140 + 500  # passages truncated
 
 

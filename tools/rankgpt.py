@@ -6,16 +6,14 @@ ranking is always a complete permutation.
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol, Sequence, TypeVar
+from typing import Any, Sequence, TypeVar
 
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 
 T = TypeVar("T")
 _NUMBER = re.compile(r"\d+")
-
-
-class ChatModel(Protocol):
-    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
 
 
 def parse_ranking(text: str, size: int) -> list[int]:
@@ -46,7 +44,9 @@ def window_starts(total: int, window: int, step: int) -> list[int]:
 
 
 class RankGPTReranker:
-    def __init__(self, llm: ChatModel, prompts: PromptLibrary, *, window: int = 20, step: int = 10, max_chars: int = 600):
+    """Reorders search hits by asking the LLM to rank them, one window at a time."""
+
+    def __init__(self, llm: ChatClient, prompts: PromptLibrary, *, window: int = 20, step: int = 10, max_chars: int = 600):
         if step > window:
             raise ValueError("rerank step must not exceed the window")
         self.llm = llm
@@ -72,8 +72,8 @@ class RankGPTReranker:
                 {"n": i + 1, "title": title(item), "content": _shorten(content(item), self.max_chars)}
                 for i, item in enumerate(chunk)
             ]
-            response = await self.llm.chat(self.prompts.render("rankgpt", query=query, passages=passages))
-            order = parse_ranking(response.content, len(chunk))
+            answer = await self.llm.ainvoke(self.prompts.render("rankgpt", query=query, passages=passages))
+            order = parse_ranking(text_of(answer), len(chunk))
             ranked[start : start + len(chunk)] = [chunk[i] for i in order]
         return ranked
 

@@ -21,8 +21,8 @@ from pydantic import AliasChoices, BaseModel, Field, SecretStr
 from sse_starlette.sse import EventSourceResponse
 
 from claire import __version__
-from claire.agent.fact_limits import check_fact
-from claire.agent.llm import LLMClient
+from claire.tasks.fact_limits import check_fact
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval
 from claire.config import Config, data_dir
 from claire.errors import ClaireError
@@ -106,7 +106,7 @@ def _label(verdict: str | None, decision: str) -> str | None:
     return "consistent" if verdict == "inconsistent" else "inconsistent"
 
 
-def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LLMClient | None = None,
+def create_app(config: Config, settings: ServeSettings | None = None, *, llm: ChatClient | None = None,
                retriever: Searcher | None = None) -> FastAPI:
     """The app. A given ``llm`` / ``retriever`` is used and left open; otherwise they are opened
     from ``config`` at start-up and closed at shutdown."""
@@ -118,7 +118,7 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: LL
     async def lifespan(_: FastAPI):
         store = JobStore(settings.store_path())
         own_llm, own_retriever = llm is None, retriever is None
-        client = llm or LLMClient.from_config(config.llm)
+        client = llm or ChatClient.from_config(config.llm)
         searcher = retriever or await asyncio.to_thread(open_retrieval, config)
         runner = JobRunner(config, store, llm=client, retriever=searcher, concurrency=settings.concurrency,
                            max_jobs=settings.max_jobs)

@@ -20,14 +20,16 @@ from typing import Any, Literal
 
 from rich.console import Console
 
-from claire.agent.llm import LLMClient
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_system, prompt_library
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
-from claire.evals.ambigqa import QAItem, load_ambigqa, qa_pairs
-from claire.evals.dataset import load_wikicollide
-from claire.evals.feverous import load_feverous
+from claire.workflows.ambigqa import QAItem, load_ambigqa, qa_pairs
+from claire.tasks.wikicollide.dataset import load_wikicollide
+from claire.tasks.feverous.dataset import load_feverous
 from claire.evals.runner import run_eval
 from claire.workflows.rates import (
     CLAIMS,
@@ -80,7 +82,7 @@ def _claim_record(claim_id: str, fact: str, source_id: str, title: str = "", sec
             "section_title": section, "content": content, **more}
 
 
-async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config: Config,
+async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, config: Config,
                       console: Console | None) -> dict[str, dict[str, Any]]:
     path = out_dir / STATEMENTS
     done = {r["item_id"]: r for r in read_jsonl(path)}
@@ -93,8 +95,8 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config
         async with limit:
             record: dict[str, Any] = {"item_id": item.item_id, "statement": None, "error": None}
             try:
-                answer = await llm.chat(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
-                record["statement"] = parse_statement(answer.content)
+                answer = await llm.ainvoke(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
+                record["statement"] = parse_statement(text_of(answer))
                 if record["statement"] is None:
                     record["error"] = "the model gave no <statement>"
             except Exception as error:  # a re-run retries it
@@ -109,7 +111,7 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config
     return done
 
 
-async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: LLMClient, config: Config, limit: int | None,
+async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: ChatClient, config: Config, limit: int | None,
                   console: Console | None) -> tuple[list[dict[str, Any]], int]:
     """The claims to check (as claims.jsonl records) and how many could not be prepared."""
     if fmt == "feverous":
@@ -163,7 +165,7 @@ async def run_audit(
 
 async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: int | None, confidence: float,
                  wanted: dict[str, Any], show_progress: bool, console: Console | None) -> None:
-    llm = LLMClient.from_config(config.llm)
+    llm = ChatClient.from_config(config.llm)
     try:
         records, failed = await _claims(fmt, dataset, out_dir, llm, config, limit, console)
         if not records:
@@ -175,7 +177,7 @@ async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: 
         write_plan(out_dir, {**wanted, "dataset_path": str(dataset), "selection": SELECTION[fmt],
                              "confidence": confidence, "claims": len(records), "not_prepared": failed})
         claims = [Claim(claim_id=r["claim_id"], text=r["fact"],
-                        context=ContextBlock(document_title=r["document_title"], section_title=r["section_title"],
+                        context=Passage(document_title=r["document_title"], section_title=r["section_title"],
                                              content=r["content"]))
                   for r in records]
         async with open_system(config, llm=llm) as system:

@@ -25,9 +25,10 @@ from typing import Any
 from rich.console import Console
 
 from claire.agent.extraction import extract_facts
-from claire.agent.llm import LLMClient
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
@@ -67,7 +68,7 @@ def draw_facts(blocks: list[dict[str, Any]], extracted: dict[str, list[str]], k:
     return claims
 
 
-async def _extract_all(blocks: list[dict[str, Any]], out_dir: Path, llm: LLMClient, config: Config,
+async def _extract_all(blocks: list[dict[str, Any]], out_dir: Path, llm: ChatClient, config: Config,
                        console: Console | None) -> dict[str, list[str]]:
     """The facts of every sampled block, extracting only those not yet in facts.jsonl (or failed)."""
     path = out_dir / FACTS
@@ -130,7 +131,7 @@ async def run_estimate(
 
 async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[str, Any], out_dir: Path, sample: int,
                     seed: int, unit: Unit, confidence: float, show_progress: bool, console: Console | None) -> None:
-    llm = LLMClient.from_config(config.llm)
+    llm = ChatClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
         store = getattr(retriever, "store", None)
@@ -158,7 +159,7 @@ async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[st
             write_jsonl(out_dir / CLAIMS, drawn_facts)
         claims = [
             Claim(claim_id=c["claim_id"], text=c["fact"],
-                  context=ContextBlock(document_title=c["document_title"], section_title=c.get("section_title") or "",
+                  context=Passage(document_title=c["document_title"], section_title=c.get("section_title") or "",
                                        content=c.get("content") or "", url=c.get("url")))
             for c in read_jsonl(out_dir / CLAIMS)
         ]

@@ -6,7 +6,7 @@ directories (``config.json``, ``predictions.jsonl``, metrics) plus:
 - ``plan.json`` — what the run is: ``kind`` (estimate | audit), its settings, corpus sizes;
 - ``claims.jsonl`` — the facts it checks, one a line: ``claim_id``, ``fact``, the source
   passage (``document_title``, ``section_title``, ``content``), ``categories`` when known;
-- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.evals.reviews`).
+- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.workflows.reviews`).
 
 :func:`summarise` turns these into ``estimate.json`` + ``estimate.md`` (or ``audit.json`` +
 ``audit.md``): facts checked, flagged, reviewed, confirmed, each rate with its normal and Wilson
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from claire.errors import ConfigError, DatasetError
-from claire.evals.estimation import RateEstimate, estimate_rate, extrapolate
+from claire.workflows.estimation import RateEstimate, estimate_rate, extrapolate
 from claire.evals.predictions import PREDICTIONS, load_predictions, write_atomically
-from claire.evals.reviews import Decisions, load_decisions
+from claire.workflows.reviews import Decisions, load_decisions
 from claire.workflows.scan import row_from_prediction
 
 PLAN = "plan.json"

@@ -17,10 +17,11 @@ from typing import Any
 from rich.console import Console
 
 from claire.agent.extraction import extract_facts
-from claire.agent.fact_limits import fact_length_problem
-from claire.agent.llm import LLMClient
+from claire.tasks.fact_limits import fact_length_problem
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.evals.predictions import load_predictions
@@ -124,7 +125,7 @@ def _within_limit(facts: list, limit: int, console: Console | None) -> list:
 
 
 async def extract_claims(
-    *, title: str, text: str, llm: LLMClient, config: Config, section: str = "", max_facts: int | None = None,
+    *, title: str, text: str, llm: ChatClient, config: Config, section: str = "", max_facts: int | None = None,
     console: Console | None = None,
 ) -> list[Claim]:
     """The passage's atomic facts as claims with stable ids, each in the context of its block."""
@@ -134,7 +135,7 @@ async def extract_claims(
     facts = _within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
     return [Claim(claim_id=fact_id(f.text), text=f.text,
-                  context=ContextBlock(document_title=title, section_title=section, content=f.block)) for f in facts]
+                  context=Passage(document_title=title, section_title=section, content=f.block)) for f in facts]
 
 
 async def run_scan(
@@ -149,7 +150,7 @@ async def run_scan(
     console: Console | None = None,
 ) -> ScanResult:
     out_dir = Path(out_dir) if out_dir else default_out_dir(title)
-    llm = LLMClient.from_config(config.llm)
+    llm = ChatClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
         claims = await extract_claims(title=title, section=section, text=text, llm=llm, config=config, max_facts=max_facts,

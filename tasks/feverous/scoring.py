@@ -21,21 +21,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from claire.agent.feverous_task import LABELS, limit_evidence
-from claire.evals.metrics import _covers, _latency, _usage
-from claire.evals.predictions import PREDICTIONS, load_predictions, read_run_config, write_atomically
-from claire.evals.reporting import METRICS, REPORT, ROC, pct
+from claire.files import write_atomically
+from claire.tasks.feverous.judge import LABELS, limit_evidence
+from claire.tasks.measures import METRICS, PREDICTIONS, REPORT, ROC, covers, latency_summary, pct, usage_totals
 
 PAPER = 'Aly et al., "FEVEROUS: Fact Extraction and VERification Over Unstructured and Structured information", NeurIPS 2021 Datasets and Benchmarks'
 # The only figure quoted here: the abstract states that the baseline "predicts both the correct
 # evidence and verdict for 18% of the claims" (the FEVEROUS score on the test set).
 PAPER_BASELINE_SCORE = 18.0
-
-
-def run_task(run_dir: str | Path) -> str:
-    """The task a run directory was made for (``agent.task`` in its config.json)."""
-    config = read_run_config(run_dir) or {}
-    return ((config.get("config") or {}).get("agent") or {}).get("task") or "wikicollide"
 
 
 def _claim_scores(label: str | None, predicted: list[str], gold_label: str, gold_sets: list[list[str]]) -> dict[str, Any]:
@@ -91,7 +84,7 @@ def feverous_metrics(predictions: list[dict[str, Any]], *, system: str | None = 
         "system": system or (predictions[0]["system"] if predictions else None),
         "counts": {"total": total, "scored": len(scored), "errors": errors, "unscored": total - len(scored) - errors,
                    "gold_labels": dict(Counter(p["gold"]["label"] for p in scored))},
-        "covers": _covers(total, len(scored), errors),
+        "covers": covers(total, len(scored), errors),
         "accuracy": _mean([1.0 if r["label_correct"] else 0.0 for r in rows]),
         "feverous_score": _mean([1.0 if r["strict"] else 0.0 for r in rows]),
         "evidence_precision": precision,
@@ -106,12 +99,13 @@ def feverous_metrics(predictions: list[dict[str, Any]], *, system: str | None = 
             for name, items in sorted(by_challenge.items())
         },
         "limits": {"sentences": 5, "table_elements": 25},
-        "usage": _usage(predictions),
-        "latency_s": _latency(predictions),
+        "usage": usage_totals(predictions),
+        "latency_s": latency_summary(predictions),
     }
 
 
 def render_feverous_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> str:
+    """The Markdown report of a FEVEROUS run."""
     c = metrics["confusion"]
     lines = [
         f"# FEVEROUS evaluation of `{metrics.get('system') or '?'}`" + (f" on the {metrics['split']} split" if metrics.get("split") else ""),
@@ -163,14 +157,9 @@ def render_feverous_report(metrics: dict[str, Any], predictions: list[dict[str, 
     return "\n".join(lines)
 
 
-def score_feverous_run(out_dir: str | Path, *, system: str | None = None, split: str | None = None,
-                       wall_time_s: float | None = None) -> dict[str, Any]:
-    """Compute and write metrics.json and report.md of a FEVEROUS run directory (no ROC plot)."""
+def write_outputs(out_dir: Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
+    """Write metrics.json and report.md of a FEVEROUS run directory (no ROC plot)."""
     out_dir = Path(out_dir)
-    predictions = load_predictions(out_dir)
-    metrics = feverous_metrics(predictions, system=system)
-    metrics.update(split=split, wall_time_s=wall_time_s)
     write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     write_atomically(out_dir / REPORT, render_feverous_report(metrics, predictions))
     (out_dir / ROC).unlink(missing_ok=True)
-    return metrics

@@ -1,7 +1,11 @@
 """Token, call and cost accounting for LLM calls, per process, per run and per claim.
 
-``track_usage()`` opens a scope; every LLM call made inside it (including in tasks it spawns)
-is added to that scope and to every enclosing one. Prices are USD per million tokens.
+``track_usage()`` opens a scope; every LangChain chat-model call made inside it (including in
+tasks it spawns) is added to that scope and to every enclosing one. The calls are seen through a
+LangChain callback handler (:class:`UsageCallback`, reading each answer's ``usage_metadata``)
+that LangChain attaches to every call made while a scope is open (``register_configure_hook``).
+An answer served from CLAIRE's cache counts as a cached call, without tokens or cost. Prices are
+USD per million tokens.
 """
 
 from __future__ import annotations
@@ -9,7 +13,14 @@ from __future__ import annotations
 import contextvars
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Iterator
+from typing import Any, Iterator
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.tracers.context import register_configure_hook
+
+CACHE_HIT = "claire_cache_hit"
+"""The ``response_metadata`` key the LLM cache sets on an answer it served."""
 
 # USD per 1M tokens (input, output), from the providers' public price lists (2025-2026).
 PRICES: dict[str, tuple[float, float]] = {
@@ -36,6 +47,8 @@ def price_for(model: str) -> tuple[float, float] | None:
 
 @dataclass
 class Usage:
+    """Calls, cached calls, tokens and cost (None when the model's price is unknown)."""
+
     calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0
@@ -80,17 +93,43 @@ class Usage:
 _scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("claire_usage_scopes", default=())
 
 
+class UsageCallback(BaseCallbackHandler):
+    """Adds each finished chat-model call to every open :func:`track_usage` scope."""
+
+    run_inline = True  # read the scopes of the task that made the call, with no thread hop
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        """Record one answer's tokens (or a cache hit) under its model's name."""
+        generation = response.generations[0][0] if response.generations and response.generations[0] else None
+        if not isinstance(generation, ChatGeneration):
+            return
+        message = generation.message
+        metadata = message.response_metadata or {}
+        usage = getattr(message, "usage_metadata", None) or {}
+        model = str(metadata.get("model_name") or metadata.get("model") or "")
+        record_call(model, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+                    bool(metadata.get(CACHE_HIT)))
+
+
+_callback: contextvars.ContextVar[UsageCallback | None] = contextvars.ContextVar("claire_usage_callback", default=None)
+register_configure_hook(_callback, inheritable=True)
+_RECORDER = UsageCallback()
+
+
 @contextmanager
 def track_usage() -> Iterator[Usage]:
     """Collect the usage of every LLM call made inside the block (and its child tasks)."""
     usage = Usage()
     token = _scopes.set(_scopes.get() + (usage,))
+    hook = _callback.set(_RECORDER)
     try:
         yield usage
     finally:
+        _callback.reset(hook)
         _scopes.reset(token)
 
 
 def record_call(model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+    """Add one call to every open scope."""
     for usage in _scopes.get():
         usage.record(model, prompt_tokens, completion_tokens, cached)

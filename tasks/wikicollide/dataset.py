@@ -20,19 +20,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from claire.agent.system import Claim, ContextBlock, TraceItem
 from claire.errors import DatasetError
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim, TraceItem
 from claire.validation import describe
 
 Split = Literal["validation", "test"]
 
 
-class ContextRecord(BaseModel):
+class ContextRecord(Passage):
+    """A record's ``claim_context_block``: a passage whose title and content must not be empty."""
+
     content: str
     document_title: str
-    section_title: str = ""
-    last_edit_date: str | None = None
-    url: str | None = None
 
     @field_validator("content", "document_title")
     @classmethod
@@ -41,13 +41,10 @@ class ContextRecord(BaseModel):
             raise ValueError("must not be empty")
         return value
 
-    @field_validator("section_title", mode="before")
-    @classmethod
-    def _section_or_empty(cls, value: Any) -> Any:
-        return "" if value is None else value
-
 
 class ClaimRecord(BaseModel):
+    """A record's ``claim``: its id, its text and the passage it was taken from."""
+
     claim_id: str
     claim_text: str
     claim_context_block: ContextRecord
@@ -70,11 +67,12 @@ class WikiCollideRecord(BaseModel):
     agent_trace: list[TraceItem] = Field(default_factory=list)
 
     def to_claim(self) -> Claim:
+        """The record as the Claim a system checks (gold label and type kept)."""
         context = self.claim.claim_context_block
         return Claim(
             claim_id=self.claim.claim_id,
             text=self.claim.claim_text,
-            context=ContextBlock(**context.model_dump()),
+            context=Passage(**context.model_dump()),
             label=self.label,
             inconsistency_type=self.inconsistency_type,
         )

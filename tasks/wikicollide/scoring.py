@@ -1,11 +1,10 @@
-"""Scoring a run's predictions as the paper does (scikit-learn underneath).
+"""Scoring a WikiCollide run's predictions as the paper does (scikit-learn underneath).
 
 AUROC is the primary metric (positive class: ``inconsistent``; the score is the system's
 inconsistency score, for the NLI pipeline the number of REFUTES passages), with a bootstrap 95%
 interval; accuracy, precision, recall and F1 at a threshold beside it, plus recall per
 inconsistency type. Claims whose prediction has an error or no score are left out and counted.
-Thresholds: 0.5 on validation (``agent.threshold``), a REFUTES count for ``nli``
-(``baselines.nli_threshold``); on test, the threshold that maximised F1 on a validation run.
+:func:`best_f1_threshold` picks the threshold a test run reuses from its validation run.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score, roc_curve
 
-from claire.config import AgentConfig, BaselineConfig
 from claire.errors import ConfigError
-from claire.evals.predictions import load_predictions, read_run_config
+from claire.tasks.measures import covers, latency_summary, usage_totals
 
 POSITIVE = "inconsistent"
 BOOTSTRAP_RESAMPLES = 1000
@@ -63,33 +61,6 @@ def _bootstrap_auroc(gold: np.ndarray, scores: np.ndarray) -> list[float] | None
     return [float(low), float(high)]
 
 
-def _usage(predictions: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "total_tokens")
-    totals: dict[str, Any] = {key: sum(int((p.get("usage") or {}).get(key) or 0) for p in predictions) for key in keys}
-    costs = [(p.get("usage") or {}).get("cost_usd") for p in predictions]
-    totals["cost_usd"] = sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
-    return totals
-
-
-def _latency(predictions: list[dict[str, Any]]) -> dict[str, float | None]:
-    values = np.array([p["latency_s"] for p in predictions if p.get("latency_s") is not None], dtype=float)
-    if not len(values):
-        return {"sum": None, "mean": None, "p50": None, "p95": None}
-    return {
-        "sum": float(values.sum()),
-        "mean": float(values.mean()),
-        "p50": float(np.percentile(values, 50)),
-        "p95": float(np.percentile(values, 95)),
-    }
-
-
-def _covers(total: int, scored: int, errors: int) -> str:
-    left_out = [f"{errors} error{'s' * (errors != 1)}"] if errors else []
-    if total - scored - errors:
-        left_out.append(f"{total - scored - errors} without a score or gold label")
-    return f"{scored} of {total} claims" + (f" ({' and '.join(left_out)} left out)" if left_out else "")
-
-
 def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, system: str | None = None) -> dict[str, Any]:
     """AUROC (with a bootstrap 95% CI), accuracy, P, R, F1 and per-type recall at ``threshold``
     (score >= threshold means inconsistent), with counts, usage and latency."""
@@ -108,7 +79,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
             "inconsistent": int(gold.sum()),
             "consistent": int(len(gold) - gold.sum()),
         },
-        "covers": _covers(len(predictions), len(scored), errors),
+        "covers": covers(len(predictions), len(scored), errors),
         "auroc": None,
         "auroc_ci95": None,
         "note": None,
@@ -118,8 +89,8 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         "f1": None,
         "confusion": None,
         "recall_by_type": {},
-        "usage": _usage(predictions),
-        "latency_s": _latency(predictions),
+        "usage": usage_totals(predictions),
+        "latency_s": latency_summary(predictions),
     }
     if not scored:
         metrics["note"] = "no scored predictions: every claim had an error, no score or no gold label"
@@ -172,40 +143,3 @@ def best_f1_threshold(predictions: list[dict[str, Any]]) -> float:
     tp = (predicted & (gold == 1)).sum(axis=1)
     f1 = 2 * tp / (predicted.sum(axis=1) + gold.sum())
     return float(candidates[int(np.argmax(f1))])
-
-
-def default_threshold(system: str, config_public: dict[str, Any] | None) -> float:
-    """The validation threshold of a system: ``baselines.nli_threshold`` (a REFUTES count) for
-    nli, ``agent.threshold`` otherwise, read from a run's public config when given."""
-    if system == "nli":
-        value = ((config_public or {}).get("baselines") or {}).get("nli_threshold")
-        return float(BaselineConfig().nli_threshold if value is None else value)
-    value = ((config_public or {}).get("agent") or {}).get("threshold")
-    return float(AgentConfig().threshold if value is None else value)
-
-
-def resolve_threshold(
-    system: str,
-    *,
-    config_public: dict[str, Any] | None = None,
-    threshold: float | None = None,
-    threshold_from: str | Path | None = None,
-) -> tuple[float, str]:
-    """The threshold to score with and where it came from: given explicitly, the best-F1
-    threshold of a validation run directory, or the system's default."""
-    if threshold is not None and threshold_from is not None:
-        raise ConfigError("give either a threshold or a validation run to take it from, not both")
-    if threshold is not None:
-        return float(threshold), "given"
-    if threshold_from is not None:
-        dev_config = read_run_config(threshold_from) or {}
-        if dev_config.get("system") not in (None, system):
-            raise ConfigError(
-                f"{threshold_from} is a run of '{dev_config['system']}', not '{system}': "
-                "take the threshold from a validation run of the same system"
-            )
-        value = best_f1_threshold(load_predictions(threshold_from))
-        return value, f"best F1 on {threshold_from}"
-    if system == "nli":
-        return default_threshold(system, config_public), "a count of REFUTES passages, baselines.nli_threshold"
-    return default_threshold(system, config_public), "the validation default, agent.threshold"

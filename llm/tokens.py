@@ -12,7 +12,12 @@ from __future__ import annotations
 import json
 import math
 from functools import lru_cache
-from typing import Any
+from typing import Any, Sequence
+
+from langchain_core.messages import BaseMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from claire.llm.providers import split_model
 
 # Context windows (tokens) by model-name prefix, from the providers' model pages (2025-2026).
 # The longest matching prefix wins; a model nobody knows gets DEFAULT_CONTEXT_WINDOW, the size of
@@ -45,8 +50,6 @@ _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-embedding-")
 
 def known_context_window(model: str) -> int:
     """The window for a model name (provider prefix like ``openai:`` ignored)."""
-    from claire.agent.chat_models import split_model
-
     name = split_model(model)[1].lower().rsplit("/", 1)[-1]
     best = max((prefix for prefix in CONTEXT_WINDOWS if name.startswith(prefix)), key=len, default=None)
     return CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_WINDOW
@@ -56,8 +59,6 @@ def known_context_window(model: str) -> int:
 def _tiktoken_encoding(model: str) -> Any:
     """The tiktoken encoding for an OpenAI model, or None (not an OpenAI model, or its encoding
     file cannot be read or downloaded here)."""
-    from claire.agent.chat_models import split_model
-
     name = split_model(model)[1].lower()
     if not name.startswith(_OPENAI_PREFIXES):
         return None
@@ -84,6 +85,7 @@ class TokenCounter:
     def __init__(self, model: str = ""):
         self.model = model
         self._encoding: Any = False  # looked up at the first count: tiktoken may try to fetch a file
+        self._tool_tokens: dict[tuple[int, ...], int] = {}
 
     @property
     def encoding(self) -> Any:
@@ -103,15 +105,29 @@ class TokenCounter:
             return len(encoding.encode(text, disallowed_special=()))
         return estimate_tokens(text)
 
-    def messages(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+    def messages(self, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None) -> int:
+        """Prompt tokens of chat messages (and the tool schemas sent with them)."""
         total = REPLY_PRIMING
         for message in messages:
-            content = message.get("content") or ""
+            content = message.content
             if not isinstance(content, str):
                 content = json.dumps(content, ensure_ascii=False)
             total += MESSAGE_OVERHEAD + self.text(content)
-            if message.get("tool_calls"):
-                total += self.text(json.dumps(message["tool_calls"], ensure_ascii=False))
+            calls = getattr(message, "tool_calls", None)
+            if calls:
+                total += self.text(json.dumps(calls, ensure_ascii=False, default=str))
         if tools:
-            total += self.text(json.dumps(tools, ensure_ascii=False))
+            total += self._tools(tuple(tools))
         return total
+
+    def _tools(self, tools: tuple[Any, ...]) -> int:
+        """Tokens of a tool list's schemas, worked out once per list (tools are long-lived)."""
+        key = tuple(id(tool) for tool in tools)
+        if key not in self._tool_tokens:
+            self._tool_tokens[key] = self.text(json.dumps([tool_schema(tool) for tool in tools], ensure_ascii=False))
+        return self._tool_tokens[key]
+
+
+def tool_schema(tool: Any) -> dict[str, Any]:
+    """The OpenAI function schema of a LangChain tool (or of a schema dict, as it is)."""
+    return tool if isinstance(tool, dict) else convert_to_openai_tool(tool)

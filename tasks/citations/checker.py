@@ -25,16 +25,18 @@ from urllib.parse import urlsplit
 import numpy as np
 from pydantic import BaseModel, Field
 
-from claire.agent.llm import LLMClient
-from claire.agent.usage import track_usage
-from claire.agent.verifier import parse_tagged_score, tag_text
 from claire.config import CiteConfig, Config
 from claire.errors import ConfigError, DatasetError
 from claire.indexes import sparse
 from claire.indexes.corpus import Block
+from claire.indexes.evidence import Evidence
 from claire.indexes.registry import Searcher, open_searcher
 from claire.indexes.web_docs import EXAMPLE_INDEX, ensure_example_sources_index, source_blocks
+from claire.llm.answers import tag_text, tagged_score, text_of
+from claire.llm.client import ChatClient
+from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary, library
+from claire.tasks.citations.records import Citation
 
 VERDICTS = ("supported", "not supported", "better source found")
 CitationVerdict = Literal["supported", "not supported", "better source found"]
@@ -42,26 +44,6 @@ RRF_K = 60
 _QUERY_TAG = re.compile(r"<\s*query\s*>(.*?)<\s*/\s*query\s*>", re.IGNORECASE | re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NONE = {"", "none", "n/a", "na", "no sentence", "-", "—"}
-
-
-class CitedSource(BaseModel):
-    """The source a claim cites: its text, and its title and URL when known."""
-
-    text: str
-    title: str = ""
-    url: str | None = None
-
-
-class Citation(BaseModel):
-    """A claim with the article text around it and the source it cites."""
-
-    claim_id: str = "cite"
-    claim: str
-    title: str = ""  # the Wikipedia article
-    section: str = ""
-    context: str = ""
-    source: CitedSource
-    failed: bool | None = None  # gold label (evaluation): the citation failed verification
 
 
 class ScoredSource(BaseModel):
@@ -80,6 +62,9 @@ class ScoredSource(BaseModel):
 
 
 class CitationResult(BaseModel):
+    """The outcome of checking one citation: the verdict, the original source judged, better
+    sources found, and what the check cost."""
+
     claim_id: str
     claim: str
     verdict: CitationVerdict | None = None
@@ -149,7 +134,7 @@ class CitationChecker:
 
     name = "cite"
 
-    def __init__(self, *, llm: LLMClient, retriever: Searcher, prompts: PromptLibrary, settings: CiteConfig,
+    def __init__(self, *, llm: ChatClient, retriever: Searcher, prompts: PromptLibrary, settings: CiteConfig,
                  mode: str = "hybrid", candidates: int = 50):
         self.llm = llm
         self.retriever = retriever
@@ -171,8 +156,7 @@ class CitationChecker:
             "cite_queries", claim=citation.claim, title=citation.title, section=citation.section,
             context=_truncate(citation.context, max(self.settings.context_chars, 200)), max_queries=self.settings.max_queries,
         )
-        response = await self.llm.chat(messages)
-        return parse_queries(response.content, self.settings.max_queries)
+        return parse_queries(text_of(await self.llm.ainvoke(messages)), self.settings.max_queries)
 
     async def search(self, queries: list[str]) -> list[_Document]:
         """Source documents found by the queries, best first: passages fused across queries with
@@ -227,22 +211,16 @@ class CitationChecker:
     # -- verification ------------------------------------------------------------------------
     async def verify(self, citation: Citation, source: ScoredSource, passages: list[Block]) -> ScoredSource:
         """Fill ``source`` with the verifier's support score, best passage and supporting sentence."""
-        view = [{"n": n, "content": block.content} for n, block in enumerate(passages, start=1)]
-        messages = self.prompts.render(
+        view = [Evidence(n=n, block_id=block.id, document_title=block.document_title, content=block.content)
+                for n, block in enumerate(passages, start=1)]
+        prompt = self.prompts.render(
             "cite_support", claim=citation.claim, title=citation.title, section=citation.section,
-            context=_truncate(citation.context, 1500), source={"title": source.title, "url": source.url}, passages=view,
+            context=_truncate(citation.context, 1500), source=source, passages=view,
         )
-        response = await self.llm.chat(messages)
-        text = response.content
-        score = parse_tagged_score(text, "support_score")
-        if score is None:
-            retry = await self.llm.chat(messages + [
-                {"role": "assistant", "content": text},
-                {"role": "user", "content": "Your answer has no usable <support_score>. Reply with the tag and a number "
-                                            "from 0 to 1, for example <support_score>0.3</support_score>."},
-            ])
-            text = text + "\n" + retry.content
-            score = parse_tagged_score(retry.content, "support_score")
+        asked = await self.llm.ask(prompt, lambda answer: tagged_score(answer, "support_score"), follow_up=(
+            "Your answer has no usable <support_score>. Reply with the tag and a number from 0 to 1, "
+            "for example <support_score>0.3</support_score>."))
+        text, score = asked.text, asked.value
         sentence = tag_text(text, "supporting_sentence")
         best = passages[_best_passage_number(text, len(passages)) - 1] if passages else None
         return source.model_copy(update={
@@ -267,7 +245,7 @@ class CitationChecker:
         found = _squash(" ".join(block.content for block in document.blocks))
         return bool(sentences) and sum(s in found for s in sentences) >= 0.8 * len(sentences)
 
-    async def check(self, citation: Citation) -> CitationResult:
+    async def assess(self, citation: Citation) -> CitationResult:
         """Verify the original source, search for candidates, verify and rank them, and decide."""
         started = time.perf_counter()
         settings = self.settings
@@ -339,11 +317,11 @@ def open_sources(config: Config) -> Searcher:
 
 
 @asynccontextmanager
-async def open_checker(config: Config, *, llm: LLMClient | None = None,
+async def open_checker(config: Config, *, llm: ChatClient | None = None,
                        retriever: Searcher | None = None) -> AsyncIterator[CitationChecker]:
     """Yield a CitationChecker over the configured LLM and sources index; close what it opened."""
     own_llm = llm is None
-    llm = llm or LLMClient.from_config(config.llm)
+    llm = llm or ChatClient.from_config(config.llm)
     own_retriever = retriever is None
     try:
         retriever = retriever or open_sources(config)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError, field_validator
 
-from claire.agent.system import Claim
+from claire.tasks.records import Claim
 from claire.errors import DatasetError
 
 FeverousLabel = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]

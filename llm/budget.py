@@ -6,6 +6,8 @@ instructions and the latest observations whole and condenses older ones, then le
 out; ``fit_documents`` removes duplicate passages, orders the rest by relevance to the claim and
 keeps as many as fit with room for the answer. Both return a :class:`FitNote` saying what was
 condensed or dropped, which the agent writes into the trace as a ``context_budget`` step.
+Passages are anything with ``n``, ``block_id``, ``document_title``, ``section_title`` and
+``content`` (:class:`~claire.indexes.evidence.Evidence`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-Messages = list[dict[str, Any]]
+Messages = list[Any]
 CONDENSED_LINE_CHARS = 110
 CONDENSED_TEXT_CHARS = 300
 OMITTED = "(left out to fit the model's context window)"
