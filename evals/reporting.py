@@ -14,7 +14,7 @@ from rich.table import Table
 
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions
-from claire.tasks.measures import METRICS, pct
+from claire.tasks.measures import DASH, METRICS, money, pct
 from claire.tasks.wikicollide.report import auroc_text
 
 
@@ -72,7 +72,7 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             *(_with_delta(pct(m.get(k)), delta[k]) for k in ("accuracy", "precision", "recall", "f1")),
             str(m["counts"]["errors"]),
             f"{m['usage']['total_tokens']:,}",
-            _money(m["usage"]["cost_usd"]),
+            money(m["usage"]["cost_usd"]),
         )
     if any(row["claim_ids"] != rows[0]["claim_ids"] for row in rows):
         table.caption = "Warning: these runs cover different claims, so their differences are not like for like."

@@ -45,6 +45,16 @@ def covers(total: int, scored: int, errors: int) -> str:
     return f"{scored} of {total} claims" + (f" ({' and '.join(left_out)} left out)" if left_out else "")
 
 
+def money(value: float | None) -> str:
+    """A cost in dollars, or a dash."""
+    return DASH if value is None else f"${value:,.4f}"
+
+
+def seconds(value: float | None) -> str:
+    """A duration in seconds, or a dash."""
+    return DASH if value is None else f"{value:,.2f} s"
+
+
 def pct(value: float | None) -> str:
     """A share as a percentage with one decimal, or a dash."""
     return DASH if value is None else f"{100 * value:.1f}"

@@ -3,7 +3,6 @@ model that answers each CLAIRE prompt kind (controller, verifier, rankgpt, ...) 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 

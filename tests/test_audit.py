@@ -14,7 +14,7 @@ import pytest
 
 from claire.errors import DatasetError
 from claire.workflows.ambigqa import load_ambigqa, qa_pairs
-from claire.evals.feverous import load_feverous
+from claire.tasks.feverous.dataset import load_feverous
 from claire.indexes.corpus import demo_corpus_path, read_corpus
 from claire.indexes.retriever import build_index
 from claire.testing.doubles import http_responder

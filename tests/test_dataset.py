@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError
-from claire.evals.dataset import infer_split, load_records, load_wikicollide
+from claire.tasks.wikicollide.dataset import infer_split, load_records, load_wikicollide
 
 FIXTURE = Path(__file__).parent / "fixtures" / "wikicollide_mini.json"
 SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared/data/wikicollide/dev-sample.json"

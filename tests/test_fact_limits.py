@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from claire.agent.fact_limits import check_claims, check_fact
+from claire.tasks.fact_limits import check_claims, check_fact
 from claire.errors import ClaireError, ConfigError, DatasetError
 from claire.workflows.scan import _within_limit
 

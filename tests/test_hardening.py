@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from claire.agent.llm import LLMClient
+from claire.llm.client import ChatClient as LLMClient
 from claire.config import ConfigWarning, load_config, parse_assignment
 from claire.errors import ConfigError, DatasetError, LLMError, redact
 from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, read_corpus, split_oversize

@@ -9,7 +9,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from claire.errors import ConfigError
-from claire.evals.metrics import best_f1_threshold, compute_metrics, default_threshold, rank_auroc, roc_points
+from claire.evals.thresholds import default_threshold
+from claire.tasks.wikicollide.scoring import best_f1_threshold, compute_metrics, rank_auroc, roc_points
 
 
 def pred(claim_id: str, label: str, score: float | None, *, kind: str | None = None, error: str | None = None,

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from claire.agent.llm import LLMClient
+from claire.llm.client import ChatClient as LLMClient
 from claire.agent.runtime import open_system
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage as ContextBlock
+from claire.tasks.records import Claim
 from claire.config import LLMConfig, load_config
 
 GGUF = os.environ.get("CLAIRE_TEST_GGUF")

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from claire.agent.system import Assessment, Claim, Evidence, TraceItem
+from claire.agent.system import Assessment
+from claire.indexes.evidence import Evidence
+from claire.tasks.records import Claim, TraceItem
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
-from claire.evals.dataset import load_wikicollide
-from claire.evals.metrics import resolve_threshold
+from claire.tasks.wikicollide.dataset import load_wikicollide
+from claire.evals.thresholds import resolve_threshold
 from claire.evals.predictions import load_predictions
 from claire.evals.reporting import compare_runs, comparison_rows
 from claire.evals.runner import pending_claims, run_eval, score_run
@@ -178,7 +180,7 @@ from pathlib import Path
 spec = importlib.util.spec_from_file_location("runner_tests", sys.argv[1])
 tests = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(tests)
-from claire.evals.dataset import load_wikicollide
+from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.evals.runner import run_eval
 claims = load_wikicollide(tests.FIXTURE)
 asyncio.run(run_eval(claims, tests.FakeSystem(delay=0.3), Path(sys.argv[2]), concurrency=2, show_progress=False))

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from claire.agent.system import Assessment, Claim
+from claire.agent.system import Assessment
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ConfigError
 from claire.evals.sweep import plan_sweep, run_sweep

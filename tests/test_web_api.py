@@ -12,7 +12,7 @@ import pytest
 
 from claire.agent.runtime import open_retrieval
 from claire.config import load_config
-from claire.evals.dataset import load_wikicollide
+from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer

@@ -15,7 +15,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from claire.files import write_atomically
-from claire.tasks.measures import DASH, METRICS, PREDICTIONS, REPORT, ROC, pct
+from claire.tasks.measures import DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -35,14 +35,6 @@ def auroc_text(metrics: dict[str, Any]) -> str:
     ci = metrics.get("auroc_ci95")
     text = pct(metrics.get("auroc"))
     return f"{text} ({pct(ci[0])}–{pct(ci[1])})" if ci else text
-
-
-def _money(value: float | None) -> str:
-    return DASH if value is None else f"${value:,.4f}"
-
-
-def _seconds(value: float | None) -> str:
-    return DASH if value is None else f"{value:,.2f} s"
 
 
 def _results_table(metrics: dict[str, Any]) -> list[str]:
@@ -108,9 +100,9 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         "",
         f"- LLM calls: {usage['calls']:,} (+{usage['cached_calls']:,} from cache)",
         f"- Tokens: {usage['total_tokens']:,} ({usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion)",
-        f"- Cost: {_money(usage['cost_usd'])}",
-        f"- Latency per claim: mean {_seconds(latency['mean'])}, p50 {_seconds(latency['p50'])}, p95 {_seconds(latency['p95'])}",
-        f"- Wall time: {_seconds(metrics.get('wall_time_s'))} (sum of claim latencies {_seconds(latency['sum'])})",
+        f"- Cost: {money(usage['cost_usd'])}",
+        f"- Latency per claim: mean {seconds(latency['mean'])}, p50 {seconds(latency['p50'])}, p95 {seconds(latency['p95'])}",
+        f"- Wall time: {seconds(metrics.get('wall_time_s'))} (sum of claim latencies {seconds(latency['sum'])})",
         "",
     ]
     if metrics.get("auroc") is not None:

@@ -9,7 +9,6 @@ inconsistency type. Claims whose prediction has an error or no score are left ou
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
