@@ -23,12 +23,17 @@ class JsonLine:
     raw: bytes
     value: Any = None
     problem: str | None = None
-    torn: bool = False  # the unreadable last line of a file that does not end in a newline
+    unterminated: bool = False  # the last line of a file that does not end in a newline
 
     @property
     def ok(self) -> bool:
         """Whether the line was read."""
         return self.problem is None
+
+    @property
+    def torn(self) -> bool:
+        """An unreadable last line without its newline: a write cut short."""
+        return self.unterminated and not self.ok
 
 
 def read_bytes(path: Path, *, what: str, hint: str = "a file") -> bytes:
@@ -51,16 +56,18 @@ def json_lines(data: bytes) -> Iterator[JsonLine]:
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        unterminated = number == last
         try:
             text = raw.decode("utf-8").removesuffix("\r")
         except UnicodeDecodeError as error:
             yield JsonLine(number, raw, problem=f"not UTF-8 text (byte {error.start + 1} of the line); save the file as UTF-8",
-                           torn=number == last)
+                           unterminated=unterminated)
             continue
         try:
-            yield JsonLine(number, raw, json.loads(text.removeprefix("\ufeff") if number == 1 else text))
+            yield JsonLine(number, raw, json.loads(text.removeprefix("\ufeff") if number == 1 else text),
+                           unterminated=unterminated)
         except json.JSONDecodeError as error:
-            yield JsonLine(number, raw, problem=f"invalid JSON ({error.msg})", torn=number == last)
+            yield JsonLine(number, raw, problem=f"invalid JSON ({error.msg})", unterminated=unterminated)
 
 
 def read_jsonl(path: Path, *, what: str, hint: str = "a JSONL file") -> Iterator[JsonLine]:
@@ -114,3 +121,35 @@ def write_atomically(path: Path, text: str) -> None:
 def write_jsonl(path: Path, records: Iterable[Any]) -> None:
     """Replace ``path`` with one JSON value a line, atomically."""
     write_atomically(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
+
+
+@dataclass
+class JsonRecord:
+    """One record of a data file: its place (``where``: ``record 3`` or ``line 4``) and its value."""
+
+    where: str
+    value: Any
+    line: int | None = None  # the line number, for JSONL files
+
+
+def json_records(path: Path, *, what: str, hint: str) -> list[JsonRecord]:
+    """The records of a data file that is either one JSON array or JSONL (one record a line, as
+    :func:`json_lines` reads it). Any unreadable part is a DatasetError naming the file, the line
+    and what the file should hold (``hint``)."""
+    data = read_bytes(path, what=what, hint=hint)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise DatasetError(f"cannot read {what} file {path}: not UTF-8 text (byte {error.start + 1}); save it as UTF-8") from None
+    if text.lstrip().startswith("["):
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise DatasetError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+        return [JsonRecord(f"record {index}", value) for index, value in enumerate(values)]
+    records = []
+    for line in json_lines(data):
+        if not line.ok:
+            raise DatasetError(f"{path}:{line.number}: {line.problem}; {hint}")
+        records.append(JsonRecord(f"line {line.number}", line.value, line.number))
+    return records

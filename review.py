@@ -25,7 +25,8 @@ from rich.text import Text
 from claire.errors import ConfigError
 from claire.evals.predictions import PREDICTIONS, load_predictions
 from claire.workflows.reviews import Decision, append_decision, load_decisions
-from claire.workflows.rates import CLAIMS, read_jsonl, read_plan, summarise
+from claire.files import read_log
+from claire.workflows.rates import CLAIMS, read_plan, summarise
 from claire.workflows.scan import row_from_prediction
 
 Ask = Callable[[str], str]
@@ -93,7 +94,7 @@ def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, revie
         raise ConfigError(f"{out_dir} has no {PREDICTIONS}: give the directory of an estimate, audit, scan or eval run")
     ask = ask or _ask_with(console)
     predictions = {p["claim_id"]: p for p in load_predictions(out_dir)}
-    claims = {c["claim_id"]: c for c in read_jsonl(out_dir / CLAIMS)}
+    claims = {c["claim_id"]: c for c in read_log(out_dir / CLAIMS)}
     decisions = load_decisions(out_dir, decision_files or [])
     flagged = [p for p in predictions.values()
                if p.get("error") is None and p.get("verdict") == "inconsistent" and (not claims or p["claim_id"] in claims)]

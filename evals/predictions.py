@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 from claire.tasks.measures import PREDICTIONS
 from claire.tasks.records import Prediction
 from claire.errors import ConfigError, DatasetError, redact
+from claire.files import json_lines, write_atomically
 from claire.validation import describe
 
 REJECTED = "predictions.rejected.jsonl"
@@ -69,26 +70,26 @@ def _read(path: Path, model: type[BaseModel] = Prediction) -> _Contents:
     except OSError as error:
         raise DatasetError(f"cannot read {path}: {error}") from None
     contents = _Contents()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for line in json_lines(data):
+        problem = line.problem
+        if problem is None:
+            try:
+                prediction = model.model_validate(line.value)
+            except ValidationError as error:
+                problem = describe(error)
+        if problem is not None:
             contents.clean = False
-            continue
-        try:
-            prediction = model.model_validate_json(line)
-        except ValidationError as error:
-            contents.clean = False
-            torn = number == len(lines) and not data.endswith(b"\n")
-            if not torn:
-                contents.damaged.append(_Damaged(number, line, describe(error)))
+            if not line.unterminated:  # a torn last line is simply left out
+                contents.damaged.append(_Damaged(line.number, line.raw, problem))
             continue
         contents.latest[prediction.claim_id] = prediction
         contents.count += 1
-        contents.good.append(line)
-    if data and not data.endswith(b"\n"):
-        contents.clean = False
+        contents.good.append(line.raw)
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    # the file is exactly its valid lines, each with its newline: no blank, damaged or torn line
+    contents.clean = (not data or data.endswith(b"\n")) and len(contents.good) == len(lines)
     return contents
 
 
@@ -206,13 +207,6 @@ def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise ConfigError(f"{path}: not readable JSON ({error}); delete it or use another --out") from None
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a reader never sees half a file."""
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
 
 
 def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:

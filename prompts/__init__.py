@@ -112,6 +112,7 @@ class PromptLibrary:
             auto_reload=False,  # templates are read once per library; no file check on every render
         )
         self._env.filters["truncate_chars"] = _truncate_chars
+        self._env.filters["squash"] = lambda text: " ".join(_plain(text).split())  # every run of white space as one space
         # Every piece of untrusted text is capped, so no passage, context or fact makes a prompt unbounded.
         self._env.filters["as_data"] = lambda text: _as_data(_truncate_chars(_plain(text), self.max_value_chars))
         self._env.filters["as_attr"] = lambda text: _as_attr(_truncate_chars(_plain(text), 300))

@@ -80,7 +80,7 @@ def test_bad_files(tmp_path):
     with pytest.raises(DatasetError, match=r"broken\.json: not valid JSON \(line 1"):
         load_wikicollide(tmp_path / "broken.json")
     (tmp_path / "bad.jsonl").write_text(json.dumps(records()[0]) + "\n{oops\n", encoding="utf-8")
-    with pytest.raises(DatasetError, match=r"bad\.jsonl: record 1 \(line 2\): not valid JSON"):
+    with pytest.raises(DatasetError, match=r"bad\.jsonl:2: invalid JSON"):
         load_wikicollide(tmp_path / "bad.jsonl")
     (tmp_path / "empty.json").write_text("[]", encoding="utf-8")
     with pytest.raises(DatasetError, match="no records"):

@@ -19,7 +19,7 @@ VALUES = {
     "clarify_entity": dict(entity="Paris (France)", claim="c", documents=DOCS),
     "explain": dict(topic="wrought iron", claim="c"),
     "nli": dict(claim="c", context=CONTEXT, document=DOCS[0]),
-    "rankgpt": dict(query="q", passages=[{"n": 1, "title": "t", "content": "x"}]),
+    "rankgpt": dict(query="q", passages=DOCS, max_chars=600),
     "report_consistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
     "report_inconsistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
     "fact_extraction": dict(title="Paris", section="", text="Paris is in France."),

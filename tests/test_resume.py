@@ -44,7 +44,7 @@ async def test_interrupted_review_resumes_from_the_checkpointer(tmp_path):
     assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "human_review", "finish", "verifier"]
     assert result.claim_id == CLAIM.claim_id and result.verdict is not None and result.details["thread_id"] == "t-1"
     assert len(later_model.requests("controller")) == 1  # the research done before was not redone
-    assert "agrees" in later_model.requests("controller")[0].messages[1]["content"]
+    assert "agrees" in later_model.requests("controller")[0].messages[1].content
     assert [e.block_id for e in result.evidence]  # gathered before the interruption, kept
 
     with pytest.raises(ConfigError, match="no saved check 'nope'"):

@@ -31,16 +31,8 @@ from claire.workflows.ambigqa import QAItem, load_ambigqa, qa_pairs
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.tasks.feverous.dataset import load_feverous
 from claire.evals.runner import run_eval
-from claire.workflows.rates import (
-    CLAIMS,
-    append_jsonl,
-    check_plan,
-    job_lock,
-    read_jsonl,
-    summarise,
-    write_jsonl,
-    write_plan,
-)
+from claire.files import append_jsonl, read_log, write_jsonl
+from claire.workflows.rates import CLAIMS, check_plan, job_lock, summarise, write_plan
 
 AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]
 FORMATS = ("feverous", "ambigqa", "wikicollide")
@@ -85,7 +77,7 @@ def _claim_record(claim_id: str, fact: str, source_id: str, title: str = "", sec
 async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, config: Config,
                       console: Console | None) -> dict[str, dict[str, Any]]:
     path = out_dir / STATEMENTS
-    done = {r["item_id"]: r for r in read_jsonl(path)}
+    done = {r["item_id"]: r for r in read_log(path)}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].get("error")]
     prompts = prompt_library(config)
     limit = asyncio.Semaphore(max(1, config.eval.concurrency))

@@ -33,17 +33,8 @@ from claire.config import Config
 from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
 from claire.indexes.sampling import Unit, sample_index
-from claire.workflows.rates import (
-    CLAIMS,
-    FACTS,
-    append_jsonl,
-    check_plan,
-    job_lock,
-    read_jsonl,
-    summarise,
-    write_jsonl,
-    write_plan,
-)
+from claire.files import append_jsonl, read_log, write_jsonl
+from claire.workflows.rates import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan
 
 SAMPLE = "sample.jsonl"
 
@@ -72,7 +63,7 @@ async def _extract_all(blocks: list[dict[str, Any]], out_dir: Path, llm: ChatCli
                        console: Console | None) -> dict[str, list[str]]:
     """The facts of every sampled block, extracting only those not yet in facts.jsonl (or failed)."""
     path = out_dir / FACTS
-    done = {r["block_id"]: r for r in read_jsonl(path)}
+    done = {r["block_id"]: r for r in read_log(path)}
     todo = [b for b in blocks if str(b["id"]) not in done or done[str(b["id"])].get("error")]
     prompts = prompt_library(config)
     limit = asyncio.Semaphore(max(1, config.eval.concurrency))
@@ -145,7 +136,7 @@ async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[st
                     "corpus_articles": drawn.corpus_articles, "units_drawn": len(drawn.units),
                     "blocks_drawn": len(drawn.blocks)}
             write_plan(out_dir, plan)  # written last: a plan means the sample is complete
-        blocks = read_jsonl(out_dir / SAMPLE)
+        blocks = read_log(out_dir / SAMPLE)
         if len(blocks) != plan["blocks_drawn"]:
             raise ConfigError(f"{out_dir / SAMPLE} is incomplete; delete {out_dir} and start again")
         extracted = await _extract_all(blocks, out_dir, llm, config, console)
@@ -161,7 +152,7 @@ async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[st
             Claim(claim_id=c["claim_id"], text=c["fact"],
                   context=Passage(document_title=c["document_title"], section_title=c.get("section_title") or "",
                                        content=c.get("content") or "", url=c.get("url")))
-            for c in read_jsonl(out_dir / CLAIMS)
+            for c in read_log(out_dir / CLAIMS)
         ]
         async with open_system(config, llm=llm, retriever=retriever) as system:
             await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency,

@@ -20,16 +20,15 @@ with ``--decisions FILE``.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ValidationError, model_validator
 
 from claire.errors import DatasetError
+from claire.files import append_line, read_jsonl
 
 REVIEWS = "reviews.jsonl"
 
@@ -87,33 +86,22 @@ def read_decisions(path: str | Path, *, missing_ok: bool = False) -> list[Decisi
     """The decisions in a JSONL file, in file order. A malformed line is an error naming
     FILE:LINE, except a torn last line (no newline: a write cut short), which is ignored."""
     path = Path(path)
-    try:
-        data = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if missing_ok:
-            return []
-        raise DatasetError(f"decisions file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"cannot read decisions file {path}: {error}") from None
-    lines = data.split("\n")
+    if missing_ok and not path.exists():
+        return []
     decisions: list[Decision] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        torn = number == len(lines)  # the last piece has no newline after it
+    for line in read_jsonl(path, what="decisions"):
+        if line.torn:
+            break
+        if not line.ok:
+            raise DatasetError(f"{path}:{line.number}: {line.problem}")
+        if not isinstance(line.value, dict):
+            raise DatasetError(f"{path}:{line.number}: expected a JSON object")
         try:
-            record: Any = json.loads(line)
-            if not isinstance(record, dict):
-                raise DatasetError(f"{path}:{number}: expected a JSON object")
-            decisions.append(Decision.model_validate(record))
-        except json.JSONDecodeError as error:
-            if torn:
-                break
-            raise DatasetError(f"{path}:{number}: invalid JSON ({error.msg})") from None
+            decisions.append(Decision.model_validate(line.value))
         except ValidationError as error:
-            if torn:
+            if line.unterminated:
                 break
-            raise DatasetError(f"{path}:{number}: {_problem(error)}") from None
+            raise DatasetError(f"{path}:{line.number}: {_problem(error)}") from None
     return decisions
 
 
@@ -129,15 +117,4 @@ def append_decision(run_dir: str | Path, decision: Decision) -> None:
     """Append one decision to ``DIR/reviews.jsonl`` durably (one write, then fsync)."""
     if decision.decided_at is None:
         decision = decision.model_copy(update={"decided_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    path = Path(run_dir) / REVIEWS
-    line = (decision.model_dump_json(exclude_none=True) + "\n").encode("utf-8")
-    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        if os.fstat(descriptor).st_size:
-            data = path.read_bytes()
-            if not data.endswith(b"\n"):  # a torn last line (a write cut short) is cut away
-                os.ftruncate(descriptor, data.rfind(b"\n") + 1)
-        os.write(descriptor, line)
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    append_line(Path(run_dir) / REVIEWS, (decision.model_dump_json(exclude_none=True) + "\n").encode("utf-8"))

@@ -9,13 +9,13 @@ flat shape ``{id, claim, context?, title?, section?, source_url?, source_title?,
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from claire.errors import ConfigError, DatasetError
+from claire.files import json_records
 
 FAILED_MARK = "failed verification"
 CIT = "[CIT]"
@@ -92,26 +92,8 @@ def load_citations(path: str | Path) -> list[Citation]:
     """Read WAFER-style records (JSONL, or a JSON array). A bad record raises DatasetError
     naming the file and line (or record index) and the problem."""
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DatasetError(f"citations file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"cannot read citations file {path}: {error}") from None
-    items: list[tuple[str, Any]] = []
-    if raw.lstrip().startswith("["):
-        try:
-            items = [(f"{path}: record {i}", r) for i, r in enumerate(json.loads(raw))]
-        except json.JSONDecodeError as error:
-            raise DatasetError(f"{path}: invalid JSON ({error.msg} at line {error.lineno})") from None
-    else:
-        for number, line in enumerate(raw.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                items.append((f"{path}:{number}", json.loads(line)))
-            except json.JSONDecodeError as error:
-                raise DatasetError(f"{path}:{number}: invalid JSON ({error.msg})") from None
+    items = [(f"{path}:{entry.line}" if entry.line else f"{path}: {entry.where}", entry.value)
+             for entry in json_records(path, what="citations", hint="expected WAFER-style records, one a line")]
     citations: list[Citation] = []
     seen: dict[str, str] = {}
     for where, record in items:

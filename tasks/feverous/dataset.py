@@ -13,7 +13,6 @@ raises :class:`claire.errors.DatasetError` naming FILE:LINE and the field.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from claire.tasks.records import Claim
 from claire.errors import DatasetError
+from claire.files import read_jsonl
 
 FeverousLabel = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
 FEVEROUS_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -94,23 +94,15 @@ def _problem(error: ValidationError) -> str:
 def load_feverous(path: str | Path) -> list[FeverousRecord]:
     """Every record of a FEVEROUS JSONL file, validated; the leading empty header record skipped."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except FileNotFoundError:
-        raise DatasetError(f"FEVEROUS file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"cannot read FEVEROUS file {path}: {error}") from None
     records: list[FeverousRecord] = []
     first_line: dict[str, int] = {}
     seen_any = False
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for line in read_jsonl(path, what="FEVEROUS", hint="a FEVEROUS JSONL file"):
+        number = line.number
         where = f"{path}:{number}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DatasetError(f"{where}: invalid JSON ({error.msg}); expected one FEVEROUS record a line") from None
+        if not line.ok:
+            raise DatasetError(f"{where}: {line.problem}; expected one FEVEROUS record a line")
+        raw = line.value
         if not seen_any and _is_header(raw):
             seen_any = True
             continue

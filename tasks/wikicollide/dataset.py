@@ -13,14 +13,14 @@ raises :class:`claire.errors.DatasetError` naming the file, the record, its clai
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from claire.errors import DatasetError
+from claire.files import json_records
 from claire.indexes.corpus import Passage
 from claire.tasks.records import Claim, TraceItem
 from claire.validation import describe
@@ -78,44 +78,17 @@ class WikiCollideRecord(BaseModel):
         )
 
 
-def _raw_records(path: Path) -> list[tuple[str, Any]]:
-    """(where, raw record) pairs from a JSON array or a JSONL file."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DatasetError(f"dataset file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"cannot read dataset file {path}: {error}") from None
-    if text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise DatasetError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
-        return [(f"record {index}", record) for index, record in enumerate(data)]
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"record {len(records)} (line {number})"
-        try:
-            records.append((where, json.loads(line)))
-        except json.JSONDecodeError as error:
-            raise DatasetError(
-                f"{path}: {where}: not valid JSON ({error.msg}); expected a JSON array of records "
-                "or JSONL with one record a line"
-            ) from None
-    return records
-
-
 def load_records(path: str | Path) -> list[WikiCollideRecord]:
     """Every record of a WikiCollide file (JSON array or JSONL), validated, gold traces kept."""
     path = Path(path)
-    raw = _raw_records(path)
+    raw = json_records(path, what="dataset", hint="expected a JSON array of records or JSONL with one record a line")
     if not raw:
         raise DatasetError(f"{path}: no records")
     records: list[WikiCollideRecord] = []
     first_index: dict[str, str] = {}
-    for where, value in raw:
+    for number, entry in enumerate(raw):
+        where = f"record {number}" + (f" (line {entry.line})" if entry.line else "")
+        value = entry.value
         claim = value.get("claim") if isinstance(value, dict) else None
         claim_id = claim.get("claim_id") if isinstance(claim, dict) else None
         label = f"{where} (claim_id {claim_id})" if isinstance(claim_id, str) else where
