@@ -93,6 +93,7 @@ class ServerProcess:
 
     @property
     def base_url(self) -> str:
+        """The mock server's OpenAI base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
@@ -101,6 +102,7 @@ class ServerProcess:
         return self._ask("calls")
 
     def set_latency(self, seconds: float) -> None:
+        """Make every answer take this many seconds."""
         self._ask(f"latency {seconds}")
 
 

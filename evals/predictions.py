@@ -171,6 +171,7 @@ class PredictionLog:
             raise
 
     async def append(self, prediction: BaseModel) -> None:
+        """Append one line durably (one write, then fsync) and remember it."""
         line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
         async with self._lock:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._write, line)
@@ -194,12 +195,14 @@ class PredictionLog:
         self._lines = len(self.latest)
 
     def close(self) -> None:
+        """Wait for the writes, close the file and release the run directory."""
         self._thread.shutdown(wait=True)
         os.close(self._fd)
         os.close(self._lock_fd)  # releases the run-directory lock
 
 
 def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
+    """A run directory's config.json (None when it has none yet)."""
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         return None
@@ -210,6 +213,7 @@ def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
 
 
 def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:
+    """Write a run directory's config.json atomically."""
     path = Path(run_dir) / CONFIG
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

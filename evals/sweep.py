@@ -52,6 +52,7 @@ COLUMNS = ("claims", "scored", "errors", "auroc", "auroc_low", "auroc_high", "ac
 
 
 class SweepFile(BaseModel):
+    """A sweep file's contents, validated."""
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = None
@@ -61,17 +62,20 @@ class SweepFile(BaseModel):
 
 @dataclass
 class Axis:
+    """One axis of a sweep's grid: a setting and its values."""
     key: str  # as written in the sweep file
     label: str  # its short name in cell names and columns
     values: list[tuple[str, Any]]  # (label, value)
 
     @property
     def numeric(self) -> bool:
+        """Whether every value of the axis is a number (a heatmap axis)."""
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in self.values)
 
 
 @dataclass
 class Cell:
+    """One cell of a sweep: its labels, values and resolved configuration."""
     name: str  # e.g. "max_steps=5,docs_per_query=10"
     dir_name: str
     labels: dict[str, str]  # axis label -> value label
@@ -81,6 +85,7 @@ class Cell:
 
 @dataclass
 class SweepPlan:
+    """A sweep's axes and cells."""
     name: str
     axes: list[Axis]
     cells: list[Cell]
@@ -88,6 +93,7 @@ class SweepPlan:
 
 @dataclass
 class CellResult:
+    """A finished cell and its metrics."""
     cell: Cell
     out_dir: Path
     metrics: dict[str, Any]
@@ -96,6 +102,7 @@ class CellResult:
 
 @dataclass
 class SweepSummary:
+    """A finished sweep."""
     name: str
     out_dir: Path
     axes: list[Axis]

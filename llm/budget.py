@@ -44,10 +44,12 @@ class FitNote:
 
     @property
     def changed(self) -> bool:
+        """Whether the prompt lost anything to the budget."""
         return bool(self.condensed_steps or self.omitted_steps or self.trimmed_steps or self.dropped
                     or self.duplicates or self.trimmed)
 
     def trace_item(self) -> dict[str, Any]:
+        """The note as a ``context_budget`` trace step."""
         output = {key: value for key, value in vars(self).items() if key != "prompt" and value not in ([], None)}
         return {"action_name": "context_budget", "action_argument": self.prompt, "action_output": output}
 

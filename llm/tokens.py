@@ -76,6 +76,7 @@ def _tiktoken_encoding(model: str) -> Any:
 
 
 def estimate_tokens(text: str) -> int:
+    """A deliberately high token count: one token per three UTF-8 bytes."""
     return math.ceil(len(text.encode("utf-8")) / 3)
 
 
@@ -89,15 +90,18 @@ class TokenCounter:
 
     @property
     def encoding(self) -> Any:
+        """The tiktoken encoding of the model, or None (looked up once, at the first count)."""
         if self._encoding is False:
             self._encoding = _tiktoken_encoding(self.model) if self.model else None
         return self._encoding
 
     @property
     def exact(self) -> bool:
+        """Whether counts are exact (tiktoken) rather than estimated."""
         return self.encoding is not None
 
     def text(self, text: str) -> int:
+        """Tokens of one text."""
         if not text:
             return 0
         encoding = self.encoding

@@ -57,9 +57,11 @@ class Usage:
 
     @property
     def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
     def record(self, model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+        """Add one call (a cache hit counts as a cached call, without tokens or cost)."""
         if cached:
             self.cached_calls += 1
             return
@@ -72,6 +74,7 @@ class Usage:
             self.cost_usd = (self.cost_usd or 0.0) + cost
 
     def add(self, other: "Usage") -> None:
+        """Add another tally to this one."""
         self.calls += other.calls
         self.cached_calls += other.cached_calls
         self.prompt_tokens += other.prompt_tokens
@@ -80,12 +83,14 @@ class Usage:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
 
     def to_dict(self) -> dict:
+        """The tally as plain data, with the total tokens."""
         data = asdict(self)
         data["total_tokens"] = self.total_tokens
         return data
 
     @classmethod
     def from_dict(cls, data: dict | None) -> "Usage":
+        """A tally from its plain data (missing fields are zero)."""
         data = data or {}
         return cls(**{k: data[k] for k in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd") if k in data})
 

@@ -44,6 +44,7 @@ class PromptError(ConfigError):
 
 @dataclass(frozen=True)
 class TemplateInfo:
+    """A template's file and the inputs it declares."""
     name: str
     path: Path
     inputs: tuple[str, ...]
@@ -121,6 +122,7 @@ class PromptLibrary:
             self.info(name)  # fail early on a variant that does not exist
 
     def file_name(self, name: str) -> str:
+        """The file a template name renders from (its variant's, when one is chosen)."""
         variant = self.variants.get(name)
         return f"{name}.{variant}.j2" if variant else f"{name}.j2"
 

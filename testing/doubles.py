@@ -44,6 +44,7 @@ class KeywordRetriever:
         self.queries: list[tuple[str, str | None, int]] = []
 
     def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **_: Any) -> list[Hit]:
+        """Blocks sharing words with the query, most shared first."""
         self.queries.append((query, exclude_title, k))
         words = set(re.findall(r"\w+", query.lower()))
         scored = []

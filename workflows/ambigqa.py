@@ -31,6 +31,7 @@ def _answers(value: list[str]) -> list[str]:
 
 
 class QAPair(BaseModel):
+    """One question with its answers."""
     question: str
     answer: list[str]
 
@@ -38,6 +39,7 @@ class QAPair(BaseModel):
 
 
 class SingleAnswer(BaseModel):
+    """An annotation with a single answer."""
     type: Literal["singleAnswer"]
     answer: list[str]
 
@@ -45,6 +47,7 @@ class SingleAnswer(BaseModel):
 
 
 class MultipleQAs(BaseModel):
+    """An annotation that splits the question into several question-answer pairs."""
     type: Literal["multipleQAs"]
     qaPairs: list[QAPair] = Field(min_length=1)
 
@@ -53,6 +56,7 @@ Annotation = Annotated[Union[SingleAnswer, MultipleQAs], Field(discriminator="ty
 
 
 class AmbigQARecord(BaseModel):
+    """One AmbigQA record as published."""
     id: str
     question: str
     annotations: list[Annotation] = Field(min_length=1)

@@ -71,6 +71,7 @@ class RateEstimate(BaseModel):
                 f"[{_pct(self.low, digits)}, {_pct(self.high, digits)}]")
 
     def wilson_form(self, digits: int = 1) -> str:
+        """The Wilson interval as text, like the paper's form."""
         return f"[{_pct(self.wilson_low, digits)}, {_pct(self.wilson_high, digits)}]"
 
 

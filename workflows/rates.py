@@ -39,6 +39,7 @@ FACTS = "facts.jsonl"  # estimate only: the facts extracted from each sampled bl
 
 # -- small JSONL helpers (append-only files that survive a kill) -----------------------------
 def read_plan(out_dir: Path) -> dict[str, Any] | None:
+    """A run directory's plan.json (None when it has none yet)."""
     path = Path(out_dir) / PLAN
     if not path.is_file():
         return None
@@ -65,6 +66,7 @@ def check_plan(out_dir: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def write_plan(out_dir: Path, plan: dict[str, Any]) -> None:
+    """Write a run directory's plan.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / PLAN, json.dumps(plan, indent=2, ensure_ascii=False) + "\n")
 
@@ -87,6 +89,7 @@ def job_lock(out_dir: Path) -> Iterator[None]:
 # -- the report ---------------------------------------------------------------------------
 @dataclass
 class FactRow:
+    """One checked fact of a rate run, with its prediction and review."""
     claim: dict[str, Any]
     prediction: dict[str, Any] | None
     decision: str | None  # accept | reject | None
@@ -94,19 +97,23 @@ class FactRow:
 
     @property
     def checked(self) -> bool:
+        """Whether the fact was checked without an error."""
         p = self.prediction
         return p is not None and p.get("error") is None and p.get("score") is not None
 
     @property
     def flagged(self) -> bool:
+        """Whether the check flagged the fact as inconsistent."""
         return self.checked and self.prediction.get("verdict") == "inconsistent"  # type: ignore[union-attr]
 
     @property
     def score(self) -> float | None:
+        """The fact's inconsistency score (None when unchecked)."""
         return self.prediction.get("score") if self.prediction else None
 
 
 def fact_rows(out_dir: Path, decisions: Decisions) -> list[FactRow]:
+    """Every drawn fact of a run directory with its prediction and decision."""
     claims = read_log(out_dir / CLAIMS)
     predictions = {p["claim_id"]: p for p in load_predictions(out_dir)} if (out_dir / PREDICTIONS).exists() else {}
     rows = []
@@ -208,6 +215,7 @@ def _count(value: float) -> str:
 
 
 def render(summary: dict[str, Any], plan: dict[str, Any], rows: list[FactRow]) -> str:
+    """The rate run's Markdown summary."""
     kind = summary["kind"]
     conf = f"{summary['confidence'] * 100:g}%"
     if kind == "estimate":

@@ -34,6 +34,7 @@ REVIEWS = "reviews.jsonl"
 
 
 class Decision(BaseModel):
+    """One person's decision on one flagged fact."""
     claim_id: str | None = None
     fact: str | None = None
     decision: Literal["accept", "reject"]
@@ -62,6 +63,7 @@ class Decisions:
             self.add(decision)
 
     def add(self, decision: Decision) -> None:
+        """Add a decision (a later one for the same fact replaces an earlier one)."""
         if decision.claim_id:
             self.by_id[decision.claim_id] = decision
         else:

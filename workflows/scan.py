@@ -30,6 +30,7 @@ from claire.evals.runner import run_eval
 
 @dataclass
 class ScanRow:
+    """One fact of a scanned passage with its verdict."""
     claim_id: str
     fact: str
     score: float | None
@@ -42,6 +43,7 @@ class ScanRow:
 
 @dataclass
 class ScanResult:
+    """The facts of a scan and where the run directory is."""
     out_dir: Path
     title: str
     title_in_index: bool | None
@@ -49,6 +51,7 @@ class ScanResult:
 
     @property
     def flagged(self) -> list[ScanRow]:
+        """The facts the scan flagged."""
         return [row for row in self.rows if row.verdict == "inconsistent"]
 
 
@@ -58,6 +61,7 @@ def fact_id(text: str) -> str:
 
 
 def default_out_dir(title: str) -> Path:
+    """The run directory a scan of this title and text uses unless told otherwise."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "article"
     return Path("runs") / f"scan-{slug}"
 
@@ -89,6 +93,7 @@ row_from_prediction = _row  # public name: estimates, audits and reviews show fl
 
 
 def render_scan_report(result: ScanResult, system: str) -> str:
+    """The Markdown report of a scan."""
     lines = [f"# Scan of “{result.title}” with {system}", ""]
     if result.title_in_index is False:
         lines += [f"The article “{result.title}” is not in the index, so nothing was excluded from search.", ""]
@@ -149,6 +154,7 @@ async def run_scan(
     show_progress: bool = True,
     console: Console | None = None,
 ) -> ScanResult:
+    """Extract a passage's facts and check each one, into a resumable run directory."""
     out_dir = Path(out_dir) if out_dir else default_out_dir(title)
     llm = ChatClient.from_config(config.llm)
     retriever = open_retrieval(config)
