@@ -117,6 +117,8 @@ class PromptLibrary:
         # Every piece of untrusted text is capped, so no passage, context or fact makes a prompt unbounded.
         self._env.filters["as_data"] = lambda text: _as_data(_truncate_chars(_plain(text), self.max_value_chars))
         self._env.filters["as_attr"] = lambda text: _as_attr(_truncate_chars(_plain(text), 300))
+        # one line of text in the prompt's own sentence (a title, a tool's argument): no line break, no quote
+        self._env.filters["as_line"] = lambda text: _as_attr(_truncate_chars(_plain(text), self.max_value_chars))
         self._infos: dict[str, TemplateInfo] = {}
         for name, variant in self.variants.items():
             self.info(name)  # fail early on a variant that does not exist
