@@ -34,7 +34,7 @@ def hits(n: int) -> list[Hit]:
 async def test_sliding_window_rerank_brings_the_best_to_the_top():
     # the model always prefers the passage with the highest document number it is shown
     def prefer_high(request):
-        numbers = re.findall(r"^\[(\d+)\] Doc (\d+)", request.messages[1].content, re.MULTILINE)
+        numbers = re.findall(r'<passage n="(\d+)" title="Doc (\d+)"', request.messages[1].content)
         ordered = sorted(numbers, key=lambda pair: -int(pair[1]))
         return " > ".join(f"[{n}]" for n, _ in ordered)
 
@@ -45,7 +45,8 @@ async def test_sliding_window_rerank_brings_the_best_to_the_top():
     assert sorted(h.block.id for h in ranked) == sorted(h.block.id for h in hits(40))
     assert len(llm.model.requests) == 3
     prompt = llm.model.requests[0].messages[1].content
-    assert "[20] Doc 39" in prompt and "word word" in prompt and len(prompt) < 20 * 140 + 500  # passages truncated
+    assert '<passage n="20" title="Doc 39"' in prompt and "word word" in prompt
+    assert len(prompt) < 20 * 200 + 500  # passages truncated
 
 
 async def test_search_tool_reranks_a_deeper_pool_and_returns_k():
