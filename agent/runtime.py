@@ -20,6 +20,7 @@ from claire.errors import ConfigError
 from claire.indexes.registry import Searcher, open_searcher
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary, library
+from claire.tasks.base import Task
 from claire.tasks.registry import get_task
 from claire.tools.rankgpt import RankGPTReranker
 from claire.tools.registry import tools_for
@@ -100,8 +101,15 @@ async def open_system(
     retriever: Searcher | None = None,
     reviewer: Reviewer | None = None,
     on_step: StepListener | None = None,
+    task: Task | None = None,
 ) -> AsyncIterator[System]:
-    """Yield a ready System; close the LLM client and retriever this call opened."""
+    """Yield a ready System — ``task``'s own (citations), else the configured one of claire, rav
+    and nli — and close the LLM client and retriever this call opened."""
+    own = (task or get_task(config.agent.task)).open_system(config)
+    if own is not None:
+        async with own as system:
+            yield system
+        return
     own_llm = llm is None
     llm = llm or ChatClient.from_config(config.llm)
     own_retriever = retriever is None

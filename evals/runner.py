@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from claire import __version__
+from claire.config import Config
 from claire.errors import ClaireError, ConfigError, DatasetError, redact
 from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
 from claire.evals.reporting import read_metrics
@@ -287,6 +288,47 @@ async def run_eval(
         errors=sum(1 for line in log.latest.values() if line.claim_id in wanted and line.error is not None),
         wall_time_s=wall_time, metrics=metrics,
     )
+
+
+def select_records(records: list[Any], *, ids: str | None, limit: int | None, source: str | Path) -> list[Any]:
+    """The records named by ``ids`` (comma-separated; an unknown id is an error), then the first ``limit``."""
+    if ids is not None:
+        wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        if not wanted:
+            raise ConfigError("--ids lists no claim ids; give them comma-separated, e.g. --ids 12,57")
+        unknown = sorted(set(wanted) - {r.claim_id for r in records})
+        if unknown:
+            raise ConfigError(f"--ids names claims not in {source}: {', '.join(unknown)}")
+        records = [r for r in records if r.claim_id in set(wanted)]
+    return records[:limit] if limit is not None else records
+
+
+def with_threshold(task: Task, config: Config, threshold: float | None, threshold_from: str | Path | None) -> Config:
+    """The configuration with the threshold a run was asked for (given, or the best-F1 one of a
+    validation run): the systems decide their verdicts with it, and config.json records it."""
+    if threshold is None and threshold_from is None:
+        return config
+    if task.threshold_setting is not None:
+        if threshold_from is not None:
+            raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
+        return config.with_overrides({task.threshold_setting: threshold})
+    system = config.agent.system
+    value, _ = resolve_threshold(system, threshold=threshold, threshold_from=threshold_from)
+    return config.with_overrides({"baselines.nli_threshold" if system == "nli" else "agent.threshold": value})
+
+
+def failure(summary: RunSummary, max_error_share: float, records_name: str = "claims") -> str | None:
+    """Why a finished run counts as failed (every record, or more than ``max_error_share`` of them,
+    ended in an error), or None."""
+    if not summary.total:
+        return None
+    if summary.errors >= summary.total:
+        return f"no {records_name[:-1]} could be scored; see the error column of predictions.jsonl"
+    if summary.errors / summary.total > max_error_share:
+        return (f"{summary.errors} of {summary.total} {records_name} ended in an error (more than eval.max_error_share = "
+                f"{max_error_share:.0%}); the metrics cover only the rest. See the error column of predictions.jsonl, "
+                "fix the cause and re-run with --retry-errors")
+    return None
 
 
 def pending_claims(claims: list[Any], out_dir: str | Path, *, retry_errors: bool = False) -> list[Any]:

@@ -23,6 +23,7 @@ from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from pydantic import BaseModel
 
+from claire.tasks.fact_limits import check_claims
 from claire.tasks.records import Claim, Prediction, failed_prediction, prediction_from
 
 
@@ -90,6 +91,27 @@ class Task(ABC):
     def exit_code(self, verdict: str | None, label: str | None) -> int:
         """``claire check``'s exit code for a result: 1 when it flags the claim, else 0."""
         return 1 if verdict == "inconsistent" else 0
+
+    records_name: ClassVar[str] = "claims"
+    """What a run's records are called in messages."""
+
+    index_setting: ClassVar[str] = "retrieval.index"
+    """The setting ``--index`` names for this task's runs."""
+
+    threshold_setting: ClassVar[str | None] = None
+    """The setting ``--threshold`` sets (None: the system's own threshold, agent.threshold or a REFUTES count)."""
+
+    agent_task: ClassVar[bool] = True
+    """Whether the task is one of the systems' ``agent.task`` values (claire, rav and nli answer it)."""
+
+    def input_warnings(self, records: list[Any], max_fact_chars: int, *, source: str) -> list[str]:
+        """Warnings about the records before a run (a DatasetError for records that cannot be run)."""
+        return check_claims(records, max_fact_chars, source=source)
+
+    def open_system(self, config: Any) -> Any:
+        """An async context manager yielding this task's own system, for a task that brings one
+        (None: the task is answered by claire, rav and nli)."""
+        return None
 
     sweepable: ClassVar[bool] = False
     """Whether a sweep can compare runs of this task (it summarises AUROC)."""

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from claire.tasks.base import Task
-from claire.tasks.citations.checker import CitationResult
+from claire.config import Config
+from claire.tasks.citations.checker import CitationResult, open_checker
 from claire.tasks.citations.records import Citation, load_citations
 from claire.tasks.citations.scoring import CitationPrediction, citation_metrics, write_outputs
 
@@ -22,6 +23,18 @@ class Citations(Task):
 
     name = "citations"
     line_model = CitationPrediction
+    records_name = "records"
+    index_setting = "cite.index"
+    threshold_setting = "cite.threshold"
+    agent_task = False
+
+    def input_warnings(self, records: list[Any], max_fact_chars: int, *, source: str) -> list[str]:
+        """Nothing to warn about: claims with citations may be long."""
+        return []
+
+    def open_system(self, config: Config) -> Any:
+        """The citation checker over the configured LLM and sources index."""
+        return open_checker(config)
 
     def load_claims(self, path: str | Path) -> list[Citation]:
         """The records of a WAFER-style file (JSONL or a JSON array)."""
