@@ -33,7 +33,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from claire.indexes.dumps.pages import convert_pages
+from claire.indexes.dumps.convert import convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
 from claire.indexes.encoding import BatchEncoder

@@ -91,7 +91,7 @@ def index_build(
 
 def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
     from claire.indexes.ingest import IngestOptions, default_workers
-    from claire.indexes.stores import ServerOptions
+    from claire.indexes.server_store import ServerOptions
 
     r = config.retrieval
     if limit_pages is not None and limit_pages < 1:

@@ -38,11 +38,15 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 from claire.errors import ClaireError, ConfigError, RetrievalError
 from claire.indexes.corpus import Block
-from claire.indexes.dumps.pages import MAX_WORDS, SKIP_REASONS, DumpPage, PageResult, block_id, convert_pages
+from claire.indexes.dumps.convert import convert_pages
+from claire.indexes.dumps.pages import MAX_WORDS, SKIP_REASONS, DumpPage, PageResult, block_id
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
 from claire.indexes.encoding import BatchEncoder, resolve_device
-from claire.indexes.stores import IndexMeta, IndexStore, ServerOptions, ServerStore, WorkingEdgeStore, check_name
+from claire.indexes.edge_store import WorkingEdgeStore
+from claire.indexes.index_meta import IndexMeta, check_name
+from claire.indexes.server_store import ServerOptions, ServerStore
+from claire.indexes.store import IndexStore
 
 CHUNK_PAGES = 16  # pages per task sent to a parsing process
 COMMIT_SECONDS = 2.0  # how often stored pages are flushed and written to the ledger

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 from claire.errors import RetrievalError
 from claire.indexes.http_search import HttpSearcher, is_search_endpoint
 from claire.indexes.retriever import Hit, ensure_demo_index, open_retriever
-from claire.indexes.stores import SearchMode
+from claire.indexes.store import SearchMode
 from claire.indexes.wikichat import DEFAULT_URL, WikiChatRetriever
 
 DEMO = "demo"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from claire.errors import ConfigError
-from claire.indexes.stores import TITLE, IndexStore
+from claire.indexes.store import IndexStore, TITLE
 
 Unit = Literal["block", "article"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError
-from claire.indexes.dumps.pages import convert_pages
+from claire.indexes.dumps.convert import convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.testing.dumps import generated_pages, sample_pages, write_html_dump, write_xml_dump
 
@@ -142,12 +142,12 @@ SPAN_TABLE = (
 
 @pytest.mark.parametrize("fmt", ["xml", "ndjson"])
 def test_spanning_cells_are_repeated_so_every_row_reads_whole(tmp_path, fmt):
-    from claire.testing.dumps import WikiPage, _html
+    from claire.testing.dumps import WikiPage, article_html
 
     wikitext = ('Intro.\n== Results ==\n{| class="wikitable"\n! colspan="2" | Season !! Champion\n'
                 '|-\n| rowspan="2" | 1950 || spring || Ferrari\n|-\n| autumn || Alfa Romeo\n'
                 '|-\n| 1951 || all year || rowspan="9" | Ferrari\n|}')
-    html = _html("Spans", '<section data-mw-section-id="0"><p>Intro.</p></section><section data-mw-section-id="1">'
+    html = article_html("Spans", '<section data-mw-section-id="0"><p>Intro.</p></section><section data-mw-section-id="1">'
                  '<h2 id="Results">Results</h2><table class="wikitable"><tbody>'
                  '<tr><th colspan="2">Season</th><th>Champion</th></tr>'
                  '<tr><td rowspan="2">1950</td><td>spring</td><td>Ferrari</td></tr><tr><td>autumn</td><td>Alfa Romeo</td></tr>'

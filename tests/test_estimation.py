@@ -22,7 +22,8 @@ from claire.workflows.estimation import cochran_sample_size, estimate_rate, extr
 from claire.workflows.reviews import Decision, append_decision, load_decisions, read_decisions
 from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
 from claire.indexes.sampling import sample_index
-from claire.indexes.stores import IndexMeta, open_index
+from claire.indexes.index_meta import IndexMeta
+from claire.indexes.stores import open_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
 

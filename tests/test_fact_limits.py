@@ -14,7 +14,7 @@ import pytest
 
 from claire.tasks.fact_limits import check_claims, check_fact
 from claire.errors import ClaireError, ConfigError, DatasetError
-from claire.workflows.scan import _within_limit
+from claire.workflows.scan import facts_within_limit
 
 FIXTURE = Path(__file__).parent / "fixtures" / "wikicollide_mini.json"
 PASTED = "The tower was built in 1889 by Gustave Eiffel's company. " * 900  # ~50 KB pasted by mistake
@@ -42,9 +42,9 @@ def test_dataset_claims_and_extracted_facts():
         check_claims(claims, 2000, source="dev.json")
     assert check_claims(claims[:2], 2000, source="dev.json") == ["1 claim(s) of dev.json are longer than a sentence or two: c1"]
     facts = [SimpleNamespace(text="Paris is in France."), SimpleNamespace(text=PASTED)]
-    assert [f.text for f in _within_limit(facts, 2000, None)] == ["Paris is in France."]
+    assert [f.text for f in facts_within_limit(facts, 2000, None)] == ["Paris is in France."]
     with pytest.raises(ClaireError, match="every extracted fact"):
-        _within_limit(facts[1:], 2000, None)
+        facts_within_limit(facts[1:], 2000, None)
 
 
 def test_cli_check_refuses_a_pasted_article_with_the_hint(tmp_path):

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError, RetrievalError
-from claire.indexes.dumps.pages import convert_pages
+from claire.indexes.dumps.convert import convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.ingest import IngestOptions, build_from_dump, ledger_path, update_from_dump
 from claire.indexes.retriever import open_retriever
-from claire.indexes.stores import EdgeStore, ServerOptions, ServerStore
+from claire.indexes.edge_store import EdgeStore
+from claire.indexes.server_store import ServerOptions, ServerStore
 from claire.testing.dumps import WikiPage, generated_pages, sample_pages, write_html_dump, write_xml_dump
 
 FAST = IngestOptions(workers=0, batch_size=16, device="cpu", show_progress=False)

@@ -13,7 +13,10 @@ import pytest
 
 from claire.errors import RetrievalError
 from claire.indexes.corpus import Block
-from claire.indexes.stores import EdgeStore, IndexMeta, ServerStore, delete_index, list_indexes, open_index
+from claire.indexes.edge_store import EdgeStore
+from claire.indexes.index_meta import IndexMeta
+from claire.indexes.server_store import ServerStore
+from claire.indexes.stores import delete_index, list_indexes, open_index
 
 DIM = 32
 

@@ -113,7 +113,7 @@ def render_scan_report(result: ScanResult, system: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _within_limit(facts: list, limit: int, console: Console | None) -> list:
+def facts_within_limit(facts: list, limit: int, console: Console | None) -> list:
     """The extracted facts short enough to check; the others are dropped with a warning."""
     kept = []
     for fact in facts:
@@ -137,7 +137,7 @@ async def extract_claims(
     facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
     if not facts:
         raise ClaireError("no checkable facts were found in the text")
-    facts = _within_limit(facts, config.agent.max_fact_chars, console)
+    facts = facts_within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
     return [Claim(claim_id=fact_id(f.text), text=f.text,
                   context=Passage(document_title=title, section_title=section, content=f.block)) for f in facts]

@@ -243,20 +243,5 @@ def _row(cells: list[str]) -> str:
 
 
 def skipped(page: DumpPage, reason: SkipReason) -> PageResult:
+    """The result of a page left out of the corpus, and why."""
     return PageResult(page.page_id, page.revision_id, page.title, skipped=reason)
-
-
-def convert_page(page: DumpPage, max_words: int = MAX_WORDS) -> PageResult:
-    """Convert one page with the converter for its kind (imported here: the converters import this module)."""
-    if page.kind == "html":
-        from claire.indexes.dumps import html
-
-        return html.convert(page, max_words=max_words)
-    from claire.indexes.dumps import wikitext
-
-    return wikitext.convert(page, max_words=max_words)
-
-
-def convert_pages(pages: list[DumpPage], max_words: int = MAX_WORDS) -> list[PageResult]:
-    """Convert a chunk of pages (the unit of work of a parsing process)."""
-    return [convert_page(page, max_words) for page in pages]
