@@ -28,10 +28,11 @@ BLOCKS = [
 
 class SearchServer:
     """A stand-in for ``claire serve``'s search route: stdlib HTTP in front of ``answer``.
-    ``fail_first`` answers that many requests with 503 first."""
+    ``fail_first`` answers that many requests with ``fail_status`` (and ``Retry-After: retry_after``) first."""
 
-    def __init__(self, retriever, fail_first: int = 0) -> None:
+    def __init__(self, retriever, fail_first: int = 0, fail_status: int = 503, retry_after: str | None = None) -> None:
         self.retriever, self.fail_first, self.requests = retriever, fail_first, []
+        self.fail_status, self.retry_after = fail_status, retry_after
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,13 +43,15 @@ class SearchServer:
                     status, payload = 404, {"detail": "Not Found"}
                 elif owner.fail_first > 0:
                     owner.fail_first -= 1
-                    status, payload = 503, {"detail": "busy"}
+                    status, payload = owner.fail_status, {"detail": "busy"}
                 else:
                     status, payload = answer(owner.retriever, body, index="tiny")
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if status != 200 and owner.retry_after is not None:
+                    self.send_header("Retry-After", owner.retry_after)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -130,3 +133,15 @@ def test_cli_search_uses_the_server(tiny, tmp_path):
     assert result.returncode == 0, result.stderr
     assert [hit["id"] for hit in json.loads(result.stdout)][0] == "bridge-1"
     assert not (tmp_path / "cache" / "indexes").exists()  # no local index was opened or built
+
+
+def test_a_429_waits_as_long_as_the_server_asks(tiny):
+    _, retriever = tiny
+    with SearchServer(retriever, fail_first=1, fail_status=429, retry_after="4") as server:
+        client = HttpSearcher(server.url, max_attempts=3, max_wait=10)
+        waits: list[float] = []
+        client.service.sleep = waits.append  # a clock of our own: no real waiting
+        hits = client.search("steel bridge", k=1)
+        client.close()
+    assert hits[0].block.id == "bridge-1" and len(server.requests) == 2
+    assert waits == [4.0]  # the server's Retry-After, not the exponential backoff
