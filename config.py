@@ -83,6 +83,7 @@ class _Section(BaseModel):
 
 
 class LLMConfig(_Section):
+    """Which LLM to call and how: the endpoint, the model, sampling, retries, the cache."""
     provider: Literal["openai", "azure", "local"] = Field("openai", description="openai (any OpenAI-compatible endpoint), azure, or local (a GGUF file in-process); a provider prefix in llm.model wins")
     model: str = Field("gpt-4o", description="model name; provider-qualified (anthropic:..., ollama:...) for LangChain's other providers")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, llama.cpp server, LM Studio, Ollama /v1); also OPENAI_BASE_URL")
@@ -126,15 +127,18 @@ class LLMConfig(_Section):
         return value
 
     def resolved_cache_path(self) -> Path:
+        """The LLM cache file (``llm.cache_path``, else llm-cache.sqlite in the cache folder)."""
         return self.cache_path or cache_dir() / "llm-cache.sqlite"
 
     def resolved_api_key(self) -> str | None:
+        """The API key: ``llm.api_key``, else the variable ``llm.api_key_env`` names."""
         if self.api_key is not None:
             return self.api_key.get_secret_value()
         return os.environ.get(self.api_key_env) or None
 
 
 class RetrievalConfig(_Section):
+    """Where and how passages are retrieved: the index, the search mode, reranking, a Qdrant server."""
     backend: Literal["qdrant", "wikichat"] = Field("qdrant", description="qdrant (an index) or wikichat (the WikiChat search API)")
     index: str = Field("demo", description="index name")
     path: Path | None = Field(None, description="folder holding embedded indexes (default: indexes in the user data directory)")
@@ -172,6 +176,7 @@ class RetrievalConfig(_Section):
 
 
 class AgentConfig(_Section):
+    """The system that answers and how the CLAIRE agent researches."""
     system: Literal["claire", "rav", "nli"] = Field("claire", description="claire (the agent), rav (retrieve and verify) or nli (the NLI pipeline)")
     task: Literal["wikicollide", "feverous"] = Field("wikicollide", description="what the systems answer: wikicollide (an inconsistency score) or feverous (a three-way label with cited element ids)")
     max_steps: int = Field(10, ge=1, le=100, description="research steps per claim")
@@ -211,12 +216,14 @@ class AgentConfig(_Section):
 
 
 class BaselineConfig(_Section):
+    """The settings of the two baselines."""
     k: int = Field(20, ge=1, le=200, description="passages the baselines retrieve")
     nli_threshold: float = Field(1, ge=0, description="REFUTES passages from which nli says inconsistent")  # a number of REFUTES passages
 
 
 class PromptsConfig(_Section):
     # "default" (the built-in templates) or a folder of *.j2 files that override them by name.
+    """Which prompt templates are rendered."""
     set: str = Field("default", description="default, or a folder of *.j2 files overriding templates by name")
     # template name -> variant name, e.g. {"verifier": "strict"} renders verifier.strict.j2.
     variants: dict[str, str] = Field(default_factory=dict, description="template name -> variant name (verifier = \"strict\" renders verifier.strict.j2)")
@@ -224,6 +231,7 @@ class PromptsConfig(_Section):
 
 
 class EvalConfig(_Section):
+    """Batch evaluation settings."""
     concurrency: int = Field(4, ge=1, le=256, description="claims evaluated at once")
     max_error_share: float = Field(0.2, ge=0.0, le=1.0, description="`claire eval` exits 2 when more than this share of the claims ended in an error")
 
@@ -245,6 +253,7 @@ class CiteConfig(_Section):
 
 
 class Config(_Section):
+    """The whole configuration of CLAIRE, one section per concern."""
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)

@@ -34,6 +34,7 @@ Ask = Callable[[str], str]
 
 @dataclass
 class ReviewResult:
+    """What one review session did."""
     flagged: int
     decided_before: int
     accepted: int = 0

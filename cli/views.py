@@ -24,6 +24,7 @@ from claire.errors import ConfigError
 
 
 def one_line(value: Any, limit: int = 90) -> str:
+    """Text flattened to one line and cut to ``limit`` characters."""
     if isinstance(value, list):
         titles = list(dict.fromkeys(str(v.get("document_title")) for v in value if isinstance(v, dict)))
         text = f"{len(value)} passages: " + "; ".join(titles[:4]) + (" …" if len(titles) > 4 else "") if value else "no passages"
@@ -35,6 +36,7 @@ def one_line(value: Any, limit: int = 90) -> str:
 
 
 def hits_table(hits: list[Any], query: str) -> Table:
+    """A table of search hits."""
     table = Table(title=Text(f"results for: {query}"), title_justify="left", show_lines=True, expand=True)
     table.add_column("#", justify="right", width=3)
     table.add_column("score", justify="right", width=7)
@@ -66,6 +68,7 @@ class CheckView:
         self.llm_total: Usage | None = None
 
     def on_step(self, event: dict[str, Any]) -> None:
+        """Show one research step as it is taken."""
         item = event["item"]
         self.count += 1
         output = item["action_output"] if item["action_name"] in ("search", "verifier", "nli") else event.get("observation") or item["action_output"]
@@ -93,6 +96,7 @@ class CheckView:
         return f"comment: {answer}"
 
     async def run(self) -> Assessment:
+        """Check the claim (or resume a saved check) with the live view."""
         reviewer = self.review if self.config.agent.review else None
         on_step = None if self.quiet else self.on_step
         async with open_system(self.config, reviewer=reviewer, on_step=on_step) as system:
@@ -116,6 +120,7 @@ class CheckView:
                 return await system.assess(self.claim, **kwargs)
 
     def final(self, a: Assessment) -> None:
+        """Print the result panel of an assessment."""
         c = self.console
         colour = {"inconsistent": "red", "consistent": "green"}.get(a.verdict or "", "yellow")
         score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.system == "nli" else f"{a.score:.2f}")

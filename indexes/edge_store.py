@@ -119,6 +119,7 @@ class EdgeStore(IndexStore):
             sharing.prune(self.path, keep=self._version.name)
 
     def refresh(self, accept: Callable[[IndexMeta], bool] | None = None) -> bool:
+        """Move to the index's newest complete version if a build replaced it since it was opened."""
         if self._view is None:  # a build in progress, or closed
             return False
         pointer = sharing.read_pointer(self.path)
@@ -155,6 +156,7 @@ class EdgeStore(IndexStore):
         self._open_shard.update(edge.UpdateOperation.delete_points(ids))
 
     def flush(self) -> None:
+        """Make the writes so far durable."""
         self._open_shard.flush()
 
     def _scroll(self, limit, offset):
@@ -165,6 +167,7 @@ class EdgeStore(IndexStore):
         return len(self._open_shard.facet(edge.FacetRequest(key=TITLE, limit=max(limit, 1), exact=True)))
 
     def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+        """Every stored point as ``(point id, payload)``; the payload holds only ``fields``."""
         selector: Any = True if fields is None else (edge.PayloadSelector.Include(fields) if fields else False)
         offset = None
         while True:
@@ -175,13 +178,16 @@ class EdgeStore(IndexStore):
                 return
 
     def fetch(self, ids: list[int]) -> list[dict]:
+        """The payloads of the points ``ids`` (in that order; ids not stored are left out)."""
         found = {int(r.id): dict(r.payload or {}) for r in self._open_shard.retrieve(list(ids), True, False)}
         return [found[i] for i in ids if i in found]
 
     def count(self) -> int:
+        """The number of blocks stored."""
         return self._open_shard.count(edge.CountRequest(exact=True))
 
     def count_title(self, title: str) -> int:
+        """The number of blocks of the article ``title``."""
         match = edge.Filter(must=[edge.FieldCondition(TITLE, match=edge.MatchValue(title))])
         return self._open_shard.count(edge.CountRequest(exact=True, filter=match))
 
@@ -211,6 +217,7 @@ class EdgeStore(IndexStore):
         return [(p.payload, p.score) for p in self._open_shard.query(request)]
 
     def close(self) -> None:
+        """Release the shard and the version read; an unfinished build is discarded."""
         if self._shard is not None:
             self._shard.close()
             self._shard = None
@@ -225,6 +232,7 @@ class EdgeStore(IndexStore):
             self._writer = None
 
     def size_on_disk(self) -> int:
+        """Bytes allocated on disk by the version in use (or being built)."""
         if self._version is not None:
             return tree_size(self._version)
         if self._view is not None and self._view.source.is_dir():
@@ -311,6 +319,7 @@ class WorkingEdgeStore(EdgeStore):
         shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def close(self) -> None:
+        """Release the working copy's shard (the copy stays for the next run)."""
         if self._shard is not None:
             self._shard.close()
             self._shard = None

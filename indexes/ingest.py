@@ -103,10 +103,12 @@ class IngestSummary:
 
     @property
     def pages_per_s(self) -> float:
+        """Pages read per second in this run."""
         return self.pages_read / self.seconds if self.seconds else 0.0
 
     @property
     def blocks_per_s(self) -> float:
+        """Blocks written per second in this run."""
         return self.blocks_written / self.seconds if self.seconds else 0.0
 
 
@@ -137,10 +139,12 @@ class Ledger:
         self.db.commit()
 
     def get(self, key: str, default: str | None = None) -> str | None:
+        """The revision indexed for a page (None when the page is not in the index)."""
         row = self.db.execute("SELECT value FROM info WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
     def set(self, **values: object) -> None:
+        """Record the revision indexed for a page."""
         self.db.executemany("INSERT OR REPLACE INTO info VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
         self.db.commit()
 
@@ -149,6 +153,7 @@ class Ledger:
         return self.db.execute("SELECT revision_id, blocks FROM pages WHERE page_id = ?", (page_id,)).fetchone()
 
     def commit(self, results: list[PageResult], seen: list[int], generation: int, last: str | None) -> None:
+        """Make the recorded revisions durable."""
         with self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
@@ -163,6 +168,7 @@ class Ledger:
         yield from self.db.execute("SELECT page_id, blocks FROM pages WHERE seen < ?", (generation,)).fetchall()
 
     def forget(self, page_ids: list[int]) -> None:
+        """Forget the pages no longer in the dump."""
         with self.db:
             self.db.executemany("DELETE FROM pages WHERE page_id = ?", [(p,) for p in page_ids])
 
@@ -172,6 +178,7 @@ class Ledger:
         return rows.pop("", 0), {reason: rows.get(reason, 0) for reason in SKIP_REASONS}
 
     def close(self) -> None:
+        """Close the ledger's database."""
         self.db.close()
 
 

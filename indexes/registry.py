@@ -32,9 +32,13 @@ class Searcher(Protocol):
         k: int = 15,
         mode: SearchMode = "hybrid",
         candidates: int = 50,
-    ) -> list[Hit]: ...
+    ) -> list[Hit]:
+        """Ranked blocks for ``query``, none from the article ``exclude_title``."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the backend."""
+        ...
 
 
 def open_searcher(

@@ -91,6 +91,7 @@ class Retriever:
 
     @property
     def meta(self) -> IndexMeta:
+        """The index's description."""
         return self.store.meta
 
     def search(
@@ -133,6 +134,7 @@ class Retriever:
             return self.store.count_title(title) > 0
 
     def close(self) -> None:
+        """Release the index and its query encoder."""
         with self._lock:
             self.store.close()
 

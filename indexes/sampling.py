@@ -20,6 +20,7 @@ Unit = Literal["block", "article"]
 
 @dataclass
 class IndexSample:
+    """Blocks drawn at random from an index, with what the draw covered."""
     unit: Unit
     seed: int
     corpus_blocks: int

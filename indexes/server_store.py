@@ -189,6 +189,7 @@ class ServerStore(IndexStore):
             return len(self._client.facet(self.collection, TITLE, limit=max(limit, 1), exact=True).hits)
 
     def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
+        """Every stored point as ``(point id, payload)``; the payload holds only ``fields``."""
         selector: Any = True if fields is None else (models.PayloadSelectorInclude(include=fields) if fields else False)
         offset = None
         while True:
@@ -201,16 +202,19 @@ class ServerStore(IndexStore):
                 return
 
     def fetch(self, ids: list[int]) -> list[dict]:
+        """The payloads of the points ``ids`` (in that order; ids not stored are left out)."""
         with server_errors(self._where):
             records = self._client.retrieve(self.collection, ids=list(ids), with_payload=True, with_vectors=False)
         found = {int(r.id): dict(r.payload or {}) for r in records}
         return [found[i] for i in ids if i in found]
 
     def count(self) -> int:
+        """The number of blocks stored."""
         with server_errors(self._where):
             return self._client.count(self.collection, exact=True).count
 
     def count_title(self, title: str) -> int:
+        """The number of blocks of the article ``title``."""
         match = models.Filter(must=[models.FieldCondition(key=TITLE, match=models.MatchValue(value=title))])
         with server_errors(self._where):
             return self._client.count(self.collection, count_filter=match, exact=True).count
@@ -241,12 +245,14 @@ class ServerStore(IndexStore):
         return [(p.payload, p.score) for p in result.points]
 
     def close(self) -> None:
+        """Release the client (and the upload threads)."""
         if self._uploads is not None:
             self._uploads.shutdown()
             self._uploads = None
         self._client.close()
 
     def size_on_disk(self) -> int | None:
+        """Bytes used on local disk (local mode), or None on a server."""
         if self._local_path is None:
             return None
         return tree_size(self._local_path / "collection" / self.collection)

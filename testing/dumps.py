@@ -37,6 +37,7 @@ class WikiPage:
     redirect: str | None = None  # the redirect target
 
     def revised(self, revision_id: int, wikitext: str, html: str) -> WikiPage:
+        """The same page at a later revision with other text."""
         return replace(self, revision_id=revision_id, wikitext=wikitext, html=html)
 
 
@@ -63,6 +64,7 @@ def write_xml_dump(path: Path, pages: Iterable[WikiPage]) -> Path:
 
 
 def html_record(page: WikiPage) -> dict:
+    """The Enterprise-HTML NDJSON record of a page."""
     return {
         "name": page.title,
         "identifier": page.page_id,

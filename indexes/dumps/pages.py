@@ -92,6 +92,7 @@ class BlockWriter:
 
     @property
     def section(self) -> str:
+        """Start a section at ``level`` (deeper sections nest under it)."""
         return " > ".join(name for _, name in self._path)
 
     @property
@@ -109,6 +110,7 @@ class BlockWriter:
             self._path.append((level, title))
 
     def paragraph(self, text: str) -> None:
+        """Add a prose paragraph to the current section."""
         text = clean_line(text)
         if text:
             self._paragraphs.append(text)
@@ -163,6 +165,7 @@ class BlockWriter:
             self._paragraphs = []
 
     def result(self) -> PageResult:
+        """The page's blocks, numbered in reading order."""
         self.flush()
         page = self.page
         if not self.blocks:
