@@ -30,7 +30,7 @@ def serve_command(
     sets: SetOpt = None,
 ) -> None:
     """The web app and REST API for editors: paste an article, see flagged facts, review them."""
-    from claire.web.app import ServeSettings
+    from claire.web.settings import ServeSettings
     from claire.web.serve import serve
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)

@@ -51,6 +51,8 @@ def cited_numbers(reasoning: str | None) -> list[int]:
 
 
 class JobRunner:
+    """Runs checks and scans as tasks on the server's loop and publishes what happens to them."""
+
     def __init__(self, config: Config, store: JobStore, *, llm: ChatClient, retriever: Searcher, concurrency: int = 4,
                  max_jobs: int = 200):
         if config.agent.report is None:  # editors read the two-sided report in the side panel
@@ -109,6 +111,7 @@ class JobRunner:
                           "try again when some have finished")
 
     def submit_check(self, request: dict[str, Any]) -> str:
+        """Store a check of one fact and start it; its job id."""
         self._admit()
         job_id = self.store.create_job("check", request)
         claim = Claim(claim_id="check", text=request["fact"], context=Passage(
@@ -119,6 +122,7 @@ class JobRunner:
         return job_id
 
     def submit_scan(self, request: dict[str, Any]) -> str:
+        """Store a scan of an article or passage and start it; its job id."""
         self._admit()
         job_id = self.store.create_job("scan", request)
         self._start(job_id)
