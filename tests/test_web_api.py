@@ -16,7 +16,8 @@ from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
-from claire.web.settings import ServeSettings, create_app
+from claire.web.app import create_app
+from claire.web.settings import ServeSettings
 from claire.web.serve import ServerThread
 
 SECRET = "sk-web-secret-abcdef0123456789"

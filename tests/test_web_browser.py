@@ -24,7 +24,8 @@ from claire.config import load_config
 from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
-from claire.web.settings import ServeSettings, create_app
+from claire.web.app import create_app
+from claire.web.settings import ServeSettings
 from claire.web.serve import ServerThread
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
