@@ -103,17 +103,23 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, confi
     return done
 
 
-async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: ChatClient, config: Config, limit: int | None,
-                  console: Console | None) -> tuple[list[dict[str, Any]], int]:
-    """The claims to check (as claims.jsonl records) and how many could not be prepared."""
-    if fmt == "feverous":
-        records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
-        return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
-                              evidence=r.evidence, challenge=r.challenge) for r in records], 0
-    if fmt == "wikicollide":
-        claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
-        return [_claim_record(c.claim_id, c.text, c.claim_id, title=c.context.document_title,
-                              section=c.context.section_title, content=c.context.content) for c in claims], 0
+async def _feverous_claims(dataset: Path, limit: int | None, **_: Any) -> tuple[list[dict[str, Any]], int]:
+    """FEVEROUS claims labelled SUPPORTS, with their evidence sets."""
+    records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
+    return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
+                          evidence=r.evidence, challenge=r.challenge) for r in records], 0
+
+
+async def _wikicollide_claims(dataset: Path, limit: int | None, **_: Any) -> tuple[list[dict[str, Any]], int]:
+    """WikiCollide claims labelled consistent, with their passages."""
+    claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
+    return [_claim_record(c.claim_id, c.text, c.claim_id, title=c.context.document_title,
+                          section=c.context.section_title, content=c.context.content) for c in claims], 0
+
+
+async def _ambigqa_claims(dataset: Path, limit: int | None, *, out_dir: Path, llm: ChatClient, config: Config,
+                          console: Console | None) -> tuple[list[dict[str, Any]], int]:
+    """AmbigQA question-answer pairs turned into statements by the LLM (made once, kept in the run)."""
     items = [item for record in load_ambigqa(dataset) for item in qa_pairs(record)][:limit]
     made = await _statements(items, out_dir, llm, config, console)
     records, failed = [], 0
@@ -125,6 +131,11 @@ async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: ChatClient, confi
         records.append(_claim_record(f"ambigqa-{item.item_id}", statement, item.item_id,
                                      question=item.question, answer=item.answer))
     return records, failed
+
+
+CLAIM_SOURCES = {"feverous": _feverous_claims, "ambigqa": _ambigqa_claims, "wikicollide": _wikicollide_claims}
+"""How the claims a benchmark takes as true are read from each format (as claims.jsonl records, and
+how many could not be prepared)."""
 
 
 async def run_audit(
@@ -159,7 +170,7 @@ async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: 
                  wanted: dict[str, Any], show_progress: bool, console: Console | None) -> None:
     llm = ChatClient.from_config(config.llm)
     try:
-        records, failed = await _claims(fmt, dataset, out_dir, llm, config, limit, console)
+        records, failed = await CLAIM_SOURCES[fmt](dataset, limit, out_dir=out_dir, llm=llm, config=config, console=console)
         if not records:
             raise DatasetError(f"{dataset} holds no claims the benchmark takes as true ({SELECTION[fmt]})")
         if failed and console is not None:
