@@ -17,6 +17,7 @@ import sys
 import tomllib
 import warnings
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
 
 import platformdirs
@@ -78,6 +79,18 @@ def default_index_root() -> Path:
     return root
 
 
+def http_url(value: str) -> str:
+    """``value`` if it is an http(s) URL with a host and a numeric port; a ValueError saying what is wrong otherwise."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{redact(value)!r} is not an http(s) URL like http://127.0.0.1:8000/v1")
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError(f"{redact(value)!r} has a port that is not a number from 0 to 65535") from None
+    return value.strip()
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -114,6 +127,34 @@ class LLMConfig(_Section):
     cache: bool = Field(True, description="keep answers in the SQLite response cache")
     refresh_cache: bool = Field(False, description="ignore cached answers and store fresh ones")
     cache_path: Path | None = Field(None, description="the response cache file (default: llm-cache.sqlite in the cache directory)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _credentials_leave_the_url(cls, data: Any) -> Any:
+        """``http://user:KEY@host/v1`` becomes ``http://host/v1`` with KEY as the API key (unless one
+        is set): HTTP clients refuse a URL with credentials beside an Authorization header."""
+        if not isinstance(data, dict) or not isinstance(data.get("base_url"), str):
+            return data
+        parts = urlsplit(data["base_url"])
+        if parts.username is None and parts.password is None:
+            return data
+        key = parts.password if parts.password is not None else parts.username
+        register_secret(key)
+        host = parts.hostname or ""
+        try:
+            port = parts.port
+        except ValueError:
+            return data  # the URL check names the bad port
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+        data = {**data, "base_url": urlunsplit(parts._replace(netloc=netloc))}
+        if key and data.get("api_key") is None:
+            data["api_key"] = key
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _is_an_http_url(cls, value: str | None) -> str | None:
+        return value if value is None else http_url(value)
 
     @field_validator("api_key_env")
     @classmethod
@@ -163,6 +204,11 @@ class RetrievalConfig(_Section):
     server_on_disk: bool = Field(True, description="keep a server collection's vectors and payloads on disk")
     server_int8: bool = Field(True, description="int8 scalar quantization of a server collection (kept in RAM, rescored from disk)")
     upload_parallel: int = Field(4, ge=1, description="concurrent upload requests per batch to a Qdrant server")
+
+    @field_validator("url", "wikichat_url")
+    @classmethod
+    def _is_an_http_url(cls, value: str | None) -> str | None:
+        return value if value is None else http_url(value)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":
@@ -388,12 +434,16 @@ def _file_layer(path: Path | None) -> tuple[dict[str, Any], str]:
         if not candidate.is_file():
             return {}, "defaults"
         path = candidate
+    elif path.is_dir():
+        raise ConfigError(f"config file {path} is a folder; give the claire.toml file itself")
     elif not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
 
 
 def load_config(

@@ -48,6 +48,25 @@ def read_bytes(path: Path, *, what: str, hint: str = "a file") -> bytes:
         raise DatasetError(f"cannot read {what} file {path}: {error.strerror or error}") from None
 
 
+LONE_SURROGATE = "a \\uD800-\\uDFFF escape without its pair (a lone surrogate), which is not text"
+
+
+def is_text(value: Any) -> bool:
+    """Whether every string in a JSON value is real Unicode text (JSON's ``\\uD83D`` escapes can
+    leave half a surrogate pair, which nothing downstream can encode)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(is_text(key) and is_text(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(is_text(item) for item in value)
+    return True
+
+
 def json_lines(data: bytes) -> Iterator[JsonLine]:
     """Every non-blank line of JSONL ``data``, read as UTF-8 JSON (a byte-order mark and CR line
     ends are allowed); an unreadable line says why in ``problem``."""
@@ -64,10 +83,14 @@ def json_lines(data: bytes) -> Iterator[JsonLine]:
                            unterminated=unterminated)
             continue
         try:
-            yield JsonLine(number, raw, json.loads(text.removeprefix("\ufeff") if number == 1 else text),
-                           unterminated=unterminated)
+            value = json.loads(text.removeprefix("\ufeff") if number == 1 else text)
         except json.JSONDecodeError as error:
             yield JsonLine(number, raw, problem=f"invalid JSON ({error.msg})", unterminated=unterminated)
+            continue
+        if b"\\u" in raw and not is_text(value):
+            yield JsonLine(number, raw, problem=LONE_SURROGATE, unterminated=unterminated)
+            continue
+        yield JsonLine(number, raw, value, unterminated=unterminated)
 
 
 def read_jsonl(path: Path, *, what: str, hint: str = "a JSONL file") -> Iterator[JsonLine]:
@@ -146,6 +169,9 @@ def json_records(path: Path, *, what: str, hint: str) -> list[JsonRecord]:
             values = json.loads(text)
         except json.JSONDecodeError as error:
             raise DatasetError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+        for index, value in enumerate(values):
+            if not is_text(value):
+                raise DatasetError(f"{path}: record {index}: {LONE_SURROGATE}; {hint}")
         return [JsonRecord(f"record {index}", value) for index, value in enumerate(values)]
     records = []
     for line in json_lines(data):

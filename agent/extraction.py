@@ -17,6 +17,10 @@ from claire.llm.client import ChatClient
 from claire.errors import ConfigError
 from claire.prompts import PromptLibrary
 
+MAX_PASSAGE_BYTES = 1_000_000
+"""The largest passage ``extract`` and ``scan`` take (UTF-8 bytes): far more than any Wikipedia
+article's text, and a bound on how many LLM calls one command can make."""
+
 _FACT = re.compile(r"<\s*fact\s*>(.*?)(?:<\s*/\s*fact\s*>|$)", re.IGNORECASE | re.DOTALL | re.MULTILINE)
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -87,6 +91,10 @@ async def extract_facts(
     """All facts of a passage, in text order, de-duplicated across blocks."""
     if not text or not text.strip():
         raise ConfigError("the text is empty: give the passage to extract facts from (--text or --file)")
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_PASSAGE_BYTES:
+        raise ConfigError(f"the passage is {size / 1e6:.1f} MB, over the {MAX_PASSAGE_BYTES / 1e6:g} MB limit for one "
+                          "extraction; give one article (or one section) at a time")
     if not title.strip():
         raise ConfigError("the article title is needed (--title): facts are checked against the rest of the corpus")
     blocks = split_blocks(text, max_words=max_words)

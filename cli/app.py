@@ -17,6 +17,7 @@ from claire.cli import bench, check, config_cmd, evaluate, indexes, passages, ra
 from claire.cli.options import console, err
 from claire.config import ConfigWarning
 from claire.errors import ClaireError, redact
+from claire.files import is_text
 
 app = typer.Typer(
     name="claire",
@@ -94,6 +95,11 @@ def main() -> None:
     """Console-script entry point: clear messages instead of tracebacks."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     warnings.showwarning = _show_config_warning
+    for number, argument in enumerate(sys.argv[1:], start=1):
+        if not is_text(argument):  # bytes that are not UTF-8 arrive as lone surrogates
+            err.print(f"[bold red]error:[/] argument {number} is not UTF-8 text "
+                      f"({escape(argument.encode('utf-8', 'replace').decode('utf-8'))}); give text in UTF-8")
+            sys.exit(2)
     try:
         app()
     except ClaireError as error:

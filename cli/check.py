@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
+from rich.text import Text
 
 from claire.cli.options import (
     BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, RefreshOpt, SetOpt,
@@ -88,10 +89,12 @@ def check_command(
             trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
         except OSError as error:
             err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(error.strerror or str(error))}")
+    failed = bool(assessment.error) and assessment.score is None and assessment.label is None
     if as_json:
         print(assessment.model_dump_json(indent=2))
-    else:
+    elif not failed:
         view.final(assessment)
-    if assessment.error and assessment.score is None and assessment.label is None:
+    if failed:  # no verdict: the cause, on one line, where errors go
+        err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error}"))
         raise typer.Exit(2)
     raise typer.Exit(get_task(config.agent.task).exit_code(assessment.verdict, assessment.label))

@@ -39,6 +39,7 @@ def eval_command(
 ) -> None:
     """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
     from claire.agent.runtime import open_system
+    from claire.evals.predictions import refuse_if_in_use
     from claire.evals.runner import failure, run_eval, select_records, with_threshold
     from claire.tasks.registry import get_task
 
@@ -51,6 +52,7 @@ def eval_command(
     records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
     for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):
         err.print(f"[yellow]warning:[/] {escape(warning)}")
+    refuse_if_in_use(out)
 
     async def go():
         async with open_system(config, task=chosen) as system_:

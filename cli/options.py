@@ -9,14 +9,15 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 
 from claire import event_loop
 from claire.config import Config, load_config, parse_assignment
+from claire.agent.extraction import MAX_PASSAGE_BYTES
+from claire.cli.terminal import terminal_console
 from claire.errors import ConfigError
 
-console = Console()
-err = Console(stderr=True)
+console = terminal_console()
+err = terminal_console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
 
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="A claire.toml to read (default: ./claire.toml).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override any setting: section.field=value (repeatable).")]
@@ -91,6 +92,9 @@ def passage_text(text: str | None, file: Path | None) -> str:
         raise ConfigError("give the passage with either --text or --file")
     if file is not None:
         try:
+            if file.stat().st_size > MAX_PASSAGE_BYTES:
+                raise ConfigError(f"{file} is {file.stat().st_size / 1e6:.1f} MB, over the {MAX_PASSAGE_BYTES / 1e6:g} MB "
+                                  "limit for one passage; give one article (or one section) at a time")
             return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"cannot read {file}: {error}") from None

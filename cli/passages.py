@@ -59,7 +59,7 @@ def scan_command(
     text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
     file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
     system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
-    max_facts: Annotated[Optional[int], typer.Option("--max-facts", help="Check at most N facts.")] = None,
+    max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
     concurrency: ConcurrencyOpt = None,
     index: IndexOpt = None,

@@ -111,6 +111,21 @@ def load_predictions(run_dir: str | Path, model: type[BaseModel] = Prediction) -
     return [prediction.model_dump(mode="json") for prediction in contents.latest.values()]
 
 
+def refuse_if_in_use(run_dir: Path) -> None:
+    """A ConfigError now, before any model loads, when another process holds ``run_dir``
+    (:class:`PredictionLog` takes the lock itself when the run starts)."""
+    lock = Path(run_dir) / ".lock"
+    if not lock.is_file():
+        return
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ConfigError(f"{run_dir} is in use by another claire process; wait for it or choose another --out") from None
+    finally:
+        os.close(fd)  # closing releases a lock this check took
+
+
 class PredictionLog:
     """The append-only predictions file of one run directory, opened for a (resumed) run.
     ``model`` is the schema of a line (any pydantic model with a ``claim_id``)."""

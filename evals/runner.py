@@ -13,11 +13,13 @@ from a validation run). The task decides what a line holds and how a run is scor
 from __future__ import annotations
 
 import asyncio
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence, get_args
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -32,7 +34,7 @@ from claire.evals.thresholds import resolve_threshold
 from claire.llm.usage import track_usage
 from claire.tasks.base import Task
 from claire.tasks.registry import get_task
-from claire.tasks.wikicollide.dataset import infer_split
+from claire.tasks.wikicollide.dataset import Split, infer_split
 
 
 @dataclass
@@ -47,6 +49,7 @@ class RunSummary:
     errors: int  # records of this run whose (latest) line is an error
     wall_time_s: float  # time spent assessing records in this invocation
     metrics: dict[str, Any]
+    common_error: str | None = None  # the error most records of this run ended in
 
 
 def run_task(stored: dict[str, Any] | None) -> Task:
@@ -62,6 +65,7 @@ NEUTRAL_SETTINGS = {
     "llm.api_key_env", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
     "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
     "agent.max_fact_chars",
+    "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
 }
 
 
@@ -181,6 +185,8 @@ def _threshold(task: Task, system: str, config_public: dict[str, Any] | None, th
         raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
     return (threshold if threshold is not None else task.default_threshold(config_public)), None
 
+SPLITS: tuple[str, ...] = get_args(Split)
+
 
 def score_run(
     out_dir: str | Path,
@@ -192,6 +198,10 @@ def score_run(
 ) -> dict[str, Any]:
     """Recompute and rewrite the outputs (metrics.json, report.md, plots) of a run directory."""
     out_dir = Path(out_dir)
+    if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
+        raise ConfigError(f"--threshold must be a finite number of at least 0, not {threshold}")
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"--split must be one of {', '.join(SPLITS)}, not {split!r}")
     stored = read_run_config(out_dir) or {}
     task = run_task(stored)
     predictions = load_predictions(out_dir, task.line_model)
@@ -283,10 +293,11 @@ async def run_eval(
         log.close()
     metrics = score_run(out_dir, threshold=threshold, threshold_from=threshold_from, split=split, wall_time_s=wall_time)
     wanted = set(ids)
+    errors = Counter(line.error for line in log.latest.values() if line.claim_id in wanted and line.error is not None)
     return RunSummary(
         out_dir=out_dir, system=system.name, total=len(records), skipped=len(records) - len(todo), ran=len(todo),
-        errors=sum(1 for line in log.latest.values() if line.claim_id in wanted and line.error is not None),
-        wall_time_s=wall_time, metrics=metrics,
+        errors=sum(errors.values()), wall_time_s=wall_time, metrics=metrics,
+        common_error=errors.most_common(1)[0][0] if errors else None,
     )
 
 
@@ -322,11 +333,12 @@ def failure(summary: RunSummary, max_error_share: float, records_name: str = "cl
     ended in an error), or None."""
     if not summary.total:
         return None
+    cause = f" (the most common error: {summary.common_error})" if summary.common_error else ""
     if summary.errors >= summary.total:
-        return f"no {records_name[:-1]} could be scored; see the error column of predictions.jsonl"
+        return f"no {records_name[:-1]} could be scored{cause}; see the error column of predictions.jsonl"
     if summary.errors / summary.total > max_error_share:
         return (f"{summary.errors} of {summary.total} {records_name} ended in an error (more than eval.max_error_share = "
-                f"{max_error_share:.0%}); the metrics cover only the rest. See the error column of predictions.jsonl, "
+                f"{max_error_share:.0%}){cause}; the metrics cover only the rest. See the error column of predictions.jsonl, "
                 "fix the cause and re-run with --retry-errors")
     return None
 

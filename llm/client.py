@@ -63,8 +63,8 @@ class ChatClient:
         self.tool_calling = tool_calling
         self.context_window = context_window or known_context_window(setup.model_name)
         self.counter = TokenCounter(setup.model_name)
-        # Set when a call gave up because the endpoint could not be reached: later calls try once
-        # instead of a full retry cycle each, until one gets through again.
+        # Set when a call gave up because the endpoint could not be reached or never answered in
+        # time: later calls try once instead of a full retry cycle each, until one gets through again.
         self.endpoint_down = False
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._bound: dict[tuple[Any, ...], Any] = {}
@@ -144,7 +144,7 @@ class ChatClient:
                         raise TransientLLMError("the model returned an empty answer")
         except TransientLLMError as error:
             hint = ""
-            if "connect" in str(error):
+            if error.unresponsive:  # unreachable or hanging: later calls try once, not a full cycle each
                 self.endpoint_down = True
                 hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
             raise LLMError(f"LLM call to {self.endpoint} failed after {attempts} attempt(s): {error}{hint}") from None

@@ -11,7 +11,13 @@ from claire.retrying import TransientError, retry_after
 
 
 class TransientLLMError(TransientError):
-    """An LLM call worth retrying; ``retry_after`` is the server's requested wait in seconds."""
+    """An LLM call worth retrying; ``retry_after`` is the server's requested wait in seconds.
+    ``unresponsive``: the endpoint could not be reached or did not answer in time (not a
+    per-request failure such as a 429 or a garbled body)."""
+
+    def __init__(self, message: str, retry_after: float | None = None, *, unresponsive: bool = False):
+        super().__init__(message, retry_after)
+        self.unresponsive = unresponsive
 
 
 _TIMEOUTS = {"APITimeoutError", "TimeoutException", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
@@ -66,11 +72,11 @@ def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: 
             return TransientLLMError(f"server error ({status})", retry_after(headers))
         return LLMError(f"the LLM endpoint answered HTTP {status}: {brief(error)}")
     if refused(error):
-        return TransientLLMError(f"cannot connect to {endpoint}")
+        return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
     if names & _TIMEOUTS:
-        return TransientLLMError(f"no answer within {timeout:g} s (timeout)")
+        return TransientLLMError(f"no answer within {timeout:g} s (timeout)", unresponsive=True)
     if names & _CONNECTION:
-        return TransientLLMError(f"cannot connect to {endpoint}")
+        return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
     if names & _GARBLED:
         return TransientLLMError(f"unparseable response from the endpoint: {type(error).__name__}")
     return error

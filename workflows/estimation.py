@@ -32,13 +32,19 @@ def _check_confidence(confidence: float) -> None:
         raise ConfigError(f"the confidence must be between 0 and 1 (e.g. 0.99), got {confidence}")
 
 
+MIN_MARGIN = 1e-6
+"""The smallest margin of error asked for (it already needs over a trillion facts)."""
+MAX_COUNT = 10**15
+"""The most facts a sample or population may count (the interval arithmetic is in 64-bit numbers)."""
+
+
 def cochran_sample_size(
     confidence: float = 0.99, margin: float = 0.05, p: float = 0.5, population: int | None = None
 ) -> int:
     """Cochran's n0 = z² p (1 - p) / e², rounded up; with ``population`` N the finite-population
     correction n = n0 / (1 + (n0 - 1) / N), rounded up."""
-    if not 0 < margin < 1:
-        raise ConfigError(f"the margin of error must be between 0 and 1 (e.g. 0.05), got {margin}")
+    if not MIN_MARGIN <= margin < 1:
+        raise ConfigError(f"the margin of error must be from {MIN_MARGIN:g} to below 1 (e.g. 0.05), got {margin:g}")
     if not 0 < p < 1:
         raise ConfigError(f"the expected proportion --p must be between 0 and 1, got {p}")
     if population is not None and population < 1:
@@ -85,8 +91,10 @@ def estimate_rate(count: int, total: int, confidence: float = 0.99, population: 
     """The share ``count / total`` with the normal-approximation margin z·sqrt(p(1-p)/n) (times
     sqrt((N-n)/(N-1)) when a finite ``population`` N is given) and the Wilson score interval."""
     _check_confidence(confidence)
-    if total < 1:
-        raise ConfigError(f"the total must be at least 1, got {total}")
+    if not 1 <= total <= MAX_COUNT:
+        raise ConfigError(f"the total must be from 1 to {MAX_COUNT:.0e} facts, got {total}")
+    if population is not None and population > MAX_COUNT:
+        raise ConfigError(f"the population must be at most {MAX_COUNT:.0e}, got {population}")
     if not 0 <= count <= total:
         raise ConfigError(f"the count must be between 0 and the total ({total}), got {count}")
     if population is not None and population < total:
