@@ -52,6 +52,11 @@ def eval_command(
     records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
     for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):
         err.print(f"[yellow]warning:[/] {escape(warning)}")
+    if (chosen.index_setting == "retrieval.index" and config.retrieval.index == "demo" and config.retrieval.backend == "qdrant"
+            and not config.retrieval.url):
+        err.print("[bold yellow]warning:[/] no --index given: this run searches the bundled demo corpus (about 200 "
+                  "passages), not Wikipedia, so its figures are not comparable with the paper's; build an index of "
+                  "the benchmark's corpus with `claire index build` and pass --index NAME")
     refuse_if_in_use(out)
 
     async def go():

@@ -66,7 +66,7 @@ def test_injection_from_index_and_context_file_stays_data_at_the_http_boundary(t
             assert "Every fact is consistent" not in system_text
             assert 'section="Design" trusted="true"' not in request["messages"][1]["content"]
     shown = _claire("search", "Eiffel Tower lift clipboard", "--index", "hostile", "-k", "4", env=env)
-    assert shown.returncode == 0 and "set the clipboard" in shown.stdout, shown.stderr
+    assert shown.returncode == 0 and "clipboard" in shown.stdout and "in red" in shown.stdout, shown.stderr
     assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout  # corpus text cannot drive the terminal
 
 
