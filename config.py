@@ -17,6 +17,7 @@ import sys
 import tomllib
 import warnings
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
 
 import platformdirs
@@ -78,36 +79,82 @@ def default_index_root() -> Path:
     return root
 
 
+def http_url(value: str) -> str:
+    """``value`` if it is an http(s) URL with a host and a numeric port; a ValueError saying what is wrong otherwise."""
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{redact(value)!r} is not an http(s) URL like http://127.0.0.1:8000/v1")
+    try:
+        parts.port
+    except ValueError:
+        raise ValueError(f"{redact(value)!r} has a port that is not a number from 0 to 65535") from None
+    return value.strip()
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class LLMConfig(_Section):
-    provider: Literal["openai", "azure", "local"] = "openai"
-    model: str = "gpt-4o"
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    azure_api_version: str = "2024-10-21"
-    local_model_path: Path | None = None
-    local_n_ctx: int = Field(8192, ge=512)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(1500, ge=1)
-    timeout: float = Field(60.0, gt=0)
-    max_attempts: int = Field(6, ge=1)
-    retry_base_wait: float = Field(0.5, ge=0)
-    retry_max_wait: float = Field(30.0, ge=0)
-    stream: bool = False
-    max_concurrency: int = Field(8, ge=1)
-    tool_calling: Literal["native", "text"] = "native"
+    """Which LLM to call and how: the endpoint, the model, sampling, retries, the cache."""
+    provider: Literal["openai", "azure", "local"] = Field("openai", description="openai (any OpenAI-compatible endpoint), azure, or local (a GGUF file in-process); a provider prefix in llm.model wins")
+    model: str = Field("gpt-4o", description="model name; provider-qualified (anthropic:..., ollama:...) for LangChain's other providers")
+    base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, llama.cpp server, LM Studio, Ollama /v1); also OPENAI_BASE_URL")
+    api_key: SecretStr | None = Field(None, description="the key itself (prefer an environment variable)")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key")
+    azure_api_version: str = Field("2024-10-21", description="Azure OpenAI API version")
+    local_model_path: Path | None = Field(None, description="the .gguf file for the local provider")
+    local_n_ctx: int = Field(8192, ge=512, description="context window of the local model (tokens)")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature")
+    max_tokens: int = Field(1500, ge=1, description="longest answer per call (tokens); the context budget keeps room for it")
+    timeout: float = Field(60.0, gt=0, description="seconds to wait for one answer")
+    max_attempts: int = Field(6, ge=1, description="tries per call on 429, 5xx, timeouts, connection errors and garbled answers")
+    retry_base_wait: float = Field(0.5, ge=0, description="first backoff between tries (seconds), growing exponentially with jitter")
+    retry_max_wait: float = Field(30.0, ge=0, description="longest backoff between tries (seconds); a server's Retry-After is honoured up to 120 s")
+    stream: bool = Field(False, description="receive answers as a stream of chunks")
+    openai_client: Literal["auto", "chat_openai", "direct"] = Field(
+        "auto", description="how OpenAI-compatible endpoints are called: direct (CLAIRE's lean LangChain chat model over "
+                            "aiohttp), chat_openai (langchain-openai's ChatOpenAI through the OpenAI SDK), or auto "
+                            "(direct for a plain endpoint; ChatOpenAI for Azure, streaming or a proxy)",
+    )
+    max_concurrency: int = Field(8, ge=1, description="LLM calls in flight at once, shared by everything one command runs")
+    tool_calling: Literal["native", "text"] = Field("native", description="native (the endpoint's tool calls) or text (name(argument) in the answer)")
     context_window: int | None = Field(
         None, ge=1024,
         description="tokens the model can take (prompt + answer); unset: a known default for the model "
                     "(8192 for models CLAIRE does not know; llm.local_n_ctx for the local provider)",
     )
-    cache: bool = True
-    refresh_cache: bool = False
-    cache_path: Path | None = None
+    cache: bool = Field(True, description="keep answers in the SQLite response cache")
+    refresh_cache: bool = Field(False, description="ignore cached answers and store fresh ones")
+    cache_path: Path | None = Field(None, description="the response cache file (default: llm-cache.sqlite in the cache directory)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _credentials_leave_the_url(cls, data: Any) -> Any:
+        """``http://user:KEY@host/v1`` becomes ``http://host/v1`` with KEY as the API key (unless one
+        is set): HTTP clients refuse a URL with credentials beside an Authorization header."""
+        if not isinstance(data, dict) or not isinstance(data.get("base_url"), str):
+            return data
+        parts = urlsplit(data["base_url"])
+        if parts.username is None and parts.password is None:
+            return data
+        key = parts.password if parts.password is not None else parts.username
+        register_secret(key)
+        host = parts.hostname or ""
+        try:
+            port = parts.port
+        except ValueError:
+            return data  # the URL check names the bad port
+        netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+        data = {**data, "base_url": urlunsplit(parts._replace(netloc=netloc))}
+        if key and data.get("api_key") is None:
+            data["api_key"] = key
+        return data
+
+    @field_validator("base_url")
+    @classmethod
+    def _is_an_http_url(cls, value: str | None) -> str | None:
+        return value if value is None else http_url(value)
 
     @field_validator("api_key_env")
     @classmethod
@@ -121,40 +168,47 @@ class LLMConfig(_Section):
         return value
 
     def resolved_cache_path(self) -> Path:
+        """The LLM cache file (``llm.cache_path``, else llm-cache.sqlite in the cache folder)."""
         return self.cache_path or cache_dir() / "llm-cache.sqlite"
 
     def resolved_api_key(self) -> str | None:
+        """The API key: ``llm.api_key``, else the variable ``llm.api_key_env`` names."""
         if self.api_key is not None:
             return self.api_key.get_secret_value()
         return os.environ.get(self.api_key_env) or None
 
 
 class RetrievalConfig(_Section):
-    backend: Literal["qdrant", "wikichat"] = "qdrant"
-    index: str = "demo"
-    path: Path | None = None
-    url: str | None = None
-    qdrant_api_key: SecretStr | None = None
+    """Where and how passages are retrieved: the index, the search mode, reranking, a Qdrant server."""
+    backend: Literal["qdrant", "wikichat"] = Field("qdrant", description="qdrant (an index) or wikichat (the WikiChat search API)")
+    index: str = Field("demo", description="index name")
+    path: Path | None = Field(None, description="folder holding embedded indexes (default: indexes in the user data directory)")
+    url: str | None = Field(None, description="Qdrant server URL instead of the embedded engine")
+    qdrant_api_key: SecretStr | None = Field(None, description="API key of the Qdrant server")
     # None: query with the embedder the index was built with (new indexes default to minilm).
-    embedder: str | None = None
-    mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
+    embedder: str | None = Field(None, description="query embedder; unset: the one the index was built with")
+    mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="hybrid (dense + BM25), dense or bm25")
     query_runtime: Literal["auto", "onnx", "torch"] = Field(
         "auto", description="what embeds search queries: onnx (the embedder exported to ONNX Runtime; ~3x faster a "
                             "query on a CPU and off the interpreter lock), torch, or auto (onnx when the export works)",
     )
-    candidates: int = Field(50, ge=1)
-    rerank: bool = True
-    rerank_window: int = Field(20, ge=2)
-    rerank_step: int = Field(10, ge=1)
-    rerank_max_chars: int = Field(600, ge=50)
-    wikichat_url: str = "https://search.genie.stanford.edu/wikipedia_20250320"
-    # seconds a build, --replace or delete of an embedded index waits for another one to finish
-    lock_timeout: float = Field(600.0, ge=0)
+    candidates: int = Field(50, ge=1, description="passages retrieved before reranking")
+    rerank: bool = Field(True, description="rerank search results with the LLM (RankGPT sliding window)")
+    rerank_window: int = Field(20, ge=2, description="passages the reranker sees at once")
+    rerank_step: int = Field(10, ge=1, description="how far the reranking window slides")
+    rerank_max_chars: int = Field(600, ge=50, description="characters of each passage shown to the reranker")
+    wikichat_url: str = Field("https://search.genie.stanford.edu/wikipedia_20250320", description="the WikiChat search endpoint")
+    lock_timeout: float = Field(600.0, ge=0, description="seconds a build, --replace or delete of an embedded index waits for another one to finish")
     # collections made by `index build --from-dump` on a Qdrant server (retrieval.url)
-    server_shards: int = Field(1, ge=1)
-    server_on_disk: bool = True
-    server_int8: bool = True
-    upload_parallel: int = Field(4, ge=1)
+    server_shards: int = Field(1, ge=1, description="shards of a collection a dump build creates on a Qdrant server")
+    server_on_disk: bool = Field(True, description="keep a server collection's vectors and payloads on disk")
+    server_int8: bool = Field(True, description="int8 scalar quantization of a server collection (kept in RAM, rescored from disk)")
+    upload_parallel: int = Field(4, ge=1, description="concurrent upload requests per batch to a Qdrant server")
+
+    @field_validator("url", "wikichat_url")
+    @classmethod
+    def _is_an_http_url(cls, value: str | None) -> str | None:
+        return value if value is None else http_url(value)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":
@@ -168,16 +222,17 @@ class RetrievalConfig(_Section):
 
 
 class AgentConfig(_Section):
-    system: Literal["claire", "rav", "nli"] = "claire"
-    task: Literal["wikicollide", "feverous"] = "wikicollide"  # selects prompt variants and result shape
-    max_steps: int = Field(10, ge=1, le=100)
-    docs_per_query: int = Field(15, ge=1, le=100)
-    clarify_k: int = Field(10, ge=1, le=100)
-    tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES))
-    stop_on_report: bool = True
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
-    report: bool | None = None  # the two-sided report; None: on for `claire check`, off in batch runs
-    review: bool = False
+    """The system that answers and how the CLAIRE agent researches."""
+    system: Literal["claire", "rav", "nli"] = Field("claire", description="claire (the agent), rav (retrieve and verify) or nli (the NLI pipeline)")
+    task: Literal["wikicollide", "feverous"] = Field("wikicollide", description="what the systems answer: wikicollide (an inconsistency score) or feverous (a three-way label with cited element ids)")
+    max_steps: int = Field(10, ge=1, le=100, description="research steps per claim")
+    docs_per_query: int = Field(15, ge=1, le=100, description="passages per search")
+    clarify_k: int = Field(10, ge=1, le=100, description="passages clarify_entity reads")
+    tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES), description="enabled tools (search and report_inconsistency are always on)")
+    stop_on_report: bool = Field(True, description="end the research at the first reported inconsistency")
+    threshold: float = Field(0.5, ge=0.0, le=1.0, description="inconsistency score from which the verdict is inconsistent")
+    report: bool | None = Field(None, description="write the two-sided report; unset: on for claire check, off in batch runs")  # the two-sided report; None: on for `claire check`, off in batch runs
+    review: bool = Field(False, description="pause for a person to review reported inconsistencies")
     checkpoints: Path | None = Field(
         None, description="SQLite file where interactive checks save their progress so `claire check --resume THREAD` "
                           "can go on after an interruption; unset: checkpoints.sqlite in the user data directory",
@@ -186,7 +241,7 @@ class AgentConfig(_Section):
         2, ge=0, le=100,
         description="latest controller observations always kept whole when older ones are condensed to fit the context window",
     )
-    max_fact_chars: int = Field(2000, ge=50)  # longer facts are refused: `claire scan` is for passages
+    max_fact_chars: int = Field(2000, ge=50, description="longer facts are refused: `claire scan` is for passages")
 
     @field_validator("tools", mode="before")
     @classmethod
@@ -207,42 +262,44 @@ class AgentConfig(_Section):
 
 
 class BaselineConfig(_Section):
-    k: int = Field(20, ge=1, le=200)
-    nli_threshold: float = Field(1, ge=0)  # a number of REFUTES passages
+    """The settings of the two baselines."""
+    k: int = Field(20, ge=1, le=200, description="passages the baselines retrieve")
+    nli_threshold: float = Field(1, ge=0, description="REFUTES passages from which nli says inconsistent")  # a number of REFUTES passages
 
 
 class PromptsConfig(_Section):
     # "default" (the built-in templates) or a folder of *.j2 files that override them by name.
-    set: str = "default"
+    """Which prompt templates are rendered."""
+    set: str = Field("default", description="default, or a folder of *.j2 files overriding templates by name")
     # template name -> variant name, e.g. {"verifier": "strict"} renders verifier.strict.j2.
-    variants: dict[str, str] = Field(default_factory=dict)
-    # the most characters of one inserted passage, context or fact that a prompt shows
-    max_value_chars: int = Field(6000, ge=200, le=200_000)
+    variants: dict[str, str] = Field(default_factory=dict, description="template name -> variant name (verifier = \"strict\" renders verifier.strict.j2)")
+    max_value_chars: int = Field(6000, ge=200, le=200_000, description="the most characters of one inserted passage, context or fact that a prompt shows")
 
 
 class EvalConfig(_Section):
-    concurrency: int = Field(4, ge=1, le=256)
-    # `claire eval` exits 2 when more than this share of the claims ended in an error
-    max_error_share: float = Field(0.2, ge=0.0, le=1.0)
+    """Batch evaluation settings."""
+    concurrency: int = Field(4, ge=1, le=256, description="claims evaluated at once")
+    max_error_share: float = Field(0.2, ge=0.0, le=1.0, description="`claire eval` exits 2 when more than this share of the claims ended in an error")
 
 
 class CiteConfig(_Section):
     """``claire cite`` and the citations eval: is a claim supported by its cited source?"""
 
-    index: str = "sources-demo"  # the sources index; "sources-demo" is built from the bundled examples
-    threshold: float = Field(0.5, ge=0.0, le=1.0)  # support score at or above which a source supports the claim
-    search_k: int = Field(30, ge=1, le=500)  # passages retrieved per search query
-    candidates: int = Field(8, ge=0, le=100)  # candidate sources (documents) verified besides the original
-    passages_per_source: int = Field(3, ge=1, le=20)  # a source's best passages shown to the verifier
-    suggestions: int = Field(3, ge=1, le=50)
-    expand_queries: bool = False  # let the LLM write extra search queries (generative query expansion)
-    max_queries: int = Field(3, ge=1, le=10)  # expansion queries at most
-    passage_words: int = Field(100, ge=20, le=2000)
-    context_chars: int = Field(600, ge=0)  # how much of the claim's context joins the search query
-    max_source_bytes: int = Field(5_000_000, ge=1000)
+    index: str = Field("sources-demo", description="the sources index; sources-demo is built from the bundled examples")
+    threshold: float = Field(0.5, ge=0.0, le=1.0, description="support score at or above which a source supports the claim")
+    search_k: int = Field(30, ge=1, le=500, description="passages retrieved per search query")
+    candidates: int = Field(8, ge=0, le=100, description="candidate sources (documents) verified besides the original")
+    passages_per_source: int = Field(3, ge=1, le=20, description="a source's best passages shown to the verifier")
+    suggestions: int = Field(3, ge=1, le=50, description="better sources listed at most")
+    expand_queries: bool = Field(False, description="let the LLM write extra search queries (generative query expansion)")
+    max_queries: int = Field(3, ge=1, le=10, description="expansion queries at most")
+    passage_words: int = Field(100, ge=20, le=2000, description="words per passage a source is split into")
+    context_chars: int = Field(600, ge=0, description="how much of the claim's context joins the search query")
+    max_source_bytes: int = Field(5_000_000, ge=1000, description="largest cited source read, in bytes")
 
 
 class Config(_Section):
+    """The whole configuration of CLAIRE, one section per concern."""
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
@@ -272,6 +329,13 @@ class Config(_Section):
         for key, value in overrides.items():
             _set_dotted(data, key, value)
         return _validate(data, source="overrides")
+
+
+def describe(section: str, name: str) -> str:
+    """What setting ``section.name`` means (its field's description; "" for an unknown setting)."""
+    model = Config.model_fields[section].annotation if section in Config.model_fields else None
+    field = model.model_fields.get(name) if model is not None else None  # type: ignore[union-attr]
+    return (field.description or "") if field is not None else ""
 
 
 def _redacted(value: Any) -> Any:
@@ -370,12 +434,16 @@ def _file_layer(path: Path | None) -> tuple[dict[str, Any], str]:
         if not candidate.is_file():
             return {}, "defaults"
         path = candidate
+    elif path.is_dir():
+        raise ConfigError(f"config file {path} is a folder; give the claire.toml file itself")
     elif not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
         return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
 
 
 def load_config(

@@ -12,6 +12,7 @@ T = TypeVar("T")
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion on uvloop where it is installed, else asyncio's own loop."""
     try:
         import uvloop
     except ImportError:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -56,13 +56,18 @@ def wait_policy(base: float, max_wait: float, cap: float) -> Callable[[RetryCall
     return wait
 
 
-def retrying(attempts: int, *, base: float, max_wait: float, cap: float) -> Retrying:
-    """A tenacity policy for blocking calls: up to ``attempts`` tries on TransientError, then re-raise."""
+def retrying(attempts: int, *, base: float, max_wait: float, cap: float,
+             sleep: Callable[[float], None] | None = None) -> Retrying:
+    """A tenacity policy for blocking calls: up to ``attempts`` tries on TransientError, then
+    re-raise (``sleep``: how to wait between tries; ``time.sleep`` by default)."""
+    options: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
     return Retrying(stop=stop_after_attempt(attempts), wait=wait_policy(base, max_wait, cap),
-                    retry=retry_if_exception_type(TransientError), reraise=True)
+                    retry=retry_if_exception_type(TransientError), reraise=True, **options)
 
 
-def async_retrying(attempts: int, *, base: float, max_wait: float, cap: float) -> AsyncRetrying:
-    """The same policy for coroutines."""
+def async_retrying(attempts: int, *, base: float, max_wait: float, cap: float,
+                   sleep: Callable[[float], Awaitable[None]] | None = None) -> AsyncRetrying:
+    """The same policy for coroutines (``sleep``: how to wait between tries; asyncio's by default)."""
+    options: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
     return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait_policy(base, max_wait, cap),
-                         retry=retry_if_exception_type(TransientError), reraise=True)
+                         retry=retry_if_exception_type(TransientError), reraise=True, **options)

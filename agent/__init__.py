@@ -1,10 +1,14 @@
-"""The systems and what they share: the CLAIRE LangGraph agent (``claire_agent``), the two
-baselines (``baselines``), the verifier and two-sided report (``verifier``), the System interface
-and its data (``system``), assembling a system from config (``runtime``), the LLM client layer
-(``llm``, ``chat_models`` for LangChain chat models, ``llm_backends``, ``llm_cache``, ``usage``),
-token counting and context windows (``tokens``), fitting prompts into them (``budget``), action
-parsing (``actions``), fact extraction (``extraction``), tasks and their prompt variants
-(``tasks``) and the FEVEROUS task's parsing and evidence limits (``feverous_task``).
+"""The systems: the CLAIRE LangGraph agent and the paper's two baselines, behind one interface.
 
-May import ``tools``, ``indexes``, ``prompts``, ``config`` and ``errors``; never ``evals`` or ``cli``.
+- ``system``: the System interface and its answer, the Assessment;
+- ``state``: the research graph's state and run context; ``graph``: the graph, compiled once;
+  ``controller`` (with ``actions``, reading the model's chosen action) and ``verifier`` (the
+  verdict and the two-sided report) are its deciding nodes; ``claire_agent``: the CLAIRE system
+  that runs the graph for one claim;
+- ``baselines``: retrieve-and-verify and the NLI pipeline;
+- ``runtime``: assembling a system from the configuration (``open_system``);
+- ``extraction``: splitting a passage into atomic facts.
+
+May import ``tools``, ``tasks``, ``llm``, ``indexes``, ``prompts``, ``config`` and ``errors``;
+never ``evals``, ``workflows``, ``web`` or ``cli``.
 """

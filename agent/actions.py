@@ -1,6 +1,8 @@
 """Reading the controller's chosen action from a model answer: a native tool call, or — for
 endpoints without tool calling, or models that write the call as text — ``name(argument)``
-or a JSON object ``{"name": ..., "arguments": {...}}`` in the content.
+or a JSON object ``{"name": ..., "arguments": {...}}`` in the content. The action is checked
+against the enabled tools; a problem (no action, an unknown or disabled tool, unusable
+arguments, a missing argument) is said in words the model can act on.
 """
 
 from __future__ import annotations
@@ -10,15 +12,20 @@ import json
 import re
 from dataclasses import dataclass
 
-from claire.agent.llm_backends import ChatResponse
-from claire.tools.specs import TOOL_SPECS
+from langchain_core.messages import AIMessage
+
+from claire.llm.answers import text_of
+from claire.tools.registry import TOOLS, argument_of
 
 
 @dataclass
 class Action:
+    """The action an answer chose: a tool name and its one argument, or what was wrong with it."""
+
     name: str
     argument: str
     problem: str | None = None  # set when the answer was not a valid action
+    call_id: str | None = None  # the model's id for a native tool call
 
 
 _CALL = re.compile(r"\b([a-z_]+)\s*\((.*?)\)\s*$", re.MULTILINE | re.DOTALL)
@@ -38,9 +45,9 @@ def _clean_argument(raw: str) -> str:
 
 
 def _argument_from_dict(name: str, arguments: dict) -> str:
-    spec = TOOL_SPECS.get(name)
-    if spec and spec.argument in arguments:
-        return str(arguments[spec.argument])
+    wanted = argument_of(name)
+    if wanted and wanted in arguments:
+        return str(arguments[wanted])
     values = [str(v) for v in arguments.values() if v not in (None, "")]
     return values[0] if values else ""
 
@@ -65,30 +72,33 @@ def _from_json(text: str) -> tuple[str, str] | None:
 def parse_text_action(text: str) -> tuple[str, str] | None:
     """The last ``name(argument)`` in the text whose name is a known action, else a JSON call."""
     text = html.unescape(text or "")
-    calls = [(name, arg) for name, arg in _CALL.findall(text) if name in TOOL_SPECS]
+    calls = [(name, arg) for name, arg in _CALL.findall(text) if name in TOOLS]
     if calls:
         name, raw = calls[-1]
         return name, _clean_argument(raw)
     return _from_json(text)
 
 
-def read_action(response: ChatResponse, allowed: list[str]) -> Action:
-    """The one action in a model answer, checked against the enabled tools."""
+def read_action(answer: AIMessage, allowed: list[str]) -> Action:
+    """The one action in a model answer (its first tool call, else a call written in its text),
+    checked against the enabled tools."""
     valid = ", ".join(f"{name}()" for name in allowed)
-    if response.tool_calls:
-        call = response.tool_calls[0]
-        arguments = call.parsed_arguments()
-        if arguments is None:
-            return Action(call.name, call.arguments, f"the arguments of {call.name} were not valid JSON")
-        found: tuple[str, str] | None = (call.name, _argument_from_dict(call.name, arguments))
+    call_id = None
+    if answer.tool_calls:
+        call = answer.tool_calls[0]
+        call_id = call.get("id")
+        found: tuple[str, str] | None = (call["name"], _argument_from_dict(call["name"], call.get("args") or {}))
+    elif answer.invalid_tool_calls:
+        call = answer.invalid_tool_calls[0]
+        name = call.get("name") or ""
+        return Action(name, str(call.get("args") or ""), f"the arguments of {name} were not valid JSON", call.get("id"))
     else:
-        found = parse_text_action(response.content)
+        found = parse_text_action(text_of(answer))
     if found is None:
-        return Action("invalid", (response.content or "").strip()[:300], f"no action found; choose one of: {valid}")
+        return Action("invalid", text_of(answer).strip()[:300], f"no action found; choose one of: {valid}")
     name, argument = found
     if name not in allowed:
-        return Action(name, argument, f"'{name}' is not an available action; choose one of: {valid}")
-    spec = TOOL_SPECS[name]
-    if spec.argument and not argument.strip():
-        return Action(name, argument, f"{name} needs its argument ({spec.argument})")
-    return Action(name, argument.strip())
+        return Action(name, argument, f"'{name}' is not an available action; choose one of: {valid}", call_id)
+    if argument_of(name) and not argument.strip():
+        return Action(name, argument, f"{name} needs its argument ({argument_of(name)})", call_id)
+    return Action(name, argument.strip(), None, call_id)

@@ -12,9 +12,14 @@ import html
 import re
 from dataclasses import dataclass
 
-from claire.agent.llm import LLMClient
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
 from claire.errors import ConfigError
 from claire.prompts import PromptLibrary
+
+MAX_PASSAGE_BYTES = 1_000_000
+"""The largest passage ``extract`` and ``scan`` take (UTF-8 bytes): far more than any Wikipedia
+article's text, and a bound on how many LLM calls one command can make."""
 
 _FACT = re.compile(r"<\s*fact\s*>(.*?)(?:<\s*/\s*fact\s*>|$)", re.IGNORECASE | re.DOTALL | re.MULTILINE)
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
@@ -23,6 +28,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 @dataclass
 class ExtractedFact:
+    """One fact and the paragraph block it was extracted from."""
+
     text: str
     block: str  # the paragraph block it was extracted from
 
@@ -79,21 +86,25 @@ def parse_facts(text: str) -> list[str]:
 
 
 async def extract_facts(
-    *, title: str, section: str = "", text: str, llm: LLMClient, prompts: PromptLibrary, max_words: int = 180
+    *, title: str, section: str = "", text: str, llm: ChatClient, prompts: PromptLibrary, max_words: int = 180
 ) -> list[ExtractedFact]:
     """All facts of a passage, in text order, de-duplicated across blocks."""
     if not text or not text.strip():
         raise ConfigError("the text is empty: give the passage to extract facts from (--text or --file)")
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_PASSAGE_BYTES:
+        raise ConfigError(f"the passage is {size / 1e6:.1f} MB, over the {MAX_PASSAGE_BYTES / 1e6:g} MB limit for one "
+                          "extraction; give one article (or one section) at a time")
     if not title.strip():
         raise ConfigError("the article title is needed (--title): facts are checked against the rest of the corpus")
     blocks = split_blocks(text, max_words=max_words)
     answers = await asyncio.gather(
-        *(llm.chat(prompts.render("fact_extraction", title=title, section=section, text=block)) for block in blocks)
+        *(llm.ainvoke(prompts.render("fact_extraction", title=title, section=section, text=block)) for block in blocks)
     )
     facts: list[ExtractedFact] = []
     seen: set[str] = set()
     for block, answer in zip(blocks, answers):
-        for fact in parse_facts(answer.content):
+        for fact in parse_facts(text_of(answer)):
             key = _normalise(fact)
             if key not in seen:
                 seen.add(key)

@@ -1,8 +1,9 @@
 """Assembling a runnable system from the resolved configuration: the LLM client, the prompt
-library, the retriever and search tool, and the chosen system (claire, rav or nli).
+library (with the task's prompt variants), the retriever and search engine, and the chosen
+system (claire, rav or nli) — or, for a task that brings its own system (citations), that one.
 
 ``open_system(config)`` is an async context manager that yields a System and closes what it
-opened; evaluation, sweeps and the CLI all go through it.
+opened; evaluation, sweeps, the web app and the CLI all go through it.
 """
 
 from __future__ import annotations
@@ -10,21 +11,26 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
-from claire.agent.baselines import NLIPipeline, RetrieveAndVerify
-from claire.agent.claire_agent import ClaireAgent, Reviewer, StepListener
-from claire.agent.llm import LLMClient
-from claire.agent.system import SYSTEM_NAMES, System
-from claire.agent.tasks import task_prompt_variants
+from claire.agent.baselines import BaselineParts, NLIPipeline, RetrieveAndVerify
+from claire.agent.claire_agent import ClaireAgent, Reviewer
+from claire.agent.state import ResearchContext
+from claire.agent.system import SYSTEM_NAMES, StepListener, System
 from claire.config import Config
 from claire.errors import ConfigError
 from claire.indexes.registry import Searcher, open_searcher
+from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary, library
+from claire.tasks.base import Task
+from claire.tasks.registry import get_task
 from claire.tools.rankgpt import RankGPTReranker
-from claire.tools.search import SearchTool
+from claire.tools.registry import tools_for
+from claire.tools.search_engine import SearchEngine
+
 
 def prompt_library(config: Config) -> PromptLibrary:
-    return library(config.prompts.set, {**task_prompt_variants(config.agent.task), **config.prompts.variants},
-                   config.prompts.max_value_chars)
+    """The prompt templates of a configuration: its set, the task's variants, then the user's."""
+    variants = {**get_task(config.agent.task).prompt_variants, **config.prompts.variants}
+    return library(config.prompts.set, variants, config.prompts.max_value_chars)
 
 
 def open_retrieval(config: Config) -> Searcher:
@@ -42,34 +48,47 @@ def open_retrieval(config: Config) -> Searcher:
     )
 
 
-def search_tool(config: Config, retriever: Searcher, llm: LLMClient, prompts: PromptLibrary) -> SearchTool:
+def search_engine(config: Config, retriever: Searcher, llm: ChatClient | None, prompts: PromptLibrary) -> SearchEngine:
+    """The search engine over ``retriever``, reranking with RankGPT when ``retrieval.rerank`` is on."""
     retrieval = config.retrieval
-    reranker = (
-        RankGPTReranker(llm, prompts, window=retrieval.rerank_window, step=retrieval.rerank_step, max_chars=retrieval.rerank_max_chars)
-        if retrieval.rerank
-        else None
-    )
-    return SearchTool(retriever, reranker=reranker, mode=retrieval.mode, candidates=retrieval.candidates)
+    reranker = None
+    if retrieval.rerank:
+        if llm is None:
+            raise ConfigError("RankGPT reranking needs an LLM")
+        reranker = RankGPTReranker(llm, prompts, window=retrieval.rerank_window, step=retrieval.rerank_step,
+                                   max_chars=retrieval.rerank_max_chars)
+    return SearchEngine(retriever, reranker=reranker, mode=retrieval.mode, candidates=retrieval.candidates)
 
 
 def build_system(
     config: Config,
     *,
-    llm: LLMClient,
+    llm: ChatClient,
     retriever: Searcher,
     name: str | None = None,
     reviewer: Reviewer | None = None,
     on_step: StepListener | None = None,
 ) -> System:
+    """The system ``name`` (default ``agent.system``) over an open LLM client and retriever."""
     name = name or config.agent.system
     prompts = prompt_library(config)
-    search = search_tool(config, retriever, llm, prompts)
+    search = search_engine(config, retriever, llm, prompts)
+    task = get_task(config.agent.task)
+    agent = config.agent
     if name == "claire":
-        return ClaireAgent(config=config, llm=llm, search=search, prompts=prompts, reviewer=reviewer, on_step=on_step)
-    if name == "rav":
-        return RetrieveAndVerify(config=config, llm=llm, search=search, prompts=prompts, on_step=on_step)
-    if name == "nli":
-        return NLIPipeline(config=config, llm=llm, search=search, prompts=prompts, on_step=on_step)
+        reviewer = reviewer if agent.review else None
+        context = ResearchContext(
+            llm=llm, search=search, prompts=prompts, docs_per_query=agent.docs_per_query, clarify_k=agent.clarify_k,
+            stop_on_report=agent.stop_on_report, review=reviewer is not None, task=task,
+            tools=tuple(tools_for(agent.tools)), max_steps=agent.max_steps, keep_observations=agent.keep_observations,
+            report=bool(agent.report),
+        )
+        return ClaireAgent(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=on_step,
+                           checkpoints=agent.checkpoints)
+    if name in ("rav", "nli"):
+        threshold = agent.threshold if name == "rav" else float(config.baselines.nli_threshold)
+        parts = BaselineParts(llm=llm, search=search, prompts=prompts, task=task, k=config.baselines.k, threshold=threshold)
+        return RetrieveAndVerify(parts, on_step=on_step) if name == "rav" else NLIPipeline(parts, on_step=on_step)
     raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEM_NAMES)}")
 
 
@@ -78,14 +97,21 @@ async def open_system(
     config: Config,
     *,
     name: str | None = None,
-    llm: LLMClient | None = None,
+    llm: ChatClient | None = None,
     retriever: Searcher | None = None,
     reviewer: Reviewer | None = None,
     on_step: StepListener | None = None,
+    task: Task | None = None,
 ) -> AsyncIterator[System]:
-    """Yield a ready System; close the LLM client and retriever this call opened."""
+    """Yield a ready System — ``task``'s own (citations), else the configured one of claire, rav
+    and nli — and close the LLM client and retriever this call opened."""
+    own = (task or get_task(config.agent.task)).open_system(config)
+    if own is not None:
+        async with own as system:
+            yield system
+        return
     own_llm = llm is None
-    llm = llm or LLMClient.from_config(config.llm)
+    llm = llm or ChatClient.from_config(config.llm)
     own_retriever = retriever is None
     try:
         retriever = retriever or open_retrieval(config)

@@ -1,66 +1,32 @@
-"""The shared System interface and the data it speaks: Claim in, Assessment out.
-
-``claire`` (the agent), ``rav`` (retrieve-and-verify) and ``nli`` (the NLI pipeline) all
-implement ``async assess(claim) -> Assessment``, so evaluation, sweeps and the CLI never
-special-case a system. ``agent.runtime.open_system`` makes one from the resolved configuration.
+"""The System interface every system speaks — ``async assess(claim) -> Assessment`` for ``claire``
+(the agent), ``rav`` (retrieve-and-verify) and ``nli`` (the NLI pipeline) alike — so evaluation,
+sweeps, the web app and the CLI never special-case a system. ``agent.runtime.open_system`` makes
+one from the resolved configuration.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol
+from typing import Any, Callable, Protocol
 
 from pydantic import BaseModel, Field
 
+from claire.indexes.evidence import Evidence
+from claire.tasks.records import Claim, Consistency, TraceItem
+
 SYSTEM_NAMES = ("claire", "rav", "nli")
-Verdict = Literal["consistent", "inconsistent"]
-
-
-class ContextBlock(BaseModel):
-    """The passage a claim was taken from (its own article is excluded from search)."""
-
-    document_title: str = ""
-    section_title: str = ""
-    content: str = ""
-    url: str | None = None
-    last_edit_date: str | None = None
-
-
-class Claim(BaseModel):
-    claim_id: str = "claim"
-    text: str
-    context: ContextBlock = Field(default_factory=ContextBlock)
-    label: Verdict | None = None  # gold label, when known (evaluation)
-    inconsistency_type: str | None = None
-    gold: dict[str, Any] | None = None  # a task's gold answer, e.g. FEVEROUS {label, evidence}
-
-
-class Evidence(BaseModel):
-    """A retrieved block, numbered [n] in the order the system first saw it."""
-
-    n: int
-    block_id: str
-    document_title: str
-    section_title: str = ""
-    content: str
-    url: str | None = None
-    score: float | None = None
-    elements: list[dict[str, str]] | None = None  # element ids and texts of the block, when it has them
-
-
-class TraceItem(BaseModel):
-    """One step, in WikiCollide's ``agent_trace`` shape."""
-
-    action_name: str
-    action_argument: Any = None
-    action_output: Any = None
+StepListener = Callable[[dict[str, Any]], None]
+"""Called with ``{"item": trace item, "steps": n, "documents": n}`` as each step is taken."""
 
 
 class Assessment(BaseModel):
+    """A system's answer for one claim: score and verdict (or a FEVEROUS label), the evidence, the
+    research trace, usage and latency, and the error when it could not be answered."""
+
     claim_id: str
     system: str
     claim_text: str
     score: float | None = None  # inconsistency score in [0, 1]; for nli the number of REFUTES
-    verdict: Verdict | None = None
+    verdict: Consistency | None = None
     threshold: float
     evidence: list[Evidence] = Field(default_factory=list)
     clarifications: list[dict[str, str]] = Field(default_factory=list)
@@ -84,6 +50,10 @@ class Assessment(BaseModel):
 
 
 class System(Protocol):
+    """Anything that assesses claims."""
+
     name: str
 
-    async def assess(self, claim: Claim) -> Assessment: ...
+    async def assess(self, claim: Claim) -> Assessment:
+        """The system's answer for one claim (never raises for a claim it could not answer)."""
+        ...

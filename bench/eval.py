@@ -13,10 +13,8 @@ over the warm LLM cache must make no server calls at all.
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,61 +22,17 @@ from rich.console import Console
 from rich.table import Table
 
 from claire import event_loop
-from claire.agent.llm import LLMClient
 from claire.agent.runtime import open_system
-from claire.agent.system import Assessment, Claim
+from claire.llm.client import ChatClient
+from claire.tasks.records import Claim
 from claire.config import Config, LLMConfig
 from claire.errors import ConfigError
 from claire.bench.llm import ServerProcess
 from claire.evals.runner import RunSummary, run_eval
-from claire.testing.doubles import kind_of
+from claire.testing.bench_models import CALLS_PER_CLAIM, TinyAgent, agent_answer, score_answer
 
-CALLS_PER_CLAIM = 3
 CALLS = {"tiny": CALLS_PER_CLAIM, "claire": 3, "rav": 1}
 TARGET_FRACTION = 0.8
-
-
-class TinyAgent:
-    """A System that researches in ``CALLS_PER_CLAIM`` sequential LLM calls and reads the last
-    answer as its inconsistency score."""
-
-    name = "bench"
-
-    def __init__(self, client: LLMClient):
-        self.client = client
-
-    async def assess(self, claim: Claim) -> Assessment:
-        messages: list[dict[str, Any]] = [{"role": "user", "content": f"Is this consistent with the corpus? {claim.text}"}]
-        for step in range(CALLS_PER_CLAIM):
-            response = await self.client.chat(messages)
-            messages = [*messages, {"role": "assistant", "content": response.content},
-                        {"role": "user", "content": f"Step {step + 2}: continue."}]
-        assessment = Assessment(
-            claim_id=claim.claim_id, system=self.name, claim_text=claim.text, score=float(response.content), threshold=0.5
-        )
-        assessment.decide()
-        return assessment
-
-
-def _agent_answer(body: dict[str, Any]) -> dict[str, Any]:
-    """A model for the real systems: search for the claim, then finish; verify with a score. The
-    call's purpose is the prompt the client names (``X-Claire-Prompt``, see ``testing.mock_openai``)."""
-    if kind_of(body) == "controller":
-        prompt = body["messages"][-1]["content"]
-        first = "Your research so far" not in prompt  # the controller prompt's own record of earlier steps
-        fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0]
-        if not body.get("tools"):  # text actions
-            return {"content": f"search({json.dumps(fact)})" if first else "finish()"}
-        if first:
-            return {"tool_calls": [{"name": "search", "arguments": {"query": fact}}]}
-        return {"tool_calls": [{"name": "finish", "arguments": {}}]}
-    score = _score_answer(body)["content"]
-    return {"content": f"<analysis>bench</analysis><inconsistency_score>{score}</inconsistency_score>"}
-
-
-def _score_answer(body: dict[str, Any]) -> dict[str, Any]:
-    """A deterministic 'score' in [0, 1] from the request, so runs are reproducible."""
-    return {"content": f"{zlib.crc32(json.dumps(body['messages']).encode()) % 1000 / 1000:.3f}"}
 
 
 def _claims(count: int) -> list[Claim]:
@@ -93,7 +47,7 @@ async def _run_once(server: ServerProcess, claims: list[Claim], out_dir: Path, c
                     max_concurrency: int, system: str) -> tuple[RunSummary, int]:
     config = LLMConfig(model="bench-model", base_url=server.base_url, api_key="bench-key", cache=True,
                        cache_path=cache, max_concurrency=max_concurrency)
-    client = LLMClient.from_config(config)
+    client = ChatClient.from_config(config)
     before = server.calls
     try:
         if system == "tiny":
@@ -111,7 +65,7 @@ async def _run(claims: int, latency: float, concurrencies: tuple[int, ...], syst
     items = _claims(claims)
     calls_per_claim = CALLS[system]
     runs = []
-    responder = _score_answer if system == "tiny" else _agent_answer
+    responder = score_answer if system == "tiny" else agent_answer
     with ServerProcess(responder, latency=latency) as server, tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         top = max(concurrencies)

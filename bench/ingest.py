@@ -33,7 +33,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from claire.indexes.dumps.pages import convert_pages
+from claire.indexes.dumps.convert import convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
 from claire.indexes.encoding import BatchEncoder
@@ -135,6 +135,7 @@ def run_ingest_bench(
     device: str = "cpu",
     console: Console,
 ) -> dict:
+    """Run the ingest benchmark and print its tables; returns the figures."""
     pool_size = max(1, (os.cpu_count() or 2) - 1)
     workers = default_workers(device) if workers is None else workers
     figures: dict = {"pages": pages, "workers": workers, "parse_pool": pool_size, "cores": os.cpu_count()}

@@ -24,7 +24,7 @@ from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.config import Config
 from claire.errors import ClaireError
-from claire.evals.dataset import load_wikicollide
+from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.indexes.corpus import read_corpus
 from claire.indexes.retriever import build_index
 from claire.testing.doubles import kind_of

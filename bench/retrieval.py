@@ -26,7 +26,10 @@ from rich.table import Table
 
 from claire.indexes.corpus import Block, blocks_from_wikicollide, wikicollide_claims
 from claire.indexes.retriever import Hit, build_index, open_retriever
-from claire.indexes.stores import EdgeStore, IndexMeta, IndexStore, SearchMode, ServerStore
+from claire.indexes.edge_store import EdgeStore
+from claire.indexes.index_meta import IndexMeta
+from claire.indexes.server_store import ServerStore
+from claire.indexes.store import IndexStore, SearchMode
 
 DIM = 384
 K = 15

@@ -115,7 +115,8 @@ def run_serve_bench(*, facts: int = 40, concurrency: int = 8, latency: float = 0
     from claire.agent.runtime import open_retrieval
     from claire.config import load_config
     from claire.testing.mock_openai import MockOpenAIServer
-    from claire.web.app import ServeSettings, create_app
+    from claire.web.app import create_app
+    from claire.web.settings import ServeSettings
     from claire.web.serve import ServerThread
 
     console = console or Console()

@@ -1,6 +1,8 @@
-"""Evaluation: the WikiCollide and FEVEROUS loaders (``dataset``, ``feverous``), FEVEROUS scoring
-(``feverous_metrics``), the resumable batch runner and its run directories,
-metrics and reports, and ablation sweeps.
+"""Evaluation: the resumable batch runner and its run directories (``runner``, ``predictions``),
+choosing the scoring threshold (``thresholds``), reading runs back and comparing them
+(``reporting``), and ablation sweeps (``sweep``). What a run's lines hold and how it is scored
+is the task's business (``claire.tasks``).
 
-May import ``agent``, ``tools``, ``indexes``, ``config`` and ``errors``; never ``cli``.
+May import ``agent``, ``tasks``, ``tools``, ``llm``, ``indexes``, ``config``, ``files`` and
+``errors``; never ``workflows``, ``web`` or ``cli``.
 """

@@ -24,64 +24,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
-from claire.agent.system import Assessment, Claim
+from claire.tasks.measures import PREDICTIONS
+from claire.tasks.records import Prediction
 from claire.errors import ConfigError, DatasetError, redact
+from claire.files import json_lines, write_atomically
 from claire.validation import describe
 
-PREDICTIONS = "predictions.jsonl"
 REJECTED = "predictions.rejected.jsonl"
 CONFIG = "config.json"
 
 log = logging.getLogger(__name__)
 _warned: set[tuple[str, int, bytes]] = set()
 _CLAIM_ID = re.compile(rb'"claim_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
-
-
-class Prediction(BaseModel):
-    """One line of ``predictions.jsonl``: a system's answer for one claim, with its gold label."""
-
-    claim_id: str
-    system: str
-    claim_text: str = ""
-    score: float | None = None
-    verdict: str | None = None
-    threshold: float | None = None
-    label: str | None = None
-    inconsistency_type: str | None = None
-    evidence_ids: list[str] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    latency_s: float | None = None
-    error: str | None = None
-    reasoning: str | None = None
-    trace: list[dict[str, Any]] = Field(default_factory=list)
-    # task "feverous": the predicted three-way label and evidence element ids, and the gold answer
-    predicted_label: str | None = None
-    predicted_evidence: list[str] = Field(default_factory=list)
-    gold: dict[str, Any] | None = None
-
-
-def prediction_from(assessment: Assessment, claim: Claim) -> Prediction:
-    return Prediction(
-        claim_id=claim.claim_id,
-        system=assessment.system,
-        claim_text=claim.text,
-        score=assessment.score,
-        verdict=assessment.verdict,
-        threshold=assessment.threshold,
-        label=claim.label,
-        inconsistency_type=claim.inconsistency_type,
-        evidence_ids=[item.block_id for item in assessment.evidence],
-        usage=assessment.usage,
-        latency_s=assessment.latency_s,
-        error=assessment.error,
-        reasoning=assessment.reasoning,
-        trace=[step.model_dump(mode="json") for step in assessment.trace],
-        predicted_label=assessment.label,
-        predicted_evidence=list(assessment.evidence_elements),
-        gold=claim.gold,
-    )
 
 
 @dataclass
@@ -114,26 +70,26 @@ def _read(path: Path, model: type[BaseModel] = Prediction) -> _Contents:
     except OSError as error:
         raise DatasetError(f"cannot read {path}: {error}") from None
     contents = _Contents()
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for line in json_lines(data):
+        problem = line.problem
+        if problem is None:
+            try:
+                prediction = model.model_validate(line.value)
+            except ValidationError as error:
+                problem = describe(error)
+        if problem is not None:
             contents.clean = False
-            continue
-        try:
-            prediction = model.model_validate_json(line)
-        except ValidationError as error:
-            contents.clean = False
-            torn = number == len(lines) and not data.endswith(b"\n")
-            if not torn:
-                contents.damaged.append(_Damaged(number, line, describe(error)))
+            if not line.unterminated:  # a torn last line is simply left out
+                contents.damaged.append(_Damaged(line.number, line.raw, problem))
             continue
         contents.latest[prediction.claim_id] = prediction
         contents.count += 1
-        contents.good.append(line)
-    if data and not data.endswith(b"\n"):
-        contents.clean = False
+        contents.good.append(line.raw)
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    # the file is exactly its valid lines, each with its newline: no blank, damaged or torn line
+    contents.clean = (not data or data.endswith(b"\n")) and len(contents.good) == len(lines)
     return contents
 
 
@@ -153,6 +109,21 @@ def load_predictions(run_dir: str | Path, model: type[BaseModel] = Prediction) -
         log.warning("%s: line %d%s is damaged (%s); left out. A resumed `claire eval` with this --out moves it "
                     "to %s and runs its claim again", path, bad.number, bad.claim(), bad.problem, REJECTED)
     return [prediction.model_dump(mode="json") for prediction in contents.latest.values()]
+
+
+def refuse_if_in_use(run_dir: Path) -> None:
+    """A ConfigError now, before any model loads, when another process holds ``run_dir``
+    (:class:`PredictionLog` takes the lock itself when the run starts)."""
+    lock = Path(run_dir) / ".lock"
+    if not lock.is_file():
+        return
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ConfigError(f"{run_dir} is in use by another claire process; wait for it or choose another --out") from None
+    finally:
+        os.close(fd)  # closing releases a lock this check took
 
 
 class PredictionLog:
@@ -215,6 +186,7 @@ class PredictionLog:
             raise
 
     async def append(self, prediction: BaseModel) -> None:
+        """Append one line durably (one write, then fsync) and remember it."""
         line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
         async with self._lock:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._write, line)
@@ -238,12 +210,14 @@ class PredictionLog:
         self._lines = len(self.latest)
 
     def close(self) -> None:
+        """Wait for the writes, close the file and release the run directory."""
         self._thread.shutdown(wait=True)
         os.close(self._fd)
         os.close(self._lock_fd)  # releases the run-directory lock
 
 
 def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
+    """A run directory's config.json (None when it has none yet)."""
     path = Path(run_dir) / CONFIG
     if not path.is_file():
         return None
@@ -253,14 +227,8 @@ def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: not readable JSON ({error}); delete it or use another --out") from None
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so a reader never sees half a file."""
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
-
-
 def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:
+    """Write a run directory's config.json atomically."""
     path = Path(run_dir) / CONFIG
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")

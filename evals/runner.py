@@ -1,71 +1,71 @@
-"""Batch evaluation: run one System over many claims, concurrently, into a resumable run directory.
+"""Batch evaluation: run one system over many records of a task, concurrently, into a resumable
+run directory.
 
-``run_eval`` assesses the claims not yet in ``OUT/predictions.jsonl`` (at most ``concurrency``
-at a time), appends each result the moment it is ready, and finishes with metrics.json,
-report.md and roc.png. Killing it at any point and running it again on the same directory ends
-with exactly one line per claim and the same metrics as an uninterrupted run. ``score_run``
-re-scores an existing run directory (e.g. with a threshold taken from a validation run).
+``run_eval`` assesses the records not yet in ``OUT/predictions.jsonl`` (at most ``concurrency``
+at a time, by one pool of workers), appends each result the moment it is ready, and finishes with
+the task's outputs (metrics.json, report.md, plots). Killing it at any point and running it again
+on the same directory ends with exactly one line per record and the same metrics as an
+uninterrupted run. ``score_run`` re-scores an existing run directory (e.g. with a threshold taken
+from a validation run). The task decides what a line holds and how a run is scored
+(``claire.tasks``); the runner only orders the work and keeps the files.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable, Iterable, Sequence, get_args
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from claire import __version__
-from claire.agent.system import Claim, System
-from claire.agent.usage import track_usage
+from claire.config import Config
 from claire.errors import ClaireError, ConfigError, DatasetError, redact
-from claire.evals.dataset import infer_split
-from claire.evals.metrics import compute_metrics, resolve_threshold
-from claire.evals.predictions import (
-    PREDICTIONS,
-    Prediction,
-    PredictionLog,
-    load_predictions,
-    prediction_from,
-    read_run_config,
-    write_run_config,
-)
-from claire.evals.reporting import read_metrics, write_run_outputs
+from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
+from claire.evals.reporting import read_metrics
+from claire.evals.thresholds import resolve_threshold
+from claire.llm.usage import track_usage
+from claire.tasks.base import Task
+from claire.tasks.registry import get_task
+from claire.tasks.wikicollide.dataset import Split, infer_split
 
 
 @dataclass
 class RunSummary:
+    """What one invocation of a run did, and the run's metrics."""
+
     out_dir: Path
     system: str
-    total: int  # claims asked for
+    total: int  # records asked for
     skipped: int  # already in the run directory
     ran: int  # assessed by this invocation
-    errors: int  # claims of this run whose (latest) prediction is an error
-    wall_time_s: float  # time spent assessing claims in this invocation
+    errors: int  # records of this run whose (latest) line is an error
+    wall_time_s: float  # time spent assessing records in this invocation
     metrics: dict[str, Any]
+    common_error: str | None = None  # the error most records of this run ended in
 
 
-def _todo(claims: list[Claim], errors: dict[str, str | None], retry_errors: bool) -> list[Claim]:
-    """Claims with no recorded prediction (``errors`` maps done claim_ids to their error), plus,
-    with ``retry_errors``, those whose prediction is an error."""
-    return [c for c in claims if c.claim_id not in errors or (retry_errors and errors[c.claim_id] is not None)]
-
-
-def pending_claims(claims: list[Claim], out_dir: str | Path, *, retry_errors: bool = False) -> list[Claim]:
-    """The claims a (resumed) run in ``out_dir`` still has to assess."""
-    done = load_predictions(out_dir) if (Path(out_dir) / PREDICTIONS).exists() else []
-    return _todo(claims, {p["claim_id"]: p["error"] for p in done}, retry_errors)
+def run_task(stored: dict[str, Any] | None) -> Task:
+    """The task a run directory was made for: its config.json's ``task``, else the ``agent.task``
+    of its configuration (runs written before the field existed), else wikicollide."""
+    stored = stored or {}
+    return get_task(stored.get("task") or ((stored.get("config") or {}).get("agent") or {}).get("task"))
 
 
 # Settings that do not change what a system answers: a run may resume with other values.
 NEUTRAL_SETTINGS = {
     "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
     "llm.api_key_env", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
-    "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout", "agent.max_fact_chars",
+    "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
+    "agent.max_fact_chars",
+    "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
 }
 
 
@@ -88,7 +88,8 @@ def config_differences(stored: dict[str, Any] | None, current: dict[str, Any] | 
             if key not in NEUTRAL_SETTINGS and old.get(key) != new.get(key)]
 
 
-def _check_run_dir(out_dir: Path, system: str, dataset: Path | None, config_public: dict[str, Any] | None) -> None:
+def check_run_dir(out_dir: Path, *, task: Task, system: str, dataset: Path | None, config_public: dict[str, Any] | None) -> None:
+    """Refuse to resume a run directory made for another task, system, dataset or settings."""
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file; give a directory for the run")
     existing = read_run_config(out_dir)
@@ -100,6 +101,8 @@ def _check_run_dir(out_dir: Path, system: str, dataset: Path | None, config_publ
             f"{out_dir} holds a run made with other settings ({'; '.join(changed[:5])}); resuming would mix "
             "them: use the same settings, or another --out"
         )
+    if run_task(existing).name != task.name:
+        raise ConfigError(f"{out_dir} holds a run of another task; choose another --out for the {task.name} task")
     if existing.get("system") not in (None, system):
         raise ConfigError(
             f"{out_dir} holds a run of '{existing['system']}', not '{system}': one system per run "
@@ -112,72 +115,28 @@ def _check_run_dir(out_dir: Path, system: str, dataset: Path | None, config_publ
         )
 
 
-async def _assess(system: System, claim: Claim) -> Prediction:
-    """A system's prediction for one claim; an unexpected exception becomes an error line."""
-    start = time.perf_counter()
-    with track_usage() as usage:
-        try:
-            assessment = await system.assess(claim)
-        except Exception as error:  # one broken claim must not end the batch
-            return Prediction(
-                claim_id=claim.claim_id,
-                system=system.name,
-                claim_text=claim.text,
-                label=claim.label,
-                inconsistency_type=claim.inconsistency_type,
-                usage=usage.to_dict(),
-                latency_s=time.perf_counter() - start,
-                error=redact(f"{type(error).__name__}: {error}"),
-                gold=claim.gold,
-            )
-    prediction = prediction_from(assessment, claim)
-    prediction.usage = prediction.usage or usage.to_dict()
-    prediction.latency_s = prediction.latency_s if prediction.latency_s is not None else time.perf_counter() - start
-    return prediction
+def pending(records: Sequence[Any], done: dict[str, str | None], retry_errors: bool) -> list[Any]:
+    """Records with no line yet (``done`` maps claim ids to their line's error), plus, with
+    ``retry_errors``, those whose line is an error."""
+    return [r for r in records if r.claim_id not in done or (retry_errors and done[r.claim_id] is not None)]
 
 
-def _score(
-    out_dir: Path,
-    system: str,
-    threshold: tuple[float, str],
-    *,
-    split: str | None,
-    wall_time_s: float | None,
-    default_threshold: bool,
-) -> dict[str, Any]:
-    from claire.evals.feverous_metrics import run_task, score_feverous_run
+async def run_pool(items: Iterable[Any], work: Callable[[Any], Awaitable[None]], concurrency: int) -> None:
+    """Run ``work`` over ``items`` with at most ``concurrency`` at a time; an error in one stops
+    the others (``work`` turns the failures it expects into results of its own)."""
+    queue = iter(items)
 
-    if run_task(out_dir) == "feverous":  # a three-way label and evidence, not a score: its own figures
-        return score_feverous_run(out_dir, system=system, split=split, wall_time_s=wall_time_s)
-    predictions = load_predictions(out_dir)
-    metrics = compute_metrics(predictions, threshold=threshold[0], system=system)
-    metrics.update(split=split, threshold_source=threshold[1], wall_time_s=wall_time_s)
-    if split == "test" and default_threshold:
-        metrics["threshold_hint"] = "the paper reuses the best-F1 threshold of the validation run on test (threshold_from)"
-    write_run_outputs(out_dir, metrics, predictions)
-    return metrics
+    async def worker() -> None:
+        for item in queue:
+            await work(item)
 
-
-def score_run(
-    out_dir: str | Path,
-    *,
-    threshold: float | None = None,
-    threshold_from: str | Path | None = None,
-    split: str | None = None,
-) -> dict[str, Any]:
-    """Recompute and rewrite metrics.json, report.md and roc.png of an existing run directory."""
-    out_dir = Path(out_dir)
-    config = read_run_config(out_dir) or {}
-    predictions = load_predictions(out_dir)
-    system = config.get("system") or (predictions[0]["system"] if predictions else "?")
-    resolved = resolve_threshold(
-        system, config_public=config.get("config"), threshold=threshold, threshold_from=threshold_from
-    )
-    previous = read_metrics(out_dir) if (out_dir / "metrics.json").exists() else {}
-    return _score(
-        out_dir, system, resolved, split=split or config.get("split"), wall_time_s=previous.get("wall_time_s"),
-        default_threshold=threshold is None and threshold_from is None,
-    )
+    workers = [asyncio.create_task(worker()) for _ in range(max(concurrency, 1))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for job in workers:
+            job.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
 
 class _Tally:
@@ -188,22 +147,84 @@ class _Tally:
         self.tokens = 0
         self.cost: float | None = None
 
-    def add(self, prediction: Prediction) -> None:
-        self.errors += prediction.error is not None
-        self.tokens += int(prediction.usage.get("total_tokens") or 0)
-        if prediction.usage.get("cost_usd") is not None:
-            self.cost = (self.cost or 0.0) + prediction.usage["cost_usd"]
+    def add(self, line: BaseModel) -> None:
+        usage = getattr(line, "usage", None) or {}
+        self.errors += getattr(line, "error", None) is not None
+        self.tokens += int(usage.get("total_tokens") or 0)
+        if usage.get("cost_usd") is not None:
+            self.cost = (self.cost or 0.0) + usage["cost_usd"]
 
     def __str__(self) -> str:
         cost = "—" if self.cost is None else f"${self.cost:,.4f}"
         return f"errors {self.errors} · {self.tokens:,} tokens · {cost}"
 
 
+async def _line(task: Task, system: Any, record: Any) -> BaseModel:
+    """A system's line for one record; an unexpected exception becomes an error line."""
+    start = time.perf_counter()
+    with track_usage() as usage:
+        try:
+            result = await system.assess(record)
+        except Exception as error:  # one broken record must not end the batch
+            return task.failed_line(record, system.name, redact(f"{type(error).__name__}: {error}"), usage.to_dict(),
+                                    time.perf_counter() - start)
+    line = task.line(record, result)
+    if hasattr(line, "usage") and not line.usage:
+        line.usage = usage.to_dict()
+    if getattr(line, "latency_s", 0) is None:
+        line.latency_s = time.perf_counter() - start
+    return line
+
+
+def _threshold(task: Task, system: str, config_public: dict[str, Any] | None, threshold: float | None,
+               threshold_from: str | Path | None) -> tuple[float, str | None]:
+    """The threshold a run is scored with, and where it came from (None: the task's own setting)."""
+    if task.threshold_protocol:
+        return resolve_threshold(system, config_public=config_public, threshold=threshold, threshold_from=threshold_from)
+    if threshold_from is not None:
+        raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
+    return (threshold if threshold is not None else task.default_threshold(config_public)), None
+
+SPLITS: tuple[str, ...] = get_args(Split)
+
+
+def score_run(
+    out_dir: str | Path,
+    *,
+    threshold: float | None = None,
+    threshold_from: str | Path | None = None,
+    split: str | None = None,
+    wall_time_s: float | None = None,
+) -> dict[str, Any]:
+    """Recompute and rewrite the outputs (metrics.json, report.md, plots) of a run directory."""
+    out_dir = Path(out_dir)
+    if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
+        raise ConfigError(f"--threshold must be a finite number of at least 0, not {threshold}")
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"--split must be one of {', '.join(SPLITS)}, not {split!r}")
+    stored = read_run_config(out_dir) or {}
+    task = run_task(stored)
+    predictions = load_predictions(out_dir, task.line_model)
+    system = stored.get("system") or (predictions[0]["system"] if predictions else "?")
+    if wall_time_s is None and (out_dir / "metrics.json").exists():
+        wall_time_s = read_metrics(out_dir).get("wall_time_s")
+    value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
+    metrics = task.score(predictions, threshold=value, system=system)
+    metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
+    if source is not None:
+        metrics["threshold_source"] = source
+        if metrics["split"] == "test" and threshold is None and threshold_from is None:
+            metrics["threshold_hint"] = "the paper reuses the best-F1 threshold of the validation run on test (threshold_from)"
+    task.write_outputs(out_dir, metrics, predictions)
+    return metrics
+
+
 async def run_eval(
-    claims: list[Claim],
-    system: System,
+    records: Sequence[Any],
+    system: Any,
     out_dir: Path,
     *,
+    task: Task | str | None = None,
     concurrency: int = 4,
     config_public: dict[str, Any] | None = None,
     retry_errors: bool = False,
@@ -214,83 +235,116 @@ async def run_eval(
     show_progress: bool = True,
     console: Console | None = None,
 ) -> RunSummary:
-    """Assess ``claims`` with ``system`` into ``out_dir`` (resuming what is there) and score them.
+    """Assess ``records`` with ``system`` into ``out_dir`` (resuming what is there) and score them.
 
-    ``split`` defaults to what the ``dataset`` file name says (dev/val -> validation, test);
-    the threshold is ``threshold``, else the best-F1 threshold of the validation run directory
-    ``threshold_from``, else the system's default from ``config_public``.
+    ``task`` defaults to the ``agent.task`` of ``config_public``; ``split`` to what the ``dataset``
+    file name says (dev/val -> validation, test); the threshold is ``threshold``, else the best-F1
+    threshold of the validation run directory ``threshold_from``, else the system's default.
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
-    ids = [claim.claim_id for claim in claims]
+    task = task if isinstance(task, Task) else get_task(task or ((config_public or {}).get("agent") or {}).get("task"))
+    ids = [record.claim_id for record in records]
     if len(set(ids)) != len(ids):
         duplicate = next(i for i in ids if ids.count(i) > 1)
         raise DatasetError(f"claim_id '{duplicate}' appears more than once; a run needs unique claim ids")
     out_dir = Path(out_dir)
     dataset = Path(dataset) if dataset is not None else None
     split = split or (infer_split(dataset) if dataset else None)
-    _check_run_dir(out_dir, system.name, dataset, config_public)
-    resolved = resolve_threshold(system.name, config_public=config_public, threshold=threshold, threshold_from=threshold_from)
-    log = PredictionLog(out_dir)
-    write_run_config(out_dir, {
-        "system": system.name,
-        "dataset": str(dataset) if dataset else None,
-        "split": split,
-        "claims": len(claims),
-        "claire_version": __version__,
-        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "config": config_public,
-    })
-    todo = _todo(claims, {claim_id: p.error for claim_id, p in log.latest.items()}, retry_errors)
-    tally = _Tally()
-    progress = Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        TextColumn("{task.fields[stats]}"),
-        console=console,
-        disable=not show_progress,
-    )
-    task = progress.add_task(system.name, total=len(claims), completed=len(claims) - len(todo), stats=str(tally))
-    pending = iter(todo)
+    check_run_dir(out_dir, task=task, system=system.name, dataset=dataset, config_public=config_public)
+    if threshold is not None or threshold_from is not None:  # fail before the run, not after it
+        _threshold(task, system.name, config_public, threshold, threshold_from)
+    log = PredictionLog(out_dir, task.line_model)
+    try:
+        write_run_config(out_dir, {
+            "task": task.name,
+            "system": system.name,
+            "dataset": str(dataset) if dataset else None,
+            "split": split,
+            "claims": len(records),
+            "claire_version": __version__,
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "config": config_public,
+        })
+        todo = pending(records, {claim_id: line.error for claim_id, line in log.latest.items()}, retry_errors)
+        tally = _Tally()
+        progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
+            console=console, disable=not show_progress,
+        )
+        bar = progress.add_task(system.name, total=len(records), completed=len(records) - len(todo), stats=str(tally))
 
-    async def worker() -> None:
-        for claim in pending:
-            prediction = await _assess(system, claim)
+        async def work(record: Any) -> None:
+            line = await _line(task, system, record)
             try:
-                await log.append(prediction)
+                await log.append(line)
             except OSError as error:
                 raise ClaireError(f"cannot write {log.path}: {error}") from None
-            tally.add(prediction)
-            progress.update(task, advance=1, stats=str(tally))
+            tally.add(line)
+            progress.update(bar, advance=1, stats=str(tally))
 
-    start = time.perf_counter()
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(todo)))]
-    try:
+        start = time.perf_counter()
         with progress:
-            await asyncio.gather(*workers)
+            await run_pool(todo, work, min(concurrency, len(todo)))
+        wall_time = time.perf_counter() - start
     finally:
-        for job in workers:
-            job.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
         log.compact()
         log.close()
-    wall_time = time.perf_counter() - start
-    metrics = _score(
-        out_dir, system.name, resolved, split=split, wall_time_s=wall_time,
-        default_threshold=threshold is None and threshold_from is None,
-    )
+    metrics = score_run(out_dir, threshold=threshold, threshold_from=threshold_from, split=split, wall_time_s=wall_time)
     wanted = set(ids)
+    errors = Counter(line.error for line in log.latest.values() if line.claim_id in wanted and line.error is not None)
     return RunSummary(
-        out_dir=out_dir,
-        system=system.name,
-        total=len(claims),
-        skipped=len(claims) - len(todo),
-        ran=len(todo),
-        errors=sum(1 for p in log.latest.values() if p.claim_id in wanted and p.error is not None),
-        wall_time_s=wall_time,
-        metrics=metrics,
+        out_dir=out_dir, system=system.name, total=len(records), skipped=len(records) - len(todo), ran=len(todo),
+        errors=sum(errors.values()), wall_time_s=wall_time, metrics=metrics,
+        common_error=errors.most_common(1)[0][0] if errors else None,
     )
+
+
+def select_records(records: list[Any], *, ids: str | None, limit: int | None, source: str | Path) -> list[Any]:
+    """The records named by ``ids`` (comma-separated; an unknown id is an error), then the first ``limit``."""
+    if ids is not None:
+        wanted = [i.strip() for i in ids.split(",") if i.strip()]
+        if not wanted:
+            raise ConfigError("--ids lists no claim ids; give them comma-separated, e.g. --ids 12,57")
+        unknown = sorted(set(wanted) - {r.claim_id for r in records})
+        if unknown:
+            raise ConfigError(f"--ids names claims not in {source}: {', '.join(unknown)}")
+        records = [r for r in records if r.claim_id in set(wanted)]
+    return records[:limit] if limit is not None else records
+
+
+def with_threshold(task: Task, config: Config, threshold: float | None, threshold_from: str | Path | None) -> Config:
+    """The configuration with the threshold a run was asked for (given, or the best-F1 one of a
+    validation run): the systems decide their verdicts with it, and config.json records it."""
+    if threshold is None and threshold_from is None:
+        return config
+    if task.threshold_setting is not None:
+        if threshold_from is not None:
+            raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
+        return config.with_overrides({task.threshold_setting: threshold})
+    system = config.agent.system
+    value, _ = resolve_threshold(system, threshold=threshold, threshold_from=threshold_from)
+    return config.with_overrides({"baselines.nli_threshold" if system == "nli" else "agent.threshold": value})
+
+
+def failure(summary: RunSummary, max_error_share: float, records_name: str = "claims") -> str | None:
+    """Why a finished run counts as failed (every record, or more than ``max_error_share`` of them,
+    ended in an error), or None."""
+    if not summary.total:
+        return None
+    cause = f" (the most common error: {summary.common_error})" if summary.common_error else ""
+    if summary.errors >= summary.total:
+        return f"no {records_name[:-1]} could be scored{cause}; see the error column of predictions.jsonl"
+    if summary.errors / summary.total > max_error_share:
+        return (f"{summary.errors} of {summary.total} {records_name} ended in an error (more than eval.max_error_share = "
+                f"{max_error_share:.0%}){cause}; the metrics cover only the rest. See the error column of predictions.jsonl, "
+                "fix the cause and re-run with --retry-errors")
+    return None
+
+
+def pending_claims(claims: list[Any], out_dir: str | Path, *, retry_errors: bool = False) -> list[Any]:
+    """The records a (resumed) run in ``out_dir`` still has to assess."""
+    path = Path(out_dir) / "predictions.jsonl"
+    done = load_predictions(out_dir) if path.exists() else []
+    return pending(claims, {line["claim_id"]: line["error"] for line in done}, retry_errors)

@@ -34,13 +34,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
-from claire.agent.system import Claim, System
+from claire.agent.system import System
 from claire.config import Config
 from claire.errors import ConfigError
-from claire.evals.dataset import load_wikicollide
 from claire.evals.predictions import load_predictions, read_run_config
-from claire.evals.reporting import DASH, auroc_text, pct, plot_heatmap, plot_roc, read_metrics
+from claire.evals.reporting import plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
+from claire.tasks.measures import DASH, pct
+from claire.tasks.records import Claim
+from claire.tasks.registry import get_task
+from claire.tasks.wikicollide.report import auroc_text, plot_roc
 
 SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
 VARIANT_PREFIX = "prompt_variant."
@@ -49,6 +52,7 @@ COLUMNS = ("claims", "scored", "errors", "auroc", "auroc_low", "auroc_high", "ac
 
 
 class SweepFile(BaseModel):
+    """A sweep file's contents, validated."""
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = None
@@ -58,17 +62,20 @@ class SweepFile(BaseModel):
 
 @dataclass
 class Axis:
+    """One axis of a sweep's grid: a setting and its values."""
     key: str  # as written in the sweep file
     label: str  # its short name in cell names and columns
     values: list[tuple[str, Any]]  # (label, value)
 
     @property
     def numeric(self) -> bool:
+        """Whether every value of the axis is a number (a heatmap axis)."""
         return all(isinstance(v, (int, float)) and not isinstance(v, bool) for _, v in self.values)
 
 
 @dataclass
 class Cell:
+    """One cell of a sweep: its labels, values and resolved configuration."""
     name: str  # e.g. "max_steps=5,docs_per_query=10"
     dir_name: str
     labels: dict[str, str]  # axis label -> value label
@@ -78,6 +85,7 @@ class Cell:
 
 @dataclass
 class SweepPlan:
+    """A sweep's axes and cells."""
     name: str
     axes: list[Axis]
     cells: list[Cell]
@@ -85,6 +93,7 @@ class SweepPlan:
 
 @dataclass
 class CellResult:
+    """A finished cell and its metrics."""
     cell: Cell
     out_dir: Path
     metrics: dict[str, Any]
@@ -93,6 +102,7 @@ class CellResult:
 
 @dataclass
 class SweepSummary:
+    """A finished sweep."""
     name: str
     out_dir: Path
     axes: list[Axis]
@@ -225,9 +235,10 @@ async def run_sweep(
 ) -> SweepSummary:
     """Run every cell of a sweep (resuming finished and partial cells) and write its summary."""
     plan = plan_sweep(sweep_file, base_config)
-    if any(cell.config.agent.task != "wikicollide" for cell in plan.cells):
+    tasks = {get_task(cell.config.agent.task) for cell in plan.cells}
+    if any(not task.sweepable for task in tasks):
         raise ConfigError("sweeps score WikiCollide runs (AUROC) only; for --task feverous run `claire eval` once per configuration")
-    claims = load_wikicollide(dataset)[:limit]
+    claims = next(iter(tasks)).load_claims(dataset)[:limit]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "sweep.yaml").write_text(Path(sweep_file).read_text(encoding="utf-8"), encoding="utf-8")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from claire.errors import ConfigError, DatasetError
+from claire.files import read_jsonl
 from claire.validation import describe
 
 # WikiCollide's name for a search step, and CLAIRE's own (its traces can be read back the same way)
@@ -56,18 +57,33 @@ class BlockElement(BaseModel):
     text: str
 
 
-class Block(BaseModel):
-    """One passage of the corpus, as stored in a JSONL line and in an index payload."""
+class Passage(BaseModel):
+    """A passage of a Wikipedia article: where it stands (title, section, URL) and its text. The
+    one passage model of CLAIRE: a claim's context is a Passage, a corpus :class:`Block` is a
+    Passage with an id, and a piece of evidence (``indexes.evidence``) is a numbered one. Prompt
+    templates read these fields directly."""
 
     model_config = ConfigDict(frozen=True)
 
-    id: str
-    document_title: str
+    document_title: str = ""
     section_title: str = ""
-    content: str
-    block_type: BlockType = "text"
+    content: str = ""
     url: str | None = None
     last_edit_date: str | None = None
+
+    @field_validator("section_title", mode="before")
+    @classmethod
+    def _section_or_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class Block(Passage):
+    """One passage of the corpus, as stored in a JSONL line and in an index payload."""
+
+    id: str
+    document_title: str
+    content: str
+    block_type: BlockType = "text"
     elements: list[BlockElement] | None = None  # optional: citable elements, in reading order
     categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
     # set by the dump converters: the wiki's page id and the revision the block was taken from
@@ -80,11 +96,6 @@ class Block(BaseModel):
         if not value.strip():
             raise ValueError("must not be empty")
         return value
-
-    @field_validator("section_title", mode="before")
-    @classmethod
-    def _section_or_empty(cls, value: Any) -> Any:
-        return "" if value is None else value
 
     def embed_text(self) -> str:
         """The text that is embedded and BM25-indexed: ``title > section`` then the content."""
@@ -155,31 +166,10 @@ class CorpusLoad:
         self.errors.append(message)
 
 
-def jsonl_records(path: Path, *, what: str, hint: str) -> Iterator[tuple[int, Any, str | None]]:
-    """``(line number, JSON value, problem)`` for every non-blank line of a JSONL file: the value
-    is None when the line is not UTF-8 or not JSON, and ``problem`` says why. A file that cannot
-    be read at all is a DatasetError naming it (``what`` names the kind of file, ``hint`` what it
-    should hold)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DatasetError(f"{what} file {path} not found") from None
-    except IsADirectoryError:
-        raise DatasetError(f"{path} is a folder; give {hint}") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            line = raw.decode("utf-8").removesuffix("\r")
-        except UnicodeDecodeError as exc:
-            yield number, None, f"not UTF-8 text (byte {exc.start + 1} of the line); save the file as UTF-8"
-            continue
-        try:
-            yield number, json.loads(line.removeprefix("\ufeff") if number == 1 else line), None
-        except json.JSONDecodeError as exc:
-            yield number, None, f"invalid JSON ({exc.msg})"
+def _records(path: Path, *, what: str, hint: str) -> Iterator[tuple[int, Any, str | None]]:
+    """``(line number, JSON value or None, problem)`` for every non-blank line of a JSONL file."""
+    for line in read_jsonl(path, what=what, hint=hint):
+        yield line.number, line.value, line.problem
 
 
 def _block_from(record: Any) -> tuple[Block | None, str | None]:
@@ -197,7 +187,7 @@ def read_corpus(path: str | Path, *, skip_invalid: bool = False) -> CorpusLoad:
     path = Path(path)
     load = CorpusLoad(blocks=[])
     first_line: dict[str, int] = {}
-    for number, record, problem in jsonl_records(path, what="corpus", hint="a JSONL file with one block a line"):
+    for number, record, problem in _records(path, what="corpus", hint="a JSONL file with one block a line"):
         block = None
         if problem is None:
             block, problem = _block_from(record)

@@ -70,6 +70,7 @@ class BatchEncoder:
         return vectors / np.maximum(norms, 1e-12)
 
     def close(self) -> None:
+        """Stop the encoding processes."""
         if self._pool is not None:
             self.embedder.model.stop_multi_process_pool(self._pool)
             self._pool = None

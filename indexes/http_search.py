@@ -22,18 +22,15 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import BaseModel, Field, ValidationError
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from claire import __version__
 from claire.errors import RetrievalError
 from claire.indexes.corpus import Block
+from claire.indexes.json_http import JsonService
 from claire.indexes.retriever import Hit
 
 ENDPOINT_PATH = "/api/search"
 MAX_K = 100
-_RETRY_STATUSES = {429, 500, 502, 503, 504}
 
 
 class SearchRequest(BaseModel):
@@ -47,6 +44,8 @@ class SearchRequest(BaseModel):
 
 
 class SearchResult(BaseModel):
+    """One ranked block of a search answer."""
+
     rank: int
     score: float
     block: Block
@@ -90,10 +89,6 @@ def answer(searcher: _LocalSearcher, body: Any, *, index: str) -> tuple[int, dic
     return 200, SearchResponse(index=index, results=results).model_dump(mode="json", exclude_none=True)
 
 
-class _Transient(Exception):
-    pass
-
-
 class HttpSearcher:
     """Search through a CLAIRE search endpoint; same ``search`` signature as a local Retriever."""
 
@@ -101,9 +96,8 @@ class HttpSearcher:
         if not is_search_endpoint(url):
             raise RetrievalError(f"{url} is not a CLAIRE search endpoint (its path must end in {ENDPOINT_PATH})")
         self.url = url
-        self.max_attempts = max(1, max_attempts)
-        self._wait = wait_exponential_jitter(multiplier=0.5, max=max_wait)
-        self._client = httpx.Client(timeout=timeout, headers={"User-Agent": f"claire/{__version__}"})
+        self.service = JsonService(url, name="search server", timeout=timeout, max_attempts=max(1, max_attempts),
+                                   max_wait=max_wait, hint="is `claire serve` running there?")
         self.index: str | None = None  # the served index's name, once known
 
     def search(
@@ -121,15 +115,7 @@ class HttpSearcher:
         if not 1 <= k <= MAX_K:
             raise RetrievalError(f"k must be between 1 and {MAX_K} for a search server (got {k})")
         body = {"query": query, "k": k, "exclude_title": exclude_title, "mode": mode, "candidates": candidates}
-        retrying = Retrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait,
-                            retry=retry_if_exception_type(_Transient), reraise=True)
-        try:
-            payload = retrying(self._post, body)
-        except _Transient as error:
-            raise RetrievalError(
-                f"search server at {self.url} failed after {self.max_attempts} attempts ({error}); "
-                "is `claire serve` running there?"
-            ) from None
+        payload = self.service.post(body)
         try:
             response = SearchResponse.model_validate(payload)
         except ValidationError:
@@ -140,29 +126,9 @@ class HttpSearcher:
         self.index = response.index
         return [Hit(r.block, r.score, r.rank) for r in response.results if r.block.document_title != exclude_title]
 
-    def _post(self, body: dict[str, Any]) -> Any:
-        try:
-            response = self._client.post(self.url, json=body)
-        except httpx.TransportError as error:
-            raise _Transient(f"{type(error).__name__}: {error}") from None
-        if response.status_code in _RETRY_STATUSES:
-            raise _Transient(f"HTTP {response.status_code}")
-        if response.status_code != 200:
-            try:
-                detail = response.json().get("detail")
-            except (ValueError, AttributeError):
-                detail = None
-            raise RetrievalError(
-                f"search server at {self.url} refused the search: HTTP {response.status_code}"
-                + (f": {detail}" if detail else f" {response.text[:200]}")
-            )
-        try:
-            return response.json()
-        except ValueError:
-            raise RetrievalError(f"search server at {self.url} answered with something other than JSON") from None
-
     def close(self) -> None:
-        self._client.close()
+        """Close the HTTP connections."""
+        self.service.close()
 
     def __enter__(self) -> HttpSearcher:
         return self

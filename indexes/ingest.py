@@ -38,11 +38,15 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 
 from claire.errors import ClaireError, ConfigError, RetrievalError
 from claire.indexes.corpus import Block
-from claire.indexes.dumps.pages import MAX_WORDS, SKIP_REASONS, DumpPage, PageResult, block_id, convert_pages
+from claire.indexes.dumps.convert import convert_pages
+from claire.indexes.dumps.pages import MAX_WORDS, SKIP_REASONS, DumpPage, PageResult, block_id
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
 from claire.indexes.encoding import BatchEncoder, resolve_device
-from claire.indexes.stores import IndexMeta, IndexStore, ServerOptions, ServerStore, WorkingEdgeStore, check_name
+from claire.indexes.edge_store import WorkingEdgeStore
+from claire.indexes.index_meta import IndexMeta, check_name
+from claire.indexes.server_store import ServerOptions, ServerStore
+from claire.indexes.store import IndexStore
 
 CHUNK_PAGES = 16  # pages per task sent to a parsing process
 COMMIT_SECONDS = 2.0  # how often stored pages are flushed and written to the ledger
@@ -99,10 +103,12 @@ class IngestSummary:
 
     @property
     def pages_per_s(self) -> float:
+        """Pages read per second in this run."""
         return self.pages_read / self.seconds if self.seconds else 0.0
 
     @property
     def blocks_per_s(self) -> float:
+        """Blocks written per second in this run."""
         return self.blocks_written / self.seconds if self.seconds else 0.0
 
 
@@ -133,10 +139,12 @@ class Ledger:
         self.db.commit()
 
     def get(self, key: str, default: str | None = None) -> str | None:
+        """The revision indexed for a page (None when the page is not in the index)."""
         row = self.db.execute("SELECT value FROM info WHERE key = ?", (key,)).fetchone()
         return row[0] if row else default
 
     def set(self, **values: object) -> None:
+        """Record the revision indexed for a page."""
         self.db.executemany("INSERT OR REPLACE INTO info VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
         self.db.commit()
 
@@ -145,6 +153,7 @@ class Ledger:
         return self.db.execute("SELECT revision_id, blocks FROM pages WHERE page_id = ?", (page_id,)).fetchone()
 
     def commit(self, results: list[PageResult], seen: list[int], generation: int, last: str | None) -> None:
+        """Make the recorded revisions durable."""
         with self.db:
             self.db.executemany(
                 "INSERT OR REPLACE INTO pages VALUES (?, ?, ?, ?, ?, ?)",
@@ -159,6 +168,7 @@ class Ledger:
         yield from self.db.execute("SELECT page_id, blocks FROM pages WHERE seen < ?", (generation,)).fetchall()
 
     def forget(self, page_ids: list[int]) -> None:
+        """Forget the pages no longer in the dump."""
         with self.db:
             self.db.executemany("DELETE FROM pages WHERE page_id = ?", [(p,) for p in page_ids])
 
@@ -168,6 +178,7 @@ class Ledger:
         return rows.pop("", 0), {reason: rows.get(reason, 0) for reason in SKIP_REASONS}
 
     def close(self) -> None:
+        """Close the ledger's database."""
         self.db.close()
 
 

@@ -37,6 +37,7 @@ class QueryBatcher:
         self.batches = 0  # encode calls made (for tests and benchmarks)
 
     def vector(self, query: str) -> np.ndarray:
+        """The query vector of ``text``, encoded together with the queries waiting at the same time."""
         with self._turn:
             cached = self._cache.get(query)
             if cached is not None:

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 
 class QueryEncoder(Protocol):
+    """Turns search queries into vectors for one embedder."""
     runtime: str
     batch_limit: int  # the most queries worth encoding in one call when several wait (see .query_batch)
     lanes: int  # how many encode calls may run at once
@@ -67,6 +68,7 @@ class TorchQueryEncoder:
         self.embedder = embedder
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        """The vectors of the queries (PyTorch)."""
         if len(texts) == 1:
             return self.embedder.encode_query(texts[0])[None, :]
         return self.embedder.encode(texts, batch_size=64)
@@ -90,6 +92,7 @@ class OnnxQueryEncoder:
         self._tokenizing = threading.Lock()  # a fast tokenizer is not to be driven by two threads at once
 
     def encode(self, texts: list[str]) -> np.ndarray:
+        """The vectors of the queries (ONNX Runtime)."""
         with self._tokenizing:
             features = self.embedder.model.preprocess(list(texts))
         feed = {name: features[name].numpy() for name in self._inputs}

@@ -15,7 +15,7 @@ from typing import Literal, Protocol
 from claire.errors import RetrievalError
 from claire.indexes.http_search import HttpSearcher, is_search_endpoint
 from claire.indexes.retriever import Hit, ensure_demo_index, open_retriever
-from claire.indexes.stores import SearchMode
+from claire.indexes.store import SearchMode
 from claire.indexes.wikichat import DEFAULT_URL, WikiChatRetriever
 
 DEMO = "demo"
@@ -32,9 +32,13 @@ class Searcher(Protocol):
         k: int = 15,
         mode: SearchMode = "hybrid",
         candidates: int = 50,
-    ) -> list[Hit]: ...
+    ) -> list[Hit]:
+        """Ranked blocks for ``query``, none from the article ``exclude_title``."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the backend."""
+        ...
 
 
 def open_searcher(

@@ -26,15 +26,9 @@ from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, demo_corpus_path, read
 from claire.indexes.embedders import Embedder, load_embedder
 from claire.indexes.query_batch import QueryBatcher
 from claire.indexes.query_encoders import QueryEncoder, query_encoder
-from claire.indexes.stores import (
-    IndexMeta,
-    IndexStore,
-    SearchMode,
-    check_name,
-    delete_index,
-    list_indexes,
-    open_index,
-)
+from claire.indexes.index_meta import IndexMeta, check_name
+from claire.indexes.store import IndexStore, SearchMode
+from claire.indexes.stores import delete_index, list_indexes, open_index
 from claire.indexes.sharing import DEFAULT_LOCK_TIMEOUT
 
 QUERY_CACHE_SIZE = 4096
@@ -97,6 +91,7 @@ class Retriever:
 
     @property
     def meta(self) -> IndexMeta:
+        """The index's description."""
         return self.store.meta
 
     def search(
@@ -139,6 +134,7 @@ class Retriever:
             return self.store.count_title(title) > 0
 
     def close(self) -> None:
+        """Release the index and its query encoder."""
         with self._lock:
             self.store.close()
 

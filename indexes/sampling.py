@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from claire.errors import ConfigError
-from claire.indexes.stores import TITLE, IndexStore
+from claire.indexes.store import IndexStore, TITLE
 
 Unit = Literal["block", "article"]
 
 
 @dataclass
 class IndexSample:
+    """Blocks drawn at random from an index, with what the draw covered."""
     unit: Unit
     seed: int
     corpus_blocks: int

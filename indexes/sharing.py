@@ -109,6 +109,7 @@ class WriterLock:
         self._fd: int | None = None
 
     def acquire(self) -> WriterLock:
+        """Take the writer lock, waiting up to the timeout for another writer."""
         deadline = time.monotonic() + max(self.timeout, 0.0)
         told = False
         while True:
@@ -146,6 +147,7 @@ class WriterLock:
         return self
 
     def release(self) -> None:
+        """Give the writer lock back."""
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
@@ -244,6 +246,7 @@ class ReaderView:
 
     @property
     def shard(self) -> Path:
+        """The shard folder of the version this view reads."""
         return self.view / "shard"
 
     @classmethod
@@ -273,6 +276,7 @@ class ReaderView:
         raise RetrievalError(f"index {index_dir.name} kept changing while it was opened; try again")
 
     def close(self) -> None:
+        """Stop reading the version (it may be deleted once nobody reads it)."""
         if self._lock_fd is not None:
             _drop_view(self.view, self._lock_fd)
             self._lock_fd = None

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from claire.errors import DatasetError
-from claire.indexes.corpus import Block, CorpusLoad, block_id, blocks_from_article, jsonl_records
+from claire.files import read_jsonl
+from claire.indexes.corpus import Block, CorpusLoad, block_id, blocks_from_article
 from claire.indexes.retriever import build_index
 from claire.indexes.stores import list_indexes
 
@@ -69,7 +70,8 @@ def read_web_docs(path: str | Path, *, skip_invalid: bool = False, max_words: in
     load = CorpusLoad(blocks=[])
     first_line: dict[str, int] = {}
     hint = "a JSONL file with one document (url, title, text) a line"
-    for number, record, problem in jsonl_records(path, what="web-docs", hint=hint):
+    for line in read_jsonl(path, what="web-docs", hint=hint):
+        number, record, problem = line.number, line.value, line.problem
         if problem is None:
             problem = _problem(record)
             if problem is None and record["url"].strip() in first_line:

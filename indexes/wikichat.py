@@ -11,19 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
-from claire import __version__
 from claire.errors import RetrievalError
 from claire.indexes.corpus import Block, BlockType, block_id, is_table
+from claire.indexes.json_http import JsonService
 from claire.indexes.retriever import Hit
-from claire.retrying import TransientError, retry_after, retrying
 
 DEFAULT_URL = "https://search.genie.stanford.edu/wikipedia_20250320"
 MAX_BLOCKS = 100  # the API's limit on num_blocks
 MAX_QUERIES = 100  # ... and on queries per request
 MAX_QUERY_CHARS = 512  # ... and on the length of one query
-_RETRY_STATUSES = {429, 500, 502, 503, 504}
 _KINDS: dict[str, BlockType] = {"text": "text", "table": "table", "infobox": "infobox"}
 
 
@@ -71,11 +67,11 @@ class WikiChatRetriever:
         if max_attempts < 1:
             raise RetrievalError(f"max_attempts must be at least 1 (got {max_attempts})")
         self.url = url
-        self.max_attempts = max_attempts
         self.language = language
         self.rerank = rerank
-        self.max_wait = max_wait
-        self._client = httpx.Client(timeout=timeout, headers={"User-Agent": f"claire/{__version__}"})
+        self.service = JsonService(url, name="WikiChat search", timeout=timeout, max_attempts=max_attempts, base_wait=1.0,
+                                   max_wait=max_wait, hint="the public endpoint is rate limited; wait and retry, "
+                                                           "or use a local index")
 
     def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **_: Any) -> list[Hit]:
         """The ``k`` best blocks for ``query``, none from the article ``exclude_title``.
@@ -112,13 +108,7 @@ class WikiChatRetriever:
         if self.rerank:
             body["rerank"] = True
             body["num_blocks_to_rerank"] = min(2 * num_blocks, MAX_BLOCKS)
-        try:
-            payload = retrying(self.max_attempts, base=1.0, max_wait=self.max_wait, cap=self.max_wait)(self._post, body)
-        except TransientError as exc:
-            raise RetrievalError(
-                f"WikiChat search at {self.url} failed after {self.max_attempts} attempts: {exc}. "
-                "The public endpoint is rate limited; wait and retry, or use a local index."
-            ) from None
+        payload = self.service.post(body)
         try:
             answers = [item["results"] for item in payload]
             if len(answers) != len(queries) or not all(
@@ -132,24 +122,9 @@ class WikiChatRetriever:
             ) from None
         return answers
 
-    def _post(self, body: dict[str, Any]) -> Any:
-        try:
-            response = self._client.post(self.url, json=body)
-        except httpx.TransportError as exc:
-            raise TransientError(f"{type(exc).__name__}: {exc}") from None
-        if response.status_code in _RETRY_STATUSES:
-            raise TransientError(f"HTTP {response.status_code}", retry_after(response.headers))
-        if response.status_code != 200:
-            raise RetrievalError(
-                f"WikiChat search at {self.url} refused the request: HTTP {response.status_code} {response.text[:300]}"
-            )
-        try:
-            return response.json()
-        except ValueError:
-            raise RetrievalError(f"WikiChat search at {self.url} answered with something other than JSON") from None
-
     def close(self) -> None:
-        self._client.close()
+        """Close the HTTP connections."""
+        self.service.close()
 
     def __enter__(self) -> WikiChatRetriever:
         return self

@@ -7,9 +7,10 @@ is inserted: every ``{{ expression }}`` first renders as a placeholder, the temp
 split into messages, and only then are the values put back, so no inserted text (a retrieved
 passage, a context file, a dataset field) can open a message of another role. Template sets and variants
 (``verifier.strict.j2`` chosen by ``prompts.variants = {verifier = "strict"}``) are the basis of
-prompt ablations. :meth:`PromptLibrary.render` returns a :class:`RenderedPrompt`: the messages,
+prompt ablations. :meth:`PromptLibrary.render` returns a :class:`Prompt`: LangChain chat messages
 plus the name of the template they came from, which the LLM client sends along with the request
 (``X-Claire-Prompt``) so a test server can tell a call's purpose without reading its text.
+Templates read passages (:class:`~claire.indexes.corpus.Passage` and its kinds) by their fields.
 Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
 """
 
@@ -25,6 +26,7 @@ from typing import Any, Mapping
 
 import jinja2
 import jinja2.meta
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from claire.errors import ConfigError
 
@@ -42,6 +44,7 @@ class PromptError(ConfigError):
 
 @dataclass(frozen=True)
 class TemplateInfo:
+    """A template's file and the inputs it declares."""
     name: str
     path: Path
     inputs: tuple[str, ...]
@@ -56,11 +59,17 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
     return tuple(part.strip() for part in names.split(",") if part.strip())
 
 
-class RenderedPrompt(list):
-    """Chat messages (``[{role, content}, ...]``) that remember the template they were rendered
-    from: ``template`` (``"verifier"``) and the ``variant`` chosen for it (``"feverous"`` or None).
-    It is a plain list otherwise; ``prompt + [more messages]`` (a follow-up in the same
-    conversation) keeps the names, other list operations give plain lists."""
+PROMPT_HEADER = "X-Claire-Prompt"
+"""The HTTP header that names the prompt template a request was rendered from (``verifier``,
+``verifier.feverous``); sent to OpenAI-compatible endpoints, where test servers read it."""
+
+_ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+
+
+class Prompt(list):
+    """LangChain chat messages that remember the template they were rendered from: ``template``
+    (``"verifier"``) and the ``variant`` chosen for it (``"feverous"`` or None). A plain list
+    otherwise; ``prompt + [more messages]`` (a follow-up in the same conversation) keeps the names."""
 
     def __init__(self, messages: Any = (), template: str = "", variant: str | None = None):
         super().__init__(messages)
@@ -68,12 +77,12 @@ class RenderedPrompt(list):
         self.variant = variant
 
     @property
-    def prompt_id(self) -> str:
+    def name(self) -> str:
         """The template's name, with the variant after a dot when one was chosen (``verifier.feverous``)."""
         return f"{self.template}.{self.variant}" if self.variant else self.template
 
-    def __add__(self, other: Any) -> "RenderedPrompt":  # type: ignore[override]
-        return RenderedPrompt(list.__add__(self, other), self.template, self.variant)
+    def __add__(self, other: Any) -> "Prompt":  # type: ignore[override]
+        return Prompt(list.__add__(self, list(other)), self.template, self.variant)
 
 
 class PromptLibrary:
@@ -104,14 +113,18 @@ class PromptLibrary:
             auto_reload=False,  # templates are read once per library; no file check on every render
         )
         self._env.filters["truncate_chars"] = _truncate_chars
+        self._env.filters["squash"] = lambda text: " ".join(_plain(text).split())  # every run of white space as one space
         # Every piece of untrusted text is capped, so no passage, context or fact makes a prompt unbounded.
         self._env.filters["as_data"] = lambda text: _as_data(_truncate_chars(_plain(text), self.max_value_chars))
         self._env.filters["as_attr"] = lambda text: _as_attr(_truncate_chars(_plain(text), 300))
+        # one line of text in the prompt's own sentence (a title, a tool's argument): no line break, no quote
+        self._env.filters["as_line"] = lambda text: _as_attr(_truncate_chars(_plain(text), self.max_value_chars))
         self._infos: dict[str, TemplateInfo] = {}
         for name, variant in self.variants.items():
             self.info(name)  # fail early on a variant that does not exist
 
     def file_name(self, name: str) -> str:
+        """The file a template name renders from (its variant's, when one is chosen)."""
         variant = self.variants.get(name)
         return f"{name}.{variant}.j2" if variant else f"{name}.j2"
 
@@ -162,9 +175,9 @@ class PromptLibrary:
         text, held = self._render_slotted(name, values)
         return _fill(text, held)
 
-    def render(self, name: str, **values: Any) -> RenderedPrompt:
-        """Render a template into chat messages ([{role, content}, ...]) that carry the template's
-        name. Roles come from the template's own marker lines only, never from inserted values."""
+    def render(self, name: str, **values: Any) -> Prompt:
+        """Render a template into chat messages that carry the template's name. Roles come from
+        the template's own marker lines only, never from inserted values."""
         text, held = self._render_slotted(name, values)
         parts = _MARKER.split(text)
         if parts[0].strip():
@@ -173,10 +186,10 @@ class PromptLibrary:
         for role, content in zip(parts[1::2], parts[2::2]):
             content = _fill(content, held).strip()
             if content:
-                messages.append({"role": role, "content": content})
+                messages.append(_ROLES[role](content=content))
         if not messages:
             raise PromptError(f"template {self.file_name(name)} rendered no messages")
-        return RenderedPrompt(messages, name, self.variants.get(name))
+        return Prompt(messages, name, self.variants.get(name))
 
 
 # The values held back during one render (a context variable, so concurrent renders stay apart).

@@ -3,14 +3,17 @@ model that answers each CLAIRE prompt kind (controller, verifier, rankgpt, ...) 
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from claire.agent.llm_backends import ChatRequest, ChatResponse, ToolCall
-from claire.agent.system import Claim, ContextBlock
-from claire.indexes.corpus import Block
+from langchain_core.messages import AIMessage
+
+from claire.indexes.corpus import Block, Passage
 from claire.indexes.retriever import Hit
+from claire.llm.answers import text_of
+from claire.tasks.records import Claim
+from claire.testing.scripted import ScriptedRequest
+from claire.tools.registry import argument_of
 
 BLOCKS = [
     Block(id="eiffel-1", document_title="Eiffel Tower", section_title="History",
@@ -30,7 +33,7 @@ BLOCKS = [
 CLAIM = Claim(
     claim_id="paris-1",
     text="The Eiffel Tower was finished in 1890.",
-    context=ContextBlock(document_title="Paris", section_title="Landmarks", content=BLOCKS[2].content),
+    context=Passage(document_title="Paris", section_title="Landmarks", content=BLOCKS[2].content),
 )
 
 class KeywordRetriever:
@@ -41,6 +44,7 @@ class KeywordRetriever:
         self.queries: list[tuple[str, str | None, int]] = []
 
     def search(self, query: str, *, exclude_title: str | None = None, k: int = 15, **_: Any) -> list[Hit]:
+        """Blocks sharing words with the query, most shared first."""
         self.queries.append((query, exclude_title, k))
         words = set(re.findall(r"\w+", query.lower()))
         scored = []
@@ -60,21 +64,20 @@ _KIND_OF_TEMPLATE = {"clarify_entity": "clarify", "fact_extraction": "extract",
                      "verifier.feverous": "feverous_verifier", "nli.feverous": "feverous_nli"}
 
 
-def kind_of(request: ChatRequest | dict) -> str:
+def kind_of(request: ScriptedRequest | dict) -> str:
     """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from: the template
-    named by the client (``ChatRequest.prompt_id``, or ``body["claire_prompt"]`` that
+    named by the client (``ScriptedRequest.prompt``, or ``body["claire_prompt"]`` that
     :class:`~claire.testing.mock_openai.MockOpenAIServer` fills from the ``X-Claire-Prompt``
     header), else recognised by a phrase of the prompt's system message."""
-    prompt = request.get("claire_prompt") if isinstance(request, dict) else request.prompt_id
+    prompt = request.get("claire_prompt") if isinstance(request, dict) else request.prompt
     if prompt:
         return _KIND_OF_TEMPLATE.get(prompt) or _KIND_OF_TEMPLATE.get(prompt.partition(".")[0]) or prompt.partition(".")[0]
     return _kind_from_phrases(request)
 
 
-def _kind_from_phrases(request: ChatRequest | dict) -> str:
+def _kind_from_phrases(request: ScriptedRequest | dict) -> str:
     """The prompt kind read from the wording of the system message (requests without a template name)."""
-    messages = request["messages"] if isinstance(request, dict) else request.messages
-    system = messages[0]["content"]
+    system = request["messages"][0]["content"] if isinstance(request, dict) else text_of(request.messages[0])
     if "give one of three verdicts" in system:
         return "feverous_verifier"
     if "relates to a claim" in system:
@@ -104,19 +107,18 @@ def _kind_from_phrases(request: ChatRequest | dict) -> str:
     return "unknown"
 
 
-def tool_call(name: str, argument: str | None = None, **arguments: Any) -> ChatResponse:
-    from claire.tools.specs import TOOL_SPECS
-
+def tool_call(name: str, argument: str | None = None, **arguments: Any) -> AIMessage:
+    """An answer that calls tool ``name`` with its one argument (or with ``arguments``)."""
     if argument is not None:
-        arguments = {TOOL_SPECS[name].argument if name in TOOL_SPECS else "value": argument}
-    return ChatResponse(tool_calls=[ToolCall(id=f"call_{name}", name=name, arguments=json.dumps(arguments))])
+        arguments = {argument_of(name) or "value": argument}
+    return AIMessage(content="", tool_calls=[{"name": name, "args": arguments, "id": f"call_{name}", "type": "tool_call"}])
 
 
 class ScriptedModel:
     """Answers by prompt kind: controller answers come from ``actions`` in order (then finish);
     the others from ``answers`` (a string, a callable of the request, or an exception)."""
 
-    def __init__(self, actions: list[ChatResponse | str | Exception] | None = None, **answers: Any):
+    def __init__(self, actions: list[AIMessage | str | Exception] | None = None, **answers: Any):
         self.actions = list(actions or [])
         self.answers = {
             "verifier": "<restated_claim>r</restated_claim><analysis>[1] agrees.</analysis><inconsistency_score>0.1</inconsistency_score>",
@@ -128,9 +130,10 @@ class ScriptedModel:
             "report_inconsistent": "Passage [2] disagrees.",
         }
         self.answers.update(answers)
-        self.seen: list[tuple[str, ChatRequest]] = []
+        self.seen: list[tuple[str, ScriptedRequest]] = []
 
-    def __call__(self, request: ChatRequest) -> ChatResponse | str | Exception:
+    def __call__(self, request: ScriptedRequest) -> AIMessage | str | Exception:
+        """The answer to one request, by its prompt kind."""
         kind = kind_of(request)
         self.seen.append((kind, request))
         if kind == "controller":
@@ -138,7 +141,8 @@ class ScriptedModel:
         answer = self.answers.get(kind, "ok")
         return answer(request) if callable(answer) and not isinstance(answer, Exception) else answer
 
-    def requests(self, kind: str) -> list[ChatRequest]:
+    def requests(self, kind: str) -> list[ScriptedRequest]:
+        """The requests of one prompt kind, in order."""
         return [request for k, request in self.seen if k == kind]
 
 

@@ -37,6 +37,7 @@ class WikiPage:
     redirect: str | None = None  # the redirect target
 
     def revised(self, revision_id: int, wikitext: str, html: str) -> WikiPage:
+        """The same page at a later revision with other text."""
         return replace(self, revision_id=revision_id, wikitext=wikitext, html=html)
 
 
@@ -63,6 +64,7 @@ def write_xml_dump(path: Path, pages: Iterable[WikiPage]) -> Path:
 
 
 def html_record(page: WikiPage) -> dict:
+    """The Enterprise-HTML NDJSON record of a page."""
     return {
         "name": page.title,
         "identifier": page.page_id,
@@ -98,7 +100,8 @@ def write_html_dump(path: Path, pages: Iterable[WikiPage]) -> Path:
     return path
 
 
-def _html(title: str, sections: str, head: str = "") -> str:
+def article_html(title: str, sections: str, head: str = "") -> str:
+    """A minimal Enterprise-HTML article: ``sections`` inside its body."""
     return (f'<!DOCTYPE html><html><head><meta charset="utf-8"/><title>{escape(title)}</title>{head}</head>'
             f"<body>{sections}</body></html>")
 
@@ -144,7 +147,7 @@ In 1891 she moved to [[Paris]], where she studied at the [[University of Paris]]
 [[pl:Maria Skłodowska-Curie]]
 """
 
-MARIE_HTML = _html("Marie Curie", (
+MARIE_HTML = article_html("Marie Curie", (
     '<section data-mw-section-id="0"><div class="shortdescription nomobile noexcerpt noprint searchaux" style="display:none">Polish-French physicist</div>'
     '<table class="infobox biography vcard"><tbody><tr><th colspan="2" class="infobox-above">Marie Curie</th></tr>'
     '<tr><td colspan="2" class="infobox-image"><span typeof="mw:File"><img src="x.jpg"/></span></td></tr>'
@@ -176,7 +179,7 @@ Zürich lies at the north-western end of [[Lake Zurich]].
 The city has an oceanic climate with about {{convert|1134|mm|in}} of rain a year.
 """
 
-ZURICH_HTML = _html("Zürich", (
+ZURICH_HTML = article_html("Zürich", (
     '<section data-mw-section-id="0"><p><b>Zürich</b> is the largest city in <a href="./Switzerland">Switzerland</a>.</p></section>'
     '<section data-mw-section-id="1"><h2 id="Geography">Geography</h2><p>Zürich lies at the north-western end of <a href="./Lake_Zurich">Lake Zurich</a>.</p></section>'
     '<section data-mw-section-id="2"><h2 id="Geography_2">Geography</h2><section data-mw-section-id="3"><h3 id="Climate">Climate</h3>'
@@ -189,7 +192,7 @@ MERCURY_WIKITEXT = """'''Mercury''' may refer to:
 {{disambiguation}}
 """
 
-MERCURY_HTML = _html("Mercury", (
+MERCURY_HTML = article_html("Mercury", (
     '<section data-mw-section-id="0"><p><b>Mercury</b> may refer to:</p><ul><li><a href="./Mercury_(planet)">Mercury (planet)</a>, the closest planet to the Sun</li></ul>'
     '<table id="disambigbox" class="metadata plainlinks dmbox dmbox-disambig"><tbody><tr><td>This disambiguation page lists articles.</td></tr></tbody></table></section>'
 ), head='<meta property="mw:PageProp/disambiguation"/>')
@@ -204,9 +207,9 @@ def sample_pages() -> list[WikiPage]:
         WikiPage(103, 5003, "Curie", "#REDIRECT [[Marie Curie]]", "", redirect="Marie Curie"),
         WikiPage(104, 5004, "Mercury", MERCURY_WIKITEXT, MERCURY_HTML),
         WikiPage(105, 5005, "Talk:Marie Curie", "== Sources ==\nThis article needs more sources. ~~~~",
-                 _html("Talk:Marie Curie", "<p>This article needs more sources.</p>"), namespace=1),
+                 article_html("Talk:Marie Curie", "<p>This article needs more sources.</p>"), namespace=1),
         WikiPage(106, 5006, "Stub page", "{{stub}}\n<!-- nothing here yet -->\n[[Category:Stubs]]",
-                 _html("Stub page", '<section data-mw-section-id="0"><div class="navbox">Stubs</div></section>')),
+                 article_html("Stub page", '<section data-mw-section-id="0"><div class="navbox">Stubs</div></section>')),
     ]
 
 
@@ -238,7 +241,7 @@ def iter_generated_pages(n: int, *, seed: int = 11, first_id: int = 1) -> Iterat
                            redirect=title)
             continue
         if number % 40 == 39:
-            yield WikiPage(page_id, 10_000 + page_id, f"Talk:{title}", "Discussion.", _html("Talk", "<p>Discussion.</p>"),
+            yield WikiPage(page_id, 10_000 + page_id, f"Talk:{title}", "Discussion.", article_html("Talk", "<p>Discussion.</p>"),
                            namespace=1)
             continue
         wiki, html = [], []
@@ -263,4 +266,4 @@ def iter_generated_pages(n: int, *, seed: int = 11, first_id: int = 1) -> Iterat
                         + "".join(f"|-\n| {y} || {w} || {c}\n" for y, w, c in rows) + "|}")
             html.append('<h2 id="Statistics">Statistics</h2><table class="wikitable"><tbody><tr><th>Year</th><th>Item</th><th>Count</th></tr>'
                         + "".join(f"<tr><td>{y}</td><td>{w}</td><td>{c}</td></tr>" for y, w, c in rows) + "</tbody></table>")
-        yield WikiPage(page_id, 10_000 + page_id, title, "\n\n".join(wiki), _html(title, "".join(html)))
+        yield WikiPage(page_id, 10_000 + page_id, title, "\n\n".join(wiki), article_html(title, "".join(html)))

@@ -35,7 +35,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from claire.agent.llm_backends import PROMPT_HEADER
+from claire.prompts import PROMPT_HEADER
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -60,6 +60,7 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 
 
 class MockOpenAIServer:
+    """A local OpenAI-compatible Chat Completions server for tests and benchmarks."""
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model",
                  max_prompt_tokens: int | None = None):
         self.responder = responder
@@ -79,18 +80,22 @@ class MockOpenAIServer:
     # -- lifecycle -------------------------------------------------------------------------
     @property
     def port(self) -> int:
+        """The port the server listens on."""
         return self._httpd.server_address[1]
 
     @property
     def base_url(self) -> str:
+        """The server's OpenAI base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "MockOpenAIServer":
+        """Start serving on a thread of its own."""
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
+        """Stop serving and free the port."""
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread = None
@@ -104,11 +109,13 @@ class MockOpenAIServer:
 
     # -- scripting -------------------------------------------------------------------------
     def script(self, *items: dict[str, Any]) -> None:
+        """Queue answers, served in order before the responder is asked."""
         with self._lock:
             self.queue.extend(items)
 
     @property
     def calls(self) -> int:
+        """Requests received so far."""
         with self._lock:
             return len(self.requests)
 

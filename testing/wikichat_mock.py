@@ -37,6 +37,7 @@ class MockWikiChat:
 
     @staticmethod
     def answer(body: dict) -> list[dict]:
+        """The search API's answer to one request body."""
         def result(query: str, i: int) -> dict:
             title = "Own Article" if i % 2 == 0 else f"Other {i}"
             return {

@@ -13,7 +13,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikicollide" / "dev-sample.json"
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -32,6 +31,14 @@ def private_user_folders(tmp_path_factory):
 def private_data_dir(monkeypatch, tmp_path):
     """Saved interactive checks go to the test's own folder, never the user's data directory."""
     monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "claire-data"))
+
+
+@pytest.fixture
+def shared_sample() -> Path:
+    """The shared WikiCollide sample beside this checkout; the test skips when it is absent."""
+    if not SHARED_SAMPLE.is_file():
+        pytest.skip("the shared WikiCollide sample (../shared/data/wikicollide/) is not beside this checkout")
+    return SHARED_SAMPLE
 
 
 @pytest.fixture

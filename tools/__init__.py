@@ -1,7 +1,10 @@
-"""The agent's tools and the reranker: search, clarify_entity, explain, report_inconsistency,
-RankGPT listwise reranking, and the tool descriptions the controller is shown.
+"""The agent's tools: LangChain ``@tool`` functions whose docstrings are their descriptions and
+whose signatures are their schemas — ``search``, ``clarify_entity``, ``explain``,
+``report_inconsistency`` and ``finish`` (one module each, all listed in ``registry``) — with the
+search engine behind them (``search_engine``: retrieval plus ``rankgpt`` reranking).
 
-Tools receive their LLM client and prompt library as arguments (anything with an async
-``chat(messages)``), so this package imports only ``indexes``, ``prompts``, ``config`` and
-``errors`` — never ``agent``, ``evals`` or ``cli``.
+A tool reads its services and settings from the LangGraph run context (``context.ToolContext``)
+and the research so far from the graph state (the claim, the evidence gathered), and returns a
+state update (``results.step_result``). May import ``tasks``, ``llm``, ``prompts``, ``indexes``,
+``config`` and ``errors`` — never ``agent``, ``evals`` or ``cli``.
 """

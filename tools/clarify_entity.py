@@ -1,33 +1,37 @@
-"""The clarify_entity tool: retrieve blocks about similarly named entities, then let the LLM
-write a short note telling them apart."""
+"""The ``clarify_entity`` tool: passages about similarly named entities, and a short note from the
+LLM telling them apart."""
 
 from __future__ import annotations
 
-from claire.indexes.retriever import Hit
-from claire.prompts import PromptLibrary
-from claire.tools.rankgpt import ChatModel
-from claire.tools.search import SearchTool
+from typing import Any
+
+from langchain.tools import ToolRuntime, tool
+from langgraph.types import Command
+
+from claire.indexes.evidence import Evidence
+from claire.llm.answers import text_of
+from claire.tools.context import ToolContext
+from claire.tools.results import step_result
 
 
-async def clarify_entity(
-    entity: str, *, claim: str, search: SearchTool, llm: ChatModel, prompts: PromptLibrary, k: int = 10,
-    exclude_title: str | None = None,
-) -> tuple[str, list[Hit]]:
-    """Return the disambiguation note and the blocks it was written from.
+@tool(parse_docstring=True)
+async def clarify_entity(name_and_description: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
+    """Find entities with similar names and get a note telling them apart, e.g. 'Paris (city in Texas)'.
 
-    Like every search of the agent it leaves out the claim's own article, so the note cannot
-    carry that article's version of the facts into the verdict.
+    Args:
+        name_and_description: the entity's name with a few words saying which one is meant
     """
-    hits = await search.search(entity, exclude_title=exclude_title, k=k)
-    documents = [
-        {"n": i, "document_title": h.block.document_title, "section_title": h.block.section_title, "content": h.block.content}
-        for i, h in enumerate(hits, start=1)
-    ]
-    messages = prompts.render("clarify_entity", entity=entity, claim=claim, documents=documents)
+    context, claim = runtime.context, runtime.state.claim
+    # Like every search of the agent it leaves out the claim's own article, so the note cannot
+    # carry that article's version of the facts into the verdict.
+    hits = await context.search.search(name_and_description, exclude_title=claim.context.document_title or None,
+                                       k=context.clarify_k)
+    documents = [Evidence.from_hit(hit, n) for n, hit in enumerate(hits, start=1)]
+    prompt = context.prompts.render("clarify_entity", entity=name_and_description, claim=claim.text, documents=documents)
     # Long passages could overflow a small model's window: leave out the least relevant (the last).
-    count, budget = getattr(llm, "count_tokens", None), getattr(llm, "prompt_budget", None)
-    while count is not None and budget is not None and len(documents) > 1 and count(messages) > budget():
+    while len(documents) > 1 and context.llm.count_tokens(prompt) > context.llm.prompt_budget():
         documents.pop()
-        messages = prompts.render("clarify_entity", entity=entity, claim=claim, documents=documents)
-    response = await llm.chat(messages)
-    return response.content.strip(), hits
+        prompt = context.prompts.render("clarify_entity", entity=name_and_description, claim=claim.text, documents=documents)
+    note = text_of(await context.llm.ainvoke(prompt)).strip()
+    return step_result(runtime, "clarify_entity", name_and_description, note,
+                       clarifications=[{"entity": name_and_description, "text": note}])

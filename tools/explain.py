@@ -1,11 +1,25 @@
-"""The explain tool: background on a term from the LLM's own knowledge, with no retrieval."""
+"""The ``explain`` tool: background on a term from the LLM's own knowledge, with no retrieval."""
 
 from __future__ import annotations
 
-from claire.prompts import PromptLibrary
-from claire.tools.rankgpt import ChatModel
+from typing import Any
+
+from langchain.tools import ToolRuntime, tool
+from langgraph.types import Command
+
+from claire.llm.answers import text_of
+from claire.tools.context import ToolContext
+from claire.tools.results import step_result
 
 
-async def explain(topic: str, *, claim: str, llm: ChatModel, prompts: PromptLibrary) -> str:
-    response = await llm.chat(prompts.render("explain", topic=topic, claim=claim))
-    return response.content.strip()
+@tool(parse_docstring=True)
+async def explain(topic: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
+    """Get short background on a term or topic (no search).
+
+    Args:
+        topic: the term or topic to explain
+    """
+    context = runtime.context
+    prompt = context.prompts.render("explain", topic=topic, claim=runtime.state.claim.text)
+    note = text_of(await context.llm.ainvoke(prompt)).strip()
+    return step_result(runtime, "explain", topic, note, explanations=[{"topic": topic, "text": note}])

@@ -6,16 +6,14 @@ ranking is always a complete permutation.
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol, Sequence, TypeVar
+from typing import Sequence
 
+from claire.indexes.retriever import Hit
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 
-T = TypeVar("T")
 _NUMBER = re.compile(r"\d+")
-
-
-class ChatModel(Protocol):
-    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
 
 
 def parse_ranking(text: str, size: int) -> list[int]:
@@ -46,7 +44,9 @@ def window_starts(total: int, window: int, step: int) -> list[int]:
 
 
 class RankGPTReranker:
-    def __init__(self, llm: ChatModel, prompts: PromptLibrary, *, window: int = 20, step: int = 10, max_chars: int = 600):
+    """Reorders search hits by asking the LLM to rank them, one window at a time."""
+
+    def __init__(self, llm: ChatClient, prompts: PromptLibrary, *, window: int = 20, step: int = 10, max_chars: int = 600):
         if step > window:
             raise ValueError("rerank step must not exceed the window")
         self.llm = llm
@@ -55,29 +55,15 @@ class RankGPTReranker:
         self.step = step
         self.max_chars = max_chars
 
-    async def rerank(self, query: str, items: Sequence[T], *, title: Any = None, content: Any = None) -> list[T]:
-        """Return ``items`` reordered by relevance to ``query``.
-
-        ``title`` and ``content`` read an item's text (defaults: ``item.block.document_title`` /
-        ``item.block.content``, the shape of ``indexes.retriever.Hit``).
-        """
-        title = title or (lambda item: f"{item.block.document_title} > {item.block.section_title}".rstrip(" >"))
-        content = content or (lambda item: item.block.content)
-        ranked = list(items)
+    async def rerank(self, query: str, hits: Sequence[Hit]) -> list[Hit]:
+        """``hits`` reordered by relevance to ``query``."""
+        ranked = list(hits)
         if len(ranked) < 2:
             return ranked
         for start in window_starts(len(ranked), self.window, self.step):
             chunk = ranked[start : start + self.window]
-            passages = [
-                {"n": i + 1, "title": title(item), "content": _shorten(content(item), self.max_chars)}
-                for i, item in enumerate(chunk)
-            ]
-            response = await self.llm.chat(self.prompts.render("rankgpt", query=query, passages=passages))
-            order = parse_ranking(response.content, len(chunk))
+            prompt = self.prompts.render("rankgpt", query=query, passages=[hit.block for hit in chunk],
+                                         max_chars=self.max_chars)
+            order = parse_ranking(text_of(await self.llm.ainvoke(prompt)), len(chunk))
             ranked[start : start + len(chunk)] = [chunk[i] for i in order]
         return ranked
-
-
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

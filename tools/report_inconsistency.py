@@ -1,14 +1,33 @@
-"""The report_inconsistency tool: record a candidate contradiction and say what happens next."""
+"""The ``report_inconsistency`` tool: record a candidate contradiction and say what happens next."""
 
 from __future__ import annotations
 
+from typing import Any
 
-def report_inconsistency(evidence: str, reported: list[str], *, stops_research: bool) -> str:
-    """Append the evidence to ``reported`` and return the observation shown to the controller."""
+from langchain.tools import ToolRuntime, tool
+from langgraph.types import Command
+
+from claire.tools.context import ToolContext
+from claire.tools.results import step_result
+
+
+@tool(parse_docstring=True)
+def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
+    """Report that a retrieved passage contradicts the fact; quote the passage and say what differs.
+
+    Args:
+        evidence: the contradicting passage, quoted, and what differs from the fact
+    """
     evidence = evidence.strip()
     if not evidence:
-        return "report_inconsistency needs the evidence: quote the passage that contradicts the fact."
-    reported.append(evidence)
-    if stops_research:
-        return "Inconsistency recorded. The research ends here and the evidence goes to the final judgement."
-    return "Inconsistency recorded. Continue researching, or call finish() when you are done."
+        return step_result(runtime, "report_inconsistency", evidence,
+                           "report_inconsistency needs the evidence: quote the passage that contradicts the fact.")
+    context = runtime.context
+    stops = context.stop_on_report and not context.review
+    if stops:
+        observation = "Inconsistency recorded. The research ends here and the evidence goes to the final judgement."
+        return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence],
+                           stop_reason="an inconsistency was reported")
+    observation = "Inconsistency recorded. Continue researching, or call finish() when you are done."
+    return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence],
+                       awaiting_review=context.review)

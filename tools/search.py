@@ -1,44 +1,43 @@
-"""The search tool: retrieval over the corpus excluding the claim's own article, then optional
-RankGPT reranking. The agent's ``search`` and both baselines call :meth:`SearchTool.search`.
-"""
+"""The ``search`` tool: passages from Wikipedia outside the fact's own article, numbered for
+citation in the order the research first met them."""
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import functools
-from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from claire.indexes.registry import Searcher
-from claire.indexes.retriever import Hit
-from claire.tools.rankgpt import RankGPTReranker
+from langchain.tools import ToolRuntime, tool
+from langgraph.types import Command
 
-# Searches block on the query embedder and the store: they get threads of their own, so that many
-# claims in flight can all wait for one batched query encode at once, and nothing else that runs
-# in the event loop's default executor (the LLM cache, the predictions file) queues behind them.
-_SEARCH_THREADS = ThreadPoolExecutor(max_workers=64, thread_name_prefix="claire-search")
+from claire.indexes.evidence import Evidence
+from claire.tools.context import ToolContext
+from claire.tools.results import step_result
+
+SNIPPET_CHARS = 400
+"""How much of a new passage the controller is shown (the verifier sees it whole)."""
 
 
-class SearchTool:
-    def __init__(
-        self,
-        retriever: Searcher,
-        *,
-        reranker: RankGPTReranker | None = None,
-        mode: str = "hybrid",
-        candidates: int = 50,
-    ):
-        self.retriever = retriever
-        self.reranker = reranker
-        self.mode = mode
-        self.candidates = candidates
+@tool(parse_docstring=True)
+async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
+    """Search Wikipedia outside the fact's own article. Returns numbered passages.
 
-    async def search(self, query: str, *, exclude_title: str | None = None, k: int = 15) -> list[Hit]:
-        """The top ``k`` blocks for ``query``; with reranking, the top of a pool twice as deep."""
-        pool = min(max(2 * k, k), max(self.candidates, k)) if self.reranker else k
-        search = functools.partial(self.retriever.search, query, exclude_title=exclude_title or None, k=pool,
-                                   mode=self.mode, candidates=max(self.candidates, pool))
-        hits = await asyncio.get_running_loop().run_in_executor(_SEARCH_THREADS, search)
-        if self.reranker and len(hits) > 1:
-            hits = await self.reranker.rerank(query, hits)
-        return [hit if hit.rank == rank else dataclasses.replace(hit, rank=rank) for rank, hit in enumerate(hits[:k], start=1)]
+    Args:
+        query: what to look for, e.g. a name with a date or a number from the fact
+    """
+    context, state = runtime.context, runtime.state
+    hits = await context.search.search(query, exclude_title=state.claim.context.document_title or None,
+                                       k=context.docs_per_query)
+    if not hits:
+        return step_result(runtime, "search", query, "No passages found for this query. Try other words or another angle.", [])
+    known = {evidence.block_id: evidence for evidence in state.evidence}
+    lines, passages, found = [], [], []
+    for hit in hits:
+        evidence = known.get(hit.block.id)
+        if evidence is None:
+            evidence = known[hit.block.id] = Evidence.from_hit(hit, len(known) + 1)
+            found.append(evidence)
+            snippet = " ".join(hit.block.content.split())[:SNIPPET_CHARS]
+            lines.append(f"[{evidence.n}] {hit.block.document_title} > {hit.block.section_title}: {snippet}")
+        else:
+            lines.append(f"[{evidence.n}] (seen before) {hit.block.document_title} > {hit.block.section_title}")
+        passages.append(evidence.trace_view())
+    return step_result(runtime, "search", query, "\n".join(lines), passages, evidence=found)

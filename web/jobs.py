@@ -17,9 +17,10 @@ import re
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from claire.agent.llm import LLMClient
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_system
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher
@@ -50,7 +51,9 @@ def cited_numbers(reasoning: str | None) -> list[int]:
 
 
 class JobRunner:
-    def __init__(self, config: Config, store: JobStore, *, llm: LLMClient, retriever: Searcher, concurrency: int = 4,
+    """Runs checks and scans as tasks on the server's loop and publishes what happens to them."""
+
+    def __init__(self, config: Config, store: JobStore, *, llm: ChatClient, retriever: Searcher, concurrency: int = 4,
                  max_jobs: int = 200):
         if config.agent.report is None:  # editors read the two-sided report in the side panel
             config = config.with_overrides({"agent.report": True})
@@ -108,9 +111,10 @@ class JobRunner:
                           "try again when some have finished")
 
     def submit_check(self, request: dict[str, Any]) -> str:
+        """Store a check of one fact and start it; its job id."""
         self._admit()
         job_id = self.store.create_job("check", request)
-        claim = Claim(claim_id="check", text=request["fact"], context=ContextBlock(
+        claim = Claim(claim_id="check", text=request["fact"], context=Passage(
             document_title=request.get("title") or "", section_title=request.get("section") or "",
             content=request.get("context") or ""))
         self.store.add_facts(job_id, [{"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()}])
@@ -118,6 +122,7 @@ class JobRunner:
         return job_id
 
     def submit_scan(self, request: dict[str, Any]) -> str:
+        """Store a scan of an article or passage and start it; its job id."""
         self._admit()
         job_id = self.store.create_job("scan", request)
         self._start(job_id)

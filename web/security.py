@@ -27,6 +27,7 @@ PAGE_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (localhost or a loopback address)."""
     if host == "localhost":
         return True
     try:

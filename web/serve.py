@@ -13,13 +13,14 @@ from rich.console import Console
 
 from claire.config import Config
 from claire.errors import ClaireError
-from claire.web.app import ServeSettings, create_app
+from claire.web.app import create_app
 from claire.web.security import check_bind
+from claire.web.settings import ServeSettings
 
 
 def serve(config: Config, settings: ServeSettings, console: Console | None = None) -> None:
     """Serve until interrupted. Refuses a non-loopback address without a token."""
-    token = settings.token.get_secret_value() if settings.token else None
+    token = settings.bearer_token()
     check_bind(settings.host, token)
     app = create_app(config, settings)
     if console is not None:
@@ -49,6 +50,7 @@ class ServerThread:
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def start(self, timeout: float = 120) -> "ServerThread":
+        """Start serving and wait until the server accepts connections."""
         self.thread.start()
         deadline = time.monotonic() + timeout
         while not self.server.started:
@@ -58,6 +60,7 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
+        """Ask the server to finish, wait for its thread and free the port."""
         self.server.should_exit = True
         self.thread.join(timeout=30)
         self.sock.close()

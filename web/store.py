@@ -40,6 +40,7 @@ def _dumps(value: Any) -> str:
 
 
 class JobStore:
+    """Jobs, facts, events and reviews in one SQLite file, safe to share between threads."""
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -52,6 +53,7 @@ class JobStore:
             self._db.executescript(SCHEMA)
 
     def close(self) -> None:
+        """Close the database."""
         with self._lock:
             self._db.close()
 
@@ -65,12 +67,14 @@ class JobStore:
 
     # -- jobs ------------------------------------------------------------------------------
     def create_job(self, kind: str, request: dict[str, Any]) -> str:
+        """Store a new queued job of ``kind`` for ``request``; its new id."""
         job_id = uuid.uuid4().hex[:16]
         now = time.time()
         self._write("INSERT INTO jobs VALUES (?, ?, 'queued', ?, NULL, ?, ?)", job_id, kind, _dumps(request), now, now)
         return job_id
 
     def job(self, job_id: str) -> dict[str, Any] | None:
+        """The job ``job_id`` with its request decoded, or None."""
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", job_id)
         if not rows:
             return None
@@ -79,14 +83,17 @@ class JobStore:
         return row
 
     def set_status(self, job_id: str, status: str, error: str | None = None) -> None:
+        """Record a job's new status (and the error that ended it)."""
         self._write("UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?", status, error, time.time(), job_id)
 
     def unfinished_jobs(self) -> list[dict[str, Any]]:
+        """The jobs still queued or running, oldest first."""
         ids = [r["id"] for r in self._rows("SELECT id FROM jobs WHERE status IN (?, ?) ORDER BY created", *UNFINISHED)]
         return [job for job in (self.job(i) for i in ids) if job]
 
     # -- facts -----------------------------------------------------------------------------
     def add_facts(self, job_id: str, facts: list[dict[str, Any]]) -> None:
+        """Store a job's facts as pending, numbered in order (facts already stored are kept)."""
         with self._lock:
             self._db.execute("BEGIN")
             for index, fact in enumerate(facts):
@@ -97,6 +104,7 @@ class JobStore:
             self._db.execute("COMMIT")
 
     def facts(self, job_id: str) -> list[dict[str, Any]]:
+        """A job's facts in order, with their claim and assessment decoded."""
         facts = []
         for row in self._rows("SELECT * FROM facts WHERE job_id = ? ORDER BY idx", job_id):
             fact = dict(row)
@@ -106,9 +114,11 @@ class JobStore:
         return facts
 
     def set_fact_status(self, job_id: str, index: int, status: str) -> None:
+        """Record the status of fact ``index`` of a job."""
         self._write("UPDATE facts SET status = ? WHERE job_id = ? AND idx = ?", status, job_id, index)
 
     def finish_fact(self, job_id: str, index: int, assessment: dict[str, Any] | None, error: str | None) -> None:
+        """Record a checked fact's assessment or error; it is done if it got a score (or no error)."""
         score = assessment.get("score") if assessment else None
         verdict = assessment.get("verdict") if assessment else None
         status = "done" if assessment is not None and (score is not None or not error) else "error"
@@ -119,9 +129,11 @@ class JobStore:
 
     # -- events ----------------------------------------------------------------------------
     def add_event(self, job_id: str, kind: str, data: dict[str, Any]) -> int:
+        """Append an event to a job's history; its sequence number."""
         return self._write("INSERT INTO events (job_id, kind, data) VALUES (?, ?, ?)", job_id, kind, _dumps(data))
 
     def events(self, job_id: str, after: int = 0, kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+        """A job's events after sequence number ``after``, optionally only those of the given kinds."""
         rows = self._rows("SELECT seq, kind, data FROM events WHERE job_id = ? AND seq > ? ORDER BY seq", job_id, after)
         return [{"seq": r["seq"], "kind": r["kind"], "data": json.loads(r["data"])}
                 for r in rows if kinds is None or r["kind"] in kinds]
@@ -140,11 +152,13 @@ class JobStore:
 
     # -- reviews ---------------------------------------------------------------------------
     def put_review(self, job_id: str, claim_id: str, fact: str, decision: str, comment: str | None) -> dict[str, Any]:
+        """Store an editor's review of a fact, replacing an earlier one; the review as stored."""
         now = time.time()
         self._write("INSERT OR REPLACE INTO reviews VALUES (?, ?, ?, ?, ?, ?)", job_id, claim_id, fact, decision, comment, now)
         return {"job_id": job_id, "claim_id": claim_id, "fact": fact, "decision": decision, "comment": comment, "created": now}
 
     def reviews(self, job_id: str | None = None) -> list[dict[str, Any]]:
+        """All reviews, or those of one job, oldest first."""
         if job_id is None:
             return [dict(r) for r in self._rows("SELECT * FROM reviews ORDER BY created")]
         return [dict(r) for r in self._rows("SELECT * FROM reviews WHERE job_id = ? ORDER BY created", job_id)]

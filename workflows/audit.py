@@ -20,25 +20,19 @@ from typing import Any, Literal
 
 from rich.console import Console
 
-from claire.agent.llm import LLMClient
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_system, prompt_library
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
-from claire.evals.ambigqa import QAItem, load_ambigqa, qa_pairs
-from claire.evals.dataset import load_wikicollide
-from claire.evals.feverous import load_feverous
+from claire.workflows.ambigqa import QAItem, load_ambigqa, qa_pairs
+from claire.tasks.wikicollide.dataset import load_wikicollide
+from claire.tasks.feverous.dataset import load_feverous
 from claire.evals.runner import run_eval
-from claire.workflows.rates import (
-    CLAIMS,
-    append_jsonl,
-    check_plan,
-    job_lock,
-    read_jsonl,
-    summarise,
-    write_jsonl,
-    write_plan,
-)
+from claire.files import append_jsonl, read_log, write_jsonl
+from claire.workflows.rates import CLAIMS, check_plan, job_lock, summarise, write_plan
 
 AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]
 FORMATS = ("feverous", "ambigqa", "wikicollide")
@@ -80,10 +74,10 @@ def _claim_record(claim_id: str, fact: str, source_id: str, title: str = "", sec
             "section_title": section, "content": content, **more}
 
 
-async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config: Config,
+async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, config: Config,
                       console: Console | None) -> dict[str, dict[str, Any]]:
     path = out_dir / STATEMENTS
-    done = {r["item_id"]: r for r in read_jsonl(path)}
+    done = {r["item_id"]: r for r in read_log(path)}
     todo = [item for item in items if item.item_id not in done or done[item.item_id].get("error")]
     prompts = prompt_library(config)
     limit = asyncio.Semaphore(max(1, config.eval.concurrency))
@@ -93,8 +87,8 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config
         async with limit:
             record: dict[str, Any] = {"item_id": item.item_id, "statement": None, "error": None}
             try:
-                answer = await llm.chat(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
-                record["statement"] = parse_statement(answer.content)
+                answer = await llm.ainvoke(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
+                record["statement"] = parse_statement(text_of(answer))
                 if record["statement"] is None:
                     record["error"] = "the model gave no <statement>"
             except Exception as error:  # a re-run retries it
@@ -109,17 +103,23 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: LLMClient, config
     return done
 
 
-async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: LLMClient, config: Config, limit: int | None,
-                  console: Console | None) -> tuple[list[dict[str, Any]], int]:
-    """The claims to check (as claims.jsonl records) and how many could not be prepared."""
-    if fmt == "feverous":
-        records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
-        return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
-                              evidence=r.evidence, challenge=r.challenge) for r in records], 0
-    if fmt == "wikicollide":
-        claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
-        return [_claim_record(c.claim_id, c.text, c.claim_id, title=c.context.document_title,
-                              section=c.context.section_title, content=c.context.content) for c in claims], 0
+async def _feverous_claims(dataset: Path, limit: int | None, **_: Any) -> tuple[list[dict[str, Any]], int]:
+    """FEVEROUS claims labelled SUPPORTS, with their evidence sets."""
+    records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
+    return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
+                          evidence=r.evidence, challenge=r.challenge) for r in records], 0
+
+
+async def _wikicollide_claims(dataset: Path, limit: int | None, **_: Any) -> tuple[list[dict[str, Any]], int]:
+    """WikiCollide claims labelled consistent, with their passages."""
+    claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
+    return [_claim_record(c.claim_id, c.text, c.claim_id, title=c.context.document_title,
+                          section=c.context.section_title, content=c.context.content) for c in claims], 0
+
+
+async def _ambigqa_claims(dataset: Path, limit: int | None, *, out_dir: Path, llm: ChatClient, config: Config,
+                          console: Console | None) -> tuple[list[dict[str, Any]], int]:
+    """AmbigQA question-answer pairs turned into statements by the LLM (made once, kept in the run)."""
     items = [item for record in load_ambigqa(dataset) for item in qa_pairs(record)][:limit]
     made = await _statements(items, out_dir, llm, config, console)
     records, failed = [], 0
@@ -131,6 +131,11 @@ async def _claims(fmt: str, dataset: Path, out_dir: Path, llm: LLMClient, config
         records.append(_claim_record(f"ambigqa-{item.item_id}", statement, item.item_id,
                                      question=item.question, answer=item.answer))
     return records, failed
+
+
+CLAIM_SOURCES = {"feverous": _feverous_claims, "ambigqa": _ambigqa_claims, "wikicollide": _wikicollide_claims}
+"""How the claims a benchmark takes as true are read from each format (as claims.jsonl records, and
+how many could not be prepared)."""
 
 
 async def run_audit(
@@ -163,9 +168,9 @@ async def run_audit(
 
 async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: int | None, confidence: float,
                  wanted: dict[str, Any], show_progress: bool, console: Console | None) -> None:
-    llm = LLMClient.from_config(config.llm)
+    llm = ChatClient.from_config(config.llm)
     try:
-        records, failed = await _claims(fmt, dataset, out_dir, llm, config, limit, console)
+        records, failed = await CLAIM_SOURCES[fmt](dataset, limit, out_dir=out_dir, llm=llm, config=config, console=console)
         if not records:
             raise DatasetError(f"{dataset} holds no claims the benchmark takes as true ({SELECTION[fmt]})")
         if failed and console is not None:
@@ -175,7 +180,7 @@ async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: 
         write_plan(out_dir, {**wanted, "dataset_path": str(dataset), "selection": SELECTION[fmt],
                              "confidence": confidence, "claims": len(records), "not_prepared": failed})
         claims = [Claim(claim_id=r["claim_id"], text=r["fact"],
-                        context=ContextBlock(document_title=r["document_title"], section_title=r["section_title"],
+                        context=Passage(document_title=r["document_title"], section_title=r["section_title"],
                                              content=r["content"]))
                   for r in records]
         async with open_system(config, llm=llm) as system:

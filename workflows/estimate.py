@@ -25,24 +25,16 @@ from typing import Any
 from rich.console import Console
 
 from claire.agent.extraction import extract_facts
-from claire.agent.llm import LLMClient
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
 from claire.indexes.sampling import Unit, sample_index
-from claire.workflows.rates import (
-    CLAIMS,
-    FACTS,
-    append_jsonl,
-    check_plan,
-    job_lock,
-    read_jsonl,
-    summarise,
-    write_jsonl,
-    write_plan,
-)
+from claire.files import append_jsonl, read_log, write_jsonl
+from claire.workflows.rates import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan
 
 SAMPLE = "sample.jsonl"
 
@@ -67,11 +59,11 @@ def draw_facts(blocks: list[dict[str, Any]], extracted: dict[str, list[str]], k:
     return claims
 
 
-async def _extract_all(blocks: list[dict[str, Any]], out_dir: Path, llm: LLMClient, config: Config,
+async def _extract_all(blocks: list[dict[str, Any]], out_dir: Path, llm: ChatClient, config: Config,
                        console: Console | None) -> dict[str, list[str]]:
     """The facts of every sampled block, extracting only those not yet in facts.jsonl (or failed)."""
     path = out_dir / FACTS
-    done = {r["block_id"]: r for r in read_jsonl(path)}
+    done = {r["block_id"]: r for r in read_log(path)}
     todo = [b for b in blocks if str(b["id"]) not in done or done[str(b["id"])].get("error")]
     prompts = prompt_library(config)
     limit = asyncio.Semaphore(max(1, config.eval.concurrency))
@@ -130,7 +122,7 @@ async def run_estimate(
 
 async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[str, Any], out_dir: Path, sample: int,
                     seed: int, unit: Unit, confidence: float, show_progress: bool, console: Console | None) -> None:
-    llm = LLMClient.from_config(config.llm)
+    llm = ChatClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
         store = getattr(retriever, "store", None)
@@ -144,7 +136,7 @@ async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[st
                     "corpus_articles": drawn.corpus_articles, "units_drawn": len(drawn.units),
                     "blocks_drawn": len(drawn.blocks)}
             write_plan(out_dir, plan)  # written last: a plan means the sample is complete
-        blocks = read_jsonl(out_dir / SAMPLE)
+        blocks = read_log(out_dir / SAMPLE)
         if len(blocks) != plan["blocks_drawn"]:
             raise ConfigError(f"{out_dir / SAMPLE} is incomplete; delete {out_dir} and start again")
         extracted = await _extract_all(blocks, out_dir, llm, config, console)
@@ -158,9 +150,9 @@ async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[st
             write_jsonl(out_dir / CLAIMS, drawn_facts)
         claims = [
             Claim(claim_id=c["claim_id"], text=c["fact"],
-                  context=ContextBlock(document_title=c["document_title"], section_title=c.get("section_title") or "",
+                  context=Passage(document_title=c["document_title"], section_title=c.get("section_title") or "",
                                        content=c.get("content") or "", url=c.get("url")))
-            for c in read_jsonl(out_dir / CLAIMS)
+            for c in read_log(out_dir / CLAIMS)
         ]
         async with open_system(config, llm=llm, retriever=retriever) as system:
             await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency,

@@ -6,7 +6,7 @@ directories (``config.json``, ``predictions.jsonl``, metrics) plus:
 - ``plan.json`` — what the run is: ``kind`` (estimate | audit), its settings, corpus sizes;
 - ``claims.jsonl`` — the facts it checks, one a line: ``claim_id``, ``fact``, the source
   passage (``document_title``, ``section_title``, ``content``), ``categories`` when known;
-- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.evals.reviews`).
+- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.workflows.reviews`).
 
 :func:`summarise` turns these into ``estimate.json`` + ``estimate.md`` (or ``audit.json`` +
 ``audit.md``): facts checked, flagged, reviewed, confirmed, each rate with its normal and Wilson
@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from claire.errors import ConfigError, DatasetError
-from claire.evals.estimation import RateEstimate, estimate_rate, extrapolate
-from claire.evals.predictions import PREDICTIONS, load_predictions, write_atomically
-from claire.evals.reviews import Decisions, load_decisions
+from claire.errors import ConfigError
+from claire.workflows.estimation import RateEstimate, estimate_rate, extrapolate
+from claire.evals.predictions import PREDICTIONS, load_predictions
+from claire.files import read_log, write_atomically
+from claire.workflows.reviews import Decisions, load_decisions
 from claire.workflows.scan import row_from_prediction
 
 PLAN = "plan.json"
@@ -37,51 +38,8 @@ FACTS = "facts.jsonl"  # estimate only: the facts extracted from each sampled bl
 
 
 # -- small JSONL helpers (append-only files that survive a kill) -----------------------------
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSONL file written by :func:`append_jsonl`; a torn last line is ignored."""
-    try:
-        data = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"cannot read {path}: {error}") from None
-    pieces = data.split("\n")
-    records = []
-    for number, line in enumerate(pieces, start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number == len(pieces):  # cut short by a kill: the work is simply redone
-                break
-            raise DatasetError(f"{path}:{number}: not valid JSON; delete the line or the run directory") from None
-    return records
-
-
-def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    """Append one line durably; a torn last line left by a kill is cut away first."""
-    append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
-
-
-def append_line(path: Path, line: bytes) -> None:
-    descriptor = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        if os.fstat(descriptor).st_size:
-            data = path.read_bytes()
-            if not data.endswith(b"\n"):
-                os.ftruncate(descriptor, data.rfind(b"\n") + 1)
-        os.write(descriptor, line)
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    write_atomically(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-
-
 def read_plan(out_dir: Path) -> dict[str, Any] | None:
+    """A run directory's plan.json (None when it has none yet)."""
     path = Path(out_dir) / PLAN
     if not path.is_file():
         return None
@@ -108,6 +66,7 @@ def check_plan(out_dir: Path, wanted: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def write_plan(out_dir: Path, plan: dict[str, Any]) -> None:
+    """Write a run directory's plan.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_atomically(out_dir / PLAN, json.dumps(plan, indent=2, ensure_ascii=False) + "\n")
 
@@ -130,6 +89,7 @@ def job_lock(out_dir: Path) -> Iterator[None]:
 # -- the report ---------------------------------------------------------------------------
 @dataclass
 class FactRow:
+    """One checked fact of a rate run, with its prediction and review."""
     claim: dict[str, Any]
     prediction: dict[str, Any] | None
     decision: str | None  # accept | reject | None
@@ -137,20 +97,24 @@ class FactRow:
 
     @property
     def checked(self) -> bool:
+        """Whether the fact was checked without an error."""
         p = self.prediction
         return p is not None and p.get("error") is None and p.get("score") is not None
 
     @property
     def flagged(self) -> bool:
+        """Whether the check flagged the fact as inconsistent."""
         return self.checked and self.prediction.get("verdict") == "inconsistent"  # type: ignore[union-attr]
 
     @property
     def score(self) -> float | None:
+        """The fact's inconsistency score (None when unchecked)."""
         return self.prediction.get("score") if self.prediction else None
 
 
 def fact_rows(out_dir: Path, decisions: Decisions) -> list[FactRow]:
-    claims = read_jsonl(out_dir / CLAIMS)
+    """Every drawn fact of a run directory with its prediction and decision."""
+    claims = read_log(out_dir / CLAIMS)
     predictions = {p["claim_id"]: p for p in load_predictions(out_dir)} if (out_dir / PREDICTIONS).exists() else {}
     rows = []
     for claim in claims:
@@ -234,7 +198,7 @@ def _categories(checked: list[FactRow], confidence: float) -> list[dict[str, Any
 def _extrapolation(out_dir: Path, plan: dict[str, Any], flagged: RateEstimate | None,
                    confirmed: RateEstimate | None) -> dict[str, Any] | None:
     """Facts per block from the sampled blocks whose extraction worked, times the corpus's blocks."""
-    extracted = [r for r in read_jsonl(out_dir / FACTS) if r.get("error") is None]
+    extracted = [r for r in read_log(out_dir / FACTS) if r.get("error") is None]
     latest = {r["block_id"]: r for r in extracted}
     if not latest or flagged is None:
         return None
@@ -251,6 +215,7 @@ def _count(value: float) -> str:
 
 
 def render(summary: dict[str, Any], plan: dict[str, Any], rows: list[FactRow]) -> str:
+    """The rate run's Markdown summary."""
     kind = summary["kind"]
     conf = f"{summary['confidence'] * 100:g}%"
     if kind == "estimate":

@@ -17,10 +17,11 @@ from typing import Any
 from rich.console import Console
 
 from claire.agent.extraction import extract_facts
-from claire.agent.fact_limits import fact_length_problem
-from claire.agent.llm import LLMClient
+from claire.tasks.fact_limits import fact_length_problem
+from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.agent.system import Claim, ContextBlock
+from claire.indexes.corpus import Passage
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.evals.predictions import load_predictions
@@ -29,6 +30,7 @@ from claire.evals.runner import run_eval
 
 @dataclass
 class ScanRow:
+    """One fact of a scanned passage with its verdict."""
     claim_id: str
     fact: str
     score: float | None
@@ -41,6 +43,7 @@ class ScanRow:
 
 @dataclass
 class ScanResult:
+    """The facts of a scan and where the run directory is."""
     out_dir: Path
     title: str
     title_in_index: bool | None
@@ -48,6 +51,7 @@ class ScanResult:
 
     @property
     def flagged(self) -> list[ScanRow]:
+        """The facts the scan flagged."""
         return [row for row in self.rows if row.verdict == "inconsistent"]
 
 
@@ -57,6 +61,7 @@ def fact_id(text: str) -> str:
 
 
 def default_out_dir(title: str) -> Path:
+    """The run directory a scan of this title and text uses unless told otherwise."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "article"
     return Path("runs") / f"scan-{slug}"
 
@@ -88,6 +93,7 @@ row_from_prediction = _row  # public name: estimates, audits and reviews show fl
 
 
 def render_scan_report(result: ScanResult, system: str) -> str:
+    """The Markdown report of a scan."""
     lines = [f"# Scan of “{result.title}” with {system}", ""]
     if result.title_in_index is False:
         lines += [f"The article “{result.title}” is not in the index, so nothing was excluded from search.", ""]
@@ -107,7 +113,7 @@ def render_scan_report(result: ScanResult, system: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _within_limit(facts: list, limit: int, console: Console | None) -> list:
+def facts_within_limit(facts: list, limit: int, console: Console | None) -> list:
     """The extracted facts short enough to check; the others are dropped with a warning."""
     kept = []
     for fact in facts:
@@ -124,17 +130,17 @@ def _within_limit(facts: list, limit: int, console: Console | None) -> list:
 
 
 async def extract_claims(
-    *, title: str, text: str, llm: LLMClient, config: Config, section: str = "", max_facts: int | None = None,
+    *, title: str, text: str, llm: ChatClient, config: Config, section: str = "", max_facts: int | None = None,
     console: Console | None = None,
 ) -> list[Claim]:
     """The passage's atomic facts as claims with stable ids, each in the context of its block."""
     facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
     if not facts:
         raise ClaireError("no checkable facts were found in the text")
-    facts = _within_limit(facts, config.agent.max_fact_chars, console)
+    facts = facts_within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
     return [Claim(claim_id=fact_id(f.text), text=f.text,
-                  context=ContextBlock(document_title=title, section_title=section, content=f.block)) for f in facts]
+                  context=Passage(document_title=title, section_title=section, content=f.block)) for f in facts]
 
 
 async def run_scan(
@@ -148,8 +154,9 @@ async def run_scan(
     show_progress: bool = True,
     console: Console | None = None,
 ) -> ScanResult:
+    """Extract a passage's facts and check each one, into a resumable run directory."""
     out_dir = Path(out_dir) if out_dir else default_out_dir(title)
-    llm = LLMClient.from_config(config.llm)
+    llm = ChatClient.from_config(config.llm)
     retriever = open_retrieval(config)
     try:
         claims = await extract_claims(title=title, section=section, text=text, llm=llm, config=config, max_facts=max_facts,

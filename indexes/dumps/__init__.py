@@ -5,6 +5,7 @@
   page id and the block's position, a URL per section);
 - ``wikitext`` — MediaWiki wikitext to blocks (mwparserfromhell);
 - ``html`` — Wikimedia Enterprise (Parsoid) HTML to blocks (lxml);
+- ``convert`` — each page through the converter for its kind;
 - ``readers`` — streaming readers of the XML export (``.xml``, ``.xml.bz2``) and of Enterprise
   HTML NDJSON (``.ndjson``, ``.json.gz``, ``.tar.gz``), with errors naming file and position.
 

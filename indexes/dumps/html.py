@@ -53,6 +53,7 @@ def text_of(el: _Element) -> str:
 
 
 def is_disambiguation(root: _Element) -> bool:
+    """Whether the page is a disambiguation page."""
     for el in root.iter("meta", "link"):
         if "mw:PageProp/disambiguation" in ((el.get("property") or "") + (el.get("rel") or "")):
             return True

@@ -92,6 +92,7 @@ class BlockWriter:
 
     @property
     def section(self) -> str:
+        """Start a section at ``level`` (deeper sections nest under it)."""
         return " > ".join(name for _, name in self._path)
 
     @property
@@ -109,6 +110,7 @@ class BlockWriter:
             self._path.append((level, title))
 
     def paragraph(self, text: str) -> None:
+        """Add a prose paragraph to the current section."""
         text = clean_line(text)
         if text:
             self._paragraphs.append(text)
@@ -163,6 +165,7 @@ class BlockWriter:
             self._paragraphs = []
 
     def result(self) -> PageResult:
+        """The page's blocks, numbered in reading order."""
         self.flush()
         page = self.page
         if not self.blocks:
@@ -243,20 +246,5 @@ def _row(cells: list[str]) -> str:
 
 
 def skipped(page: DumpPage, reason: SkipReason) -> PageResult:
+    """The result of a page left out of the corpus, and why."""
     return PageResult(page.page_id, page.revision_id, page.title, skipped=reason)
-
-
-def convert_page(page: DumpPage, max_words: int = MAX_WORDS) -> PageResult:
-    """Convert one page with the converter for its kind (imported here: the converters import this module)."""
-    if page.kind == "html":
-        from claire.indexes.dumps import html
-
-        return html.convert(page, max_words=max_words)
-    from claire.indexes.dumps import wikitext
-
-    return wikitext.convert(page, max_words=max_words)
-
-
-def convert_pages(pages: list[DumpPage], max_words: int = MAX_WORDS) -> list[PageResult]:
-    """Convert a chunk of pages (the unit of work of a parsing process)."""
-    return [convert_page(page, max_words) for page in pages]

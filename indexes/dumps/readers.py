@@ -60,6 +60,7 @@ class DumpReader:
 
     @property
     def bytes_read(self) -> int:
+        """Bytes of the dump file read so far."""
         raw = self._raw
         try:
             return raw.tell() if raw is not None and not raw.closed else self.total_bytes

@@ -47,6 +47,7 @@ _FIRST_PARAM_TEMPLATES = ("nowrap", "nobr", "small", "big", "url", "marriage", "
 
 
 def template_name(template: Template) -> str:
+    """A template's name, normalised (lower case, spaces for underscores)."""
     return " ".join(str(template.name).replace("_", " ").split()).lower()
 
 

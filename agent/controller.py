@@ -1,0 +1,118 @@
+"""The controller: at each step the LLM chooses one action from the research so far.
+
+The prompt shows the claim, its passage and the history of steps — derived from the state's
+messages (:func:`research_history`) and fitted to the context window (older observations
+condensed, then left out; each change is a ``context_budget`` trace item). The answer's action is
+read (:mod:`.actions`); a valid one goes to the tools node as an ``AIMessage`` with one tool call,
+while an invalid or repeated one is answered here, with an observation that says what was wrong,
+and costs a step. When the step budget is spent, the research ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from claire.agent.actions import Action, read_action
+from claire.agent.state import ResearchContext, ResearchState
+from claire.errors import ClaireError
+from claire.llm.budget import fit_history
+from claire.tasks.records import TraceItem
+from claire.tools.registry import argument_of
+
+REVIEWER = "reviewer"
+"""The name on a person's answer to a reported inconsistency (a HumanMessage in the state)."""
+
+
+def research_history(messages: list[AnyMessage]) -> list[dict[str, str]]:
+    """The steps taken so far, oldest first: each tool call with its observation, and each
+    reviewer's answer (``human_review``) after the report it answers."""
+    calls: dict[str, dict[str, Any]] = {}
+    steps: list[dict[str, str]] = []
+    last_report = ""
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[call["id"] or ""] = call
+        elif isinstance(message, ToolMessage):
+            call = calls.get(message.tool_call_id, {"name": message.name or "?", "args": {}})
+            argument = str(next(iter((call.get("args") or {}).values()), ""))
+            if call["name"] == "report_inconsistency":
+                last_report = argument
+            steps.append({"action": call["name"], "argument": argument, "observation": str(message.content)})
+        elif isinstance(message, HumanMessage) and message.name == REVIEWER:
+            steps.append({"action": "human_review", "argument": last_report, "observation": str(message.content)})
+    return steps
+
+
+def steps_taken(messages: list[AnyMessage]) -> int:
+    """The actions taken so far (each one has exactly one observation)."""
+    return sum(1 for message in messages if isinstance(message, ToolMessage))
+
+
+def _tool_call(action: Action) -> dict[str, Any]:
+    argument = argument_of(action.name)
+    args = {argument: action.argument} if argument else ({"value": action.argument} if action.argument else {})
+    return {"name": action.name or "invalid", "args": args, "id": action.call_id or f"call_{uuid.uuid4().hex[:12]}",
+            "type": "tool_call"}
+
+
+def _answered_here(action: Action, observation: str) -> dict[str, Any]:
+    """The update of a step the controller answers itself (an invalid or repeated action)."""
+    call = _tool_call(action)
+    return {
+        "messages": [AIMessage(content="", tool_calls=[call]),
+                     ToolMessage(content=observation, tool_call_id=call["id"], name=call["name"], status="error")],
+        "trace": [TraceItem(action_name=action.name, action_argument=action.argument or None, action_output=observation)],
+    }
+
+
+async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) -> Command:
+    """Choose the next action, or end the research when the step budget is spent."""
+    context = runtime.context
+    steps = steps_taken(state.messages)
+    steps_left = context.max_steps - steps
+    if steps_left <= 0:
+        item = TraceItem(action_name="budget_exhausted", action_argument=None,
+                         action_output=f"the step budget of {context.max_steps} is spent")
+        return Command(update={"stop_reason": "step budget spent", "trace": [item]}, goto="verifier")
+    claim, llm = state.claim, context.llm
+    native = llm.native_tools
+    tools = list(context.tools) if native else None
+    shown = [{"name": tool.name, "argument": argument_of(tool.name), "description": tool.description}
+             for tool in context.tools if tool.name != "finish"]
+
+    def render(history: list[dict[str, str]]) -> Any:
+        return context.prompts.render("controller", claim=claim.text, context=claim.context, tools=shown,
+                                      history=history, steps_left=steps_left, text_actions=not native)
+
+    history = research_history(state.messages)
+    prompt, fit = fit_history(render, history, count=lambda messages: llm.count_tokens(messages, tools),
+                              budget=llm.prompt_budget(), keep_latest=context.keep_observations)
+    update: dict[str, Any] = {"trace": []}
+    shortened = sorted(set(fit.condensed_steps + fit.omitted_steps + fit.trimmed_steps))
+    if shortened and shortened != state.condensed:  # the trace notes each change, not every call
+        update.update(trace=[TraceItem.model_validate(fit.trace_item())], condensed=shortened)
+    try:
+        answer = await llm.ainvoke(prompt, tools=tools, tool_choice="auto" if native else None)
+    except ClaireError as error:
+        update.update(stop_reason="LLM error in the controller", errors=[f"controller: {error}"])
+        return Command(update=update, goto="verifier")
+    action = read_action(answer, [tool.name for tool in context.tools])
+    repeated = next((number for number, step in enumerate(history, start=1)
+                     if (step["action"], step["argument"]) == (action.name, action.argument)), None)
+    if action.problem:
+        observation = f"Invalid action: {action.problem}."
+    elif repeated is not None:
+        observation = (f"You already ran {action.name}({action.argument}); its result is in step {repeated} above. "
+                       "Choose a different action.")
+    else:
+        update["messages"] = [AIMessage(content=answer.content, tool_calls=[_tool_call(action)])]
+        return Command(update=update, goto="tools")
+    step = _answered_here(action, observation)
+    update.update(messages=step["messages"], trace=update["trace"] + step["trace"])
+    return Command(update=update, goto="controller")

@@ -1,0 +1,53 @@
+"""What one CLAIRE research run holds (:class:`ResearchState`, the graph's state) and what it is
+run with (:class:`ResearchContext`, the graph's run context).
+
+Lists grow through reducers: a node or tool returns only what it adds. ``messages`` is the
+controller's working memory in LangChain form — the action it chose (an ``AIMessage`` with one
+tool call), what the action observed (a ``ToolMessage``; its artifact is what the trace records)
+and a reviewer's answers — from which the prompt's history and the step count are derived.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from langchain_core.messages import AnyMessage
+from langchain_core.tools import BaseTool
+
+from claire.indexes.evidence import Evidence
+from claire.tasks.base import Task, Verdict
+from claire.tasks.records import Claim, TraceItem
+from claire.tools.context import ToolContext
+
+
+@dataclass
+class ResearchState:
+    """The research on one claim so far."""
+
+    claim: Claim
+    messages: Annotated[list[AnyMessage], operator.add] = field(default_factory=list)
+    evidence: Annotated[list[Evidence], operator.add] = field(default_factory=list)  # numbered [n], first seen first
+    clarifications: Annotated[list[dict[str, str]], operator.add] = field(default_factory=list)
+    explanations: Annotated[list[dict[str, str]], operator.add] = field(default_factory=list)
+    reports: Annotated[list[str], operator.add] = field(default_factory=list)  # reported inconsistencies
+    trace: Annotated[list[TraceItem], operator.add] = field(default_factory=list)
+    errors: Annotated[list[str], operator.add] = field(default_factory=list)
+    stop_reason: str | None = None  # set when the research is over
+    awaiting_review: bool = False  # a report waits for a person's answer (interactive runs)
+    condensed: list[int] = field(default_factory=list)  # steps the context budget has shortened so far
+    verdict: Verdict | None = None
+    report: dict[str, str] | None = None  # the two-sided report: {"consistent": ..., "inconsistent": ...}
+
+
+@dataclass(frozen=True)
+class ResearchContext(ToolContext):
+    """The services and settings of one run: what the tools read, plus the controller's and
+    verifier's own settings."""
+
+    task: Task | None = None
+    tools: tuple[BaseTool, ...] = ()  # the enabled actions, in the order the controller is shown them
+    max_steps: int = 10
+    keep_observations: int = 2  # latest observations kept whole when older ones are condensed
+    report: bool = False  # write the two-sided report after the verdict

@@ -1,0 +1,5 @@
+"""``python -m claire.cli``: the ``claire`` command."""
+
+from claire.cli.app import main
+
+main()

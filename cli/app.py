@@ -1,0 +1,116 @@
+"""The ``claire`` command itself: the Typer application with every command registered under its
+name, and :func:`main`, the console-script entry point that turns every
+:class:`claire.errors.ClaireError` into a one-line message and exit code 2."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from claire import __version__
+from claire.cli import bench, check, config_cmd, evaluate, indexes, passages, rates, serve
+from claire.cli.options import console, err
+from claire.config import ConfigWarning
+from claire.errors import ClaireError, redact
+from claire.files import is_text
+
+app = typer.Typer(
+    name="claire",
+    help="CLAIRE finds facts in Wikipedia that another part of Wikipedia contradicts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+index_app = typer.Typer(help="Build, list and inspect search indexes.", no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmarks that print speed figures.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+app.add_typer(bench_app, name="bench")
+app.add_typer(config_app, name="config")
+
+COMMANDS = [
+    (config_app, "show", config_cmd.config_show),
+    (index_app, "build", indexes.index_build),
+    (index_app, "update", indexes.index_update),
+    (index_app, "list", indexes.index_list),
+    (index_app, "info", indexes.index_info),
+    (app, "search", indexes.search_command),
+    (app, "check", check.check_command),
+    (app, "eval", evaluate.eval_command),
+    (app, "metrics", evaluate.metrics_command),
+    (app, "compare", evaluate.compare_command),
+    (app, "sweep", evaluate.sweep_command),
+    (app, "extract", passages.extract_command),
+    (app, "scan", passages.scan_command),
+    (app, "cite", passages.cite_command),
+    (app, "estimate", rates.estimate_command),
+    (app, "audit", rates.audit_command),
+    (app, "review", rates.review_command),
+    (app, "serve", serve.serve_command),
+    (bench_app, "llm", bench.bench_llm),
+    (bench_app, "prompts", bench.bench_prompts),
+    (bench_app, "retrieval", bench.bench_retrieval),
+    (bench_app, "retrieval-quality", bench.bench_retrieval_quality),
+    (bench_app, "ingest", bench.bench_ingest),
+    (bench_app, "eval", bench.bench_eval),
+    (bench_app, "serve", bench.bench_serve),
+]
+"""Every command: the application it belongs to, its name and the function that runs it."""
+
+for group, name, function in COMMANDS:
+    group.command(name)(function)
+
+
+def version_callback(value: bool) -> None:
+    """``--version``: print the version and stop."""
+    if value:
+        console.print(f"claire {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")] = False,
+) -> None:
+    """CLAIRE: corpus-level inconsistency detection with an LLM agent."""
+
+
+def _show_config_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    if issubclass(category, ConfigWarning):
+        err.print(f"[yellow]warning:[/] {escape(redact(str(message)))}", highlight=False)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+_default_showwarning = warnings.showwarning
+
+
+def main() -> None:
+    """Console-script entry point: clear messages instead of tracebacks."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.showwarning = _show_config_warning
+    for number, argument in enumerate(sys.argv[1:], start=1):
+        if not is_text(argument):  # bytes that are not UTF-8 arrive as lone surrogates
+            err.print(f"[bold red]error:[/] argument {number} is not UTF-8 text "
+                      f"({escape(argument.encode('utf-8', 'replace').decode('utf-8'))}); give text in UTF-8")
+            sys.exit(2)
+    try:
+        app()
+    except ClaireError as error:
+        err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)  # str() is redacted
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except Exception as error:  # a bug: one line for the person, the traceback on request
+        if os.environ.get("CLAIRE_DEBUG"):
+            raise
+        err.print(f"[bold red]internal error:[/] {escape(redact(f'{type(error).__name__}: {error}'))} "
+                  "(set CLAIRE_DEBUG=1 for the traceback, and please report it)", highlight=False)
+        sys.exit(2)

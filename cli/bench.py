@@ -1,0 +1,125 @@
+"""``claire bench ...``: the benchmarks that print speed figures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from claire.cli.options import (
+    BaseUrlOpt, ConfigOpt, DatasetOpt, ModelOpt, SetOpt,
+    common, console, resolve,
+)
+from claire.errors import ConfigError
+
+
+def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:
+    """LLM-layer overhead per call, concurrency speed-up and cache-hit latency (local mock server)."""
+    from claire.bench.llm import run_llm_bench
+
+    run_llm_bench(calls=calls, console=console)
+
+
+def bench_prompts(
+    dataset: Annotated[Path, typer.Option("--dataset", help="WikiCollide claims (JSON)")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="the blocks to search (JSONL), indexed for the run")],
+    window: Annotated[int, typer.Option("--window", help="the small model's context window")] = 8192,
+) -> None:
+    """Prompt tokens per claim before and after the context budget (local mock server)."""
+    from claire.bench.prompts import run_prompt_bench
+
+    run_prompt_bench(dataset, corpus, window=window, console=console)
+
+
+def bench_retrieval(
+    n: Annotated[int, typer.Option("--n", min=1, help="Synthetic blocks for the embedded engine.")] = 100_000,
+    queries: Annotated[int, typer.Option("--queries")] = 200,
+    baseline_n: Annotated[Optional[int], typer.Option("--baseline-n", help="Blocks for the qdrant-client local-mode baseline.")] = None,
+) -> None:
+    """Upsert rate, HNSW build, size and query latency: embedded engine vs qdrant-client local mode."""
+    from claire.bench.retrieval import run_retrieval_bench
+
+    run_retrieval_bench(n, queries=queries, baseline_n=baseline_n, console=console)
+
+
+def bench_retrieval_quality(
+    dataset: DatasetOpt,
+    k: Annotated[int, typer.Option("-k", min=1)] = 15,
+    rerank: Annotated[bool, typer.Option("--rerank", help="Also hybrid + RankGPT (needs an LLM).")] = False,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Recall@k and MRR of dense, BM25, hybrid (and hybrid + RankGPT) on a WikiCollide file's traces."""
+    import threading
+
+    import asyncio
+
+    from claire.llm.client import ChatClient
+    from claire.agent.runtime import prompt_library
+    from claire.bench.retrieval import run_retrieval_quality
+    from claire.tools.rankgpt import RankGPTReranker
+
+    reranker = None
+    if rerank:
+        config = resolve(config_file, sets, **common(model, base_url, False, False, None))
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, daemon=True).start()
+        llm = ChatClient.from_config(config.llm)
+        ranker = RankGPTReranker(llm, prompt_library(config), window=config.retrieval.rerank_window,
+                                 step=config.retrieval.rerank_step, max_chars=config.retrieval.rerank_max_chars)
+
+        def reranker(query, hits):  # the bench is synchronous; the LLM client lives on its own loop
+            return asyncio.run_coroutine_threadsafe(ranker.rerank(query, hits), loop).result()
+
+    run_retrieval_quality(dataset, k=k, console=console, reranker=reranker)
+
+
+def bench_ingest(
+    pages: Annotated[int, typer.Option("--pages", help="Pages in the generated dump (parse rate over all of them).")] = 20_000,
+    build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_500,
+    encode_sample: Annotated[int, typer.Option("--encode-sample", help="Blocks for the raw-encode figure.")] = 2_000,
+    memory_pages: Annotated[str, typer.Option("--memory-pages", help="Comma-separated dump sizes for peak memory.")] = "5000,20000",
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for the build (default as for index build); the parse figure always also uses a pool of cores - 1 (at least 1).")] = None,
+    device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "cpu",
+    as_json: Annotated[bool, typer.Option("--json", help="Also print the figures as JSON.")] = False,
+) -> None:
+    """Dump ingestion: parse pages/s, raw encode vs end-to-end build blocks/s, peak memory by dump size, resume overhead."""
+    from claire.bench.ingest import run_ingest_bench
+
+    try:
+        sizes = tuple(int(s) for s in memory_pages.split(",") if s.strip())
+    except ValueError:
+        raise ConfigError(f"--memory-pages takes comma-separated page counts (got {memory_pages!r})") from None
+    figures = run_ingest_bench(pages=pages, build_pages=build_pages, encode_sample=encode_sample, memory_pages=sizes,
+                               workers=workers, device=device, console=console)
+    if as_json:
+        print(json.dumps(figures, indent=2))
+
+
+def bench_eval(
+    claims: Annotated[int, typer.Option("--claims", min=1)] = 48,
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+    system: Annotated[str, typer.Option("--system", help="tiny (a 3-call stand-in), or the real claire / rav on the demo index.")] = "tiny",
+    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs at each concurrency above 1; the median is reported.")] = 3,
+) -> None:
+    """Batch-eval throughput at concurrency 1 and 16 vs the ideal, and a warm-cache re-run."""
+    from claire.bench.eval import run_eval_bench
+
+    run_eval_bench(claims=claims, latency=latency, system=system, repeat=repeat, console=console)
+
+
+def bench_serve(
+    facts: Annotated[int, typer.Option("--facts", help="Facts in the scanned article.")] = 40,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Facts checked at once.")] = 8,
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+    clients: Annotated[int, typer.Option("--clients", help="Concurrent clients polling the scan status.")] = 100,
+    polls: Annotated[int, typer.Option("--polls", help="Status polls per client.")] = 20,
+) -> None:
+    """Web app: time to the first highlighted fact and to a finished scan, and status-poll latency under load."""
+    from claire.bench.serve import run_serve_bench
+
+    run_serve_bench(facts=facts, concurrency=concurrency, latency=latency, clients=clients, polls=polls, console=console)

@@ -1,0 +1,100 @@
+"""``claire check``: one fact against the corpus, with a live view and an interactive review."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+from rich.text import Text
+
+from claire.cli.options import (
+    BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, RefreshOpt, SetOpt,
+    check_writable, common, console, err, passage_text, resolve, run,
+)
+from claire.errors import ConfigError
+
+
+def check_command(
+    fact: Annotated[Optional[str], typer.Argument(help="The fact to check.")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="The fact's article (excluded from search).")] = None,
+    section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
+    context_file: Annotated[Optional[Path], typer.Option("--context-file", help="Read the passage from a file.")] = None,
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget (agent.max_steps).")] = None,
+    docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query", help="Passages per search (agent.docs_per_query).")] = None,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Turn RankGPT reranking off.")] = False,
+    tools: Annotated[Optional[str], typer.Option("--tools", help="Enabled tools, e.g. search,clarify_entity,explain.")] = None,
+    no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
+    resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
+    trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    refresh_cache: RefreshOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES), 2 error."""
+    from claire.indexes.corpus import Passage
+    from claire.tasks.records import Claim
+    from claire.tasks.registry import get_task
+
+    if resume is not None and (fact or as_json or no_review or not sys.stdin.isatty()):
+        raise ConfigError("--resume goes on with a saved interactive check: give no fact, no --json and no --no-review, in a terminal")
+    if resume is None and not (fact or "").strip():
+        raise ConfigError("the fact is empty: give the sentence to check")
+    if context_file is not None:
+        context = passage_text(None, context_file)
+    if trace_out is not None:
+        check_writable(trace_out, "--trace-out")
+    interactive = sys.stdin.isatty() and not as_json and not no_review
+    config = resolve(
+        config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
+        **{
+            "agent.system": system,
+            "agent.max_steps": max_steps,
+            "agent.docs_per_query": docs_per_query,
+            "retrieval.rerank": False if no_rerank else None,
+            "agent.tools": tools,
+            "agent.report": False if no_report else None,
+            "agent.review": interactive,
+            "agent.task": task,
+        },
+    )
+    if config.agent.report is None:  # the two-sided report is on by default for a single check
+        config = config.with_overrides({"agent.report": True})
+    claim = None
+    if resume is None:
+        from claire.tasks.fact_limits import check_fact
+
+        if warning := check_fact((fact or "").strip(), config.agent.max_fact_chars):
+            err.print(f"[yellow]warning:[/] {escape(warning)}")
+        claim = Claim(claim_id="cli", text=(fact or "").strip(),
+                      context=Passage(document_title=title or "", section_title=section or "", content=(context or "").strip()))
+    from claire.cli.views import CheckView
+
+    view = CheckView(console, claim, config, quiet=as_json, resume=resume)
+    assessment = run(view.run())
+    if trace_out is not None:
+        try:
+            trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
+        except OSError as error:
+            err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(error.strerror or str(error))}")
+    failed = bool(assessment.error) and assessment.score is None and assessment.label is None
+    if as_json:
+        print(assessment.model_dump_json(indent=2))
+    elif not failed:
+        view.final(assessment)
+    if failed:  # no verdict: the cause, on one line, where errors go
+        err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error}"))
+        raise typer.Exit(2)
+    raise typer.Exit(get_task(config.agent.task).exit_code(assessment.verdict, assessment.label))

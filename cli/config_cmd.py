@@ -1,0 +1,32 @@
+"""``claire config``: the resolved configuration."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from claire.cli.options import (
+    ConfigOpt, SetOpt,
+    console, resolve,
+)
+
+
+def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Print the resolved configuration (secrets masked)."""
+    config = resolve(config_file, sets)
+    data = config.public_dict()
+    if as_json:
+        print(json.dumps(data, indent=2))
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from claire.config import describe
+
+    for section, values in data.items():
+        table = Table(title=f"\\[{section}]", title_justify="left", show_header=False, box=None, padding=(0, 2))
+        for key, value in values.items():
+            table.add_row(key, json.dumps(value) if not isinstance(value, str) else value, Text(describe(section, key), style="dim"))
+        console.print(table)

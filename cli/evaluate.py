@@ -1,0 +1,138 @@
+"""``claire eval``, ``metrics``, ``compare`` and ``sweep``: batch evaluation and its runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from claire.cli.options import (
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, IndexOpt, ModelOpt, NoCacheOpt, RefreshOpt, SetOpt,
+    console, err, eval_config, run,
+)
+
+
+def eval_command(
+    dataset: DatasetOpt,
+    out: Annotated[Path, typer.Option("--out", help="Run directory (re-running the same command resumes it).")],
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N claims.")] = None,
+    ids: Annotated[Optional[str], typer.Option("--ids", help="Only these claim ids (comma-separated).")] = None,
+    concurrency: ConcurrencyOpt = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Re-run only the claims that failed.")] = False,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", help="Decision threshold (default 0.5; nli: a REFUTES count).")] = None,
+    threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
+    max_steps: Annotated[Optional[int], typer.Option("--max-steps")] = None,
+    docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank")] = False,
+    tools: Annotated[Optional[str], typer.Option("--tools")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), or citations (WAFER-style records; --index names the sources index).")] = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    refresh_cache: RefreshOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
+    from claire.agent.runtime import open_system
+    from claire.evals.predictions import refuse_if_in_use
+    from claire.evals.runner import failure, run_eval, select_records, with_threshold
+    from claire.tasks.registry import get_task
+
+    chosen = get_task(task)
+    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, system, concurrency,
+                         **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
+                            "retrieval.rerank": False if no_rerank else None, "agent.tools": tools,
+                            chosen.index_setting: index, **({"agent.task": task} if chosen.agent_task and task else {})})
+    config = with_threshold(chosen, config, threshold, threshold_from)
+    records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
+    for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    if (chosen.index_setting == "retrieval.index" and config.retrieval.index == "demo" and config.retrieval.backend == "qdrant"
+            and not config.retrieval.url):
+        err.print("[bold yellow]warning:[/] no --index given: this run searches the bundled demo corpus (about 200 "
+                  "passages), not Wikipedia, so its figures are not comparable with the paper's; build an index of "
+                  "the benchmark's corpus with `claire index build` and pass --index NAME")
+    refuse_if_in_use(out)
+
+    async def go():
+        async with open_system(config, task=chosen) as system_:
+            return await run_eval(records, system_, out, task=chosen, concurrency=config.eval.concurrency,
+                                  config_public=config.public_dict(), retry_errors=retry_errors, dataset=dataset,
+                                  console=err)
+
+    summary = run(go())
+    console.print(f"[bold]{summary.system}[/] on {summary.total} {chosen.records_name} ({summary.ran} run now, "
+                  f"{summary.skipped} already done, {summary.errors} errors) in {summary.wall_time_s:.1f} s")
+    for line in chosen.headline(summary.metrics):
+        console.print(line, highlight=False)
+    written = ["predictions.jsonl", "metrics.json", "report.md"] + sorted(p.name for p in out.glob("*.png"))
+    console.print(f"wrote {out}/{', '.join(written)}")
+    problem = failure(summary, config.eval.max_error_share, chosen.records_name)
+    if problem:
+        err.print(f"[red]error:[/] {problem}")
+        raise typer.Exit(2)
+
+
+def metrics_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory of `claire eval`.")],
+    threshold: Annotated[Optional[float], typer.Option("--threshold")] = None,
+    threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
+    split: Annotated[Optional[str], typer.Option("--split", help="validation or test (default: from the dataset name).")] = None,
+) -> None:
+    """Recompute metrics, report and ROC plot from a run's predictions alone."""
+    from claire.evals.predictions import read_run_config
+    from claire.evals.reporting import compare_runs
+    from claire.evals.runner import run_task, score_run
+
+    metrics = score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split)
+    task = run_task(read_run_config(run_dir))
+    if task.sweepable:
+        console.print(compare_runs([run_dir]))
+    else:
+        for line in task.headline(metrics):
+            console.print(line, highlight=False)
+    console.print(f"rewrote {run_dir}/metrics.json and report.md")
+
+
+def compare_command(run_dirs: Annotated[list[Path], typer.Argument(help="Run directories; deltas are against the first.")]) -> None:
+    """Side-by-side metrics of several runs, with deltas."""
+    from claire.evals.reporting import compare_runs
+
+    console.print(compare_runs(run_dirs))
+
+
+def sweep_command(
+    sweep_file: Annotated[Path, typer.Argument(help="A sweep YAML (see evals/sweeps/).")],
+    dataset: DatasetOpt,
+    out: Annotated[Path, typer.Option("--out", help="Sweep directory; one resumable run per cell.")],
+    limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N claims.")] = None,
+    concurrency: ConcurrencyOpt = None,
+    retry_errors: Annotated[bool, typer.Option("--retry-errors")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells without running them.")] = False,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    refresh_cache: RefreshOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Run a grid of configurations (systems, tools, steps x docs, rerank, prompt variants, models)."""
+    from claire.agent.runtime import open_system
+    from claire.evals.sweep import plan_sweep, run_sweep
+
+    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, None, concurrency)
+    if dry_run:
+        plan = plan_sweep(sweep_file, config)
+        console.print(f"sweep {plan.name}: {len(plan.cells)} cells")
+        for cell in plan.cells:
+            console.print(f"  {out / cell.dir_name}  ({cell.name})")
+        return
+    summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
+                            limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
+    console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")

@@ -1,0 +1,222 @@
+"""``claire index ...`` and ``claire search``: building, updating, listing and searching indexes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.markup import escape
+
+from claire.cli.options import (
+    BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, PathOpt, SetOpt,
+    UrlOpt, common, console, err, passage_text, resolve, run,
+)
+from claire.config import Config
+from claire.errors import ConfigError
+
+
+def index_build(
+    corpus: Annotated[Optional[Path], typer.Argument(help="Corpus JSONL (one block per line).")] = None,
+    name: Annotated[str, typer.Option("--name", help="Index name.")] = ...,
+    embedder: Annotated[str, typer.Option("--embedder", help="minilm (offline default), mgte, or a sentence-transformers id/path.")] = "minilm",
+    from_wikicollide: Annotated[Optional[Path], typer.Option("--from-wikicollide", help="Build from a WikiCollide dataset's passages.")] = None,
+    from_article: Annotated[Optional[list[Path]], typer.Option("--from-article", help="Plain article text (## headings start sections); repeatable. The file name is the title.")] = None,
+    from_feverous_pages: Annotated[Optional[Path], typer.Option("--from-feverous-pages", help="FEVEROUS wiki pages (JSONL, one page a line); blocks keep element ids.")] = None,
+    from_web_docs: Annotated[Optional[Path], typer.Option("--from-web-docs", help="Web documents (JSONL: url, title, text), split into passages: a sources index for `claire cite`.")] = None,
+    skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad corpus lines (counted) instead of stopping.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Rebuild an existing index of that name.")] = False,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+    from_dump: Annotated[Optional[Path], typer.Option("--from-dump", help="A Wikipedia dump: MediaWiki XML (.xml, .xml.bz2) or Enterprise HTML (.ndjson, .json.gz, .tar.gz). Re-run to resume.")] = None,
+    limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Dump builds: stop after N pages (for trials).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Dump builds: parsing processes (default: cores - 1 on a GPU; on a CPU cores/4, none on 2 cores; 0 parses inline).")] = None,
+    device: Annotated[str, typer.Option("--device", help="Dump builds: encode on cuda (fp16), cpu, or auto.")] = "auto",
+    encode_processes: Annotated[int, typer.Option("--encode-processes", help="Dump builds on CPU: encoding processes.")] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Dump builds: passages per encode batch.")] = 256,
+) -> None:
+    """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
+    from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus
+    from claire.indexes.retriever import build_index
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages, from_web_docs, from_dump)) != 1:
+        raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE, "
+                          "--from-feverous-pages PAGES.jsonl, --from-web-docs FILE.jsonl or --from-dump DUMP")
+    if from_dump is not None:
+        from claire.indexes.ingest import build_from_dump
+
+        summary = build_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
+                                  api_key=_qdrant_key(config), embedder=embedder, replace=replace,
+                                  options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size))
+        _print_ingest(summary)
+        return
+    if from_feverous_pages is not None:
+        from claire.indexes.feverous_pages import blocks_from_feverous_pages
+
+        blocks, invalid = blocks_from_feverous_pages(from_feverous_pages), 0
+    elif from_web_docs is not None:
+        from claire.indexes.web_docs import read_web_docs
+
+        loaded = read_web_docs(from_web_docs, skip_invalid=skip_invalid, max_words=config.cite.passage_words)
+        blocks, invalid = loaded.blocks, loaded.invalid
+        for message in loaded.errors[:10]:
+            err.print(f"[yellow]skipped[/] {escape(message)}")
+    elif from_article:
+        blocks, invalid = [], 0
+        for article in from_article:
+            blocks += blocks_from_article(article.stem.replace("_", " "), passage_text(None, article))
+    elif from_wikicollide is not None:
+        blocks, invalid = blocks_from_wikicollide(from_wikicollide), 0
+    else:
+        loaded = read_corpus(corpus, skip_invalid=skip_invalid)
+        blocks, invalid = loaded.blocks, loaded.invalid
+        for message in loaded.errors[:10]:
+            err.print(f"[yellow]skipped[/] {escape(message)}")
+    summary = build_index(
+        blocks, name=name, embedder=embedder, root=config.retrieval.index_root(), url=config.retrieval.url,
+        api_key=_qdrant_key(config), replace=replace, lock_timeout=config.retrieval.lock_timeout,
+    )
+    size = f"{summary.size_on_disk / 1e6:.1f} MB" if summary.size_on_disk else "n/a (server)"
+    console.print(
+        f"[green]built[/] index [bold]{summary.name}[/]: {summary.blocks} blocks from {summary.documents} articles "
+        f"in {summary.seconds:.1f} s ({summary.blocks_per_s:.0f} blocks/s), {size} on disk"
+        + (f"; {invalid} invalid lines skipped" if invalid else "")
+        + (f"; {summary.split} blocks over {MAX_BLOCK_CHARS:,} characters split into parts" if summary.split else "")
+    )
+
+
+def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
+    from claire.indexes.ingest import IngestOptions, default_workers
+    from claire.indexes.server_store import ServerOptions
+
+    r = config.retrieval
+    if limit_pages is not None and limit_pages < 1:
+        raise ConfigError(f"--limit-pages must be at least 1 (got {limit_pages})")
+    return IngestOptions(
+        workers=default_workers(device) if workers is None else workers, batch_size=batch_size,
+        limit_pages=limit_pages, device=device, encode_processes=encode_processes,
+        server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
+                             upload_parallel=r.upload_parallel),
+    )
+
+
+def _print_ingest(summary) -> None:  # noqa: ANN001
+    from claire.indexes.ingest import skip_counts_line
+
+    s = summary
+    verb = {"build": "resumed and built" if s.resumed else "built", "update": "updated"}[s.mode]
+    console.print(
+        f"[green]{verb}[/] index [bold]{s.name}[/]: {s.blocks:,} blocks from {s.articles:,} articles; this run read "
+        f"{s.pages_read:,} pages ({s.pages_per_s:.0f}/s) and wrote {s.blocks_written:,} blocks ({s.blocks_per_s:.1f}/s, "
+        f"encoding on {s.device}) in {s.seconds:.1f} s"
+    )
+    console.print(f"pages: {s.new:,} new, {s.changed:,} changed, {s.unchanged:,} unchanged"
+                  + (f", {s.removed:,} removed" if s.mode == "update" else "")
+                  + f"; skipped in the index: {skip_counts_line(s)}")
+
+
+def _qdrant_key(config: Config) -> str | None:
+    key = config.retrieval.qdrant_api_key
+    return key.get_secret_value() if key else None
+
+
+def index_update(
+    name: Annotated[str, typer.Argument(help="The index to update (built with --from-dump).")],
+    from_dump: Annotated[Path, typer.Option("--from-dump", help="The newer dump (same formats as build).")] = ...,
+    limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Stop after N pages (no deletions then).")] = None,
+    workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default as for index build).")] = None,
+    device: Annotated[str, typer.Option("--device", help="Encode on cuda (fp16), cpu, or auto.")] = "auto",
+    encode_processes: Annotated[int, typer.Option("--encode-processes", help="Encoding processes on CPU.")] = 1,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Passages per encode batch.")] = 256,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Re-index pages whose revision changed in a newer dump, add new ones, delete vanished ones."""
+    from claire.indexes.ingest import update_from_dump
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    summary = update_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
+                               api_key=_qdrant_key(config),
+                               options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size))
+    _print_ingest(summary)
+
+
+def index_list(path: PathOpt = None, url: UrlOpt = None, config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
+    """List the indexes (embedded ones under the index folder, or on the Qdrant server)."""
+    from rich.table import Table
+
+    from claire.indexes.stores import list_indexes
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    metas = list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))
+    if not metas:
+        where = config.retrieval.url or config.retrieval.index_root()
+        console.print(f"no indexes at {where} (the demo index is built on first use of `claire search` or `claire check`)")
+        return
+    table = Table("name", "blocks", "articles", "embedder", "dim", "created")
+    for meta in metas:
+        table.add_row(meta.name, str(meta.blocks), str(meta.documents), meta.embedder, str(meta.dim), str(meta.created_at)[:19])
+    console.print(table)
+
+
+def index_info(name: Annotated[str, typer.Argument()], path: PathOpt = None, url: UrlOpt = None,
+               config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
+    """Show what an index records: embedder, corpus stats, build time, size."""
+    from claire.indexes.stores import list_indexes
+
+    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    metas = {m.name: m for m in list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))}
+    if name not in metas:
+        raise ConfigError(f"unknown index '{name}'; available: {', '.join(metas) or 'none'}")
+    for key, value in metas[name].to_dict().items():
+        console.print(f"[bold]{key}[/]: {value}")
+
+
+def search_command(
+    query: Annotated[str, typer.Argument(help="What to search for.")],
+    k: Annotated[int, typer.Option("-k", min=1, help="Number of results.")] = 10,
+    exclude_title: Annotated[Optional[str], typer.Option("--exclude-title", help="Leave out this article.")] = None,
+    rerank: Annotated[bool, typer.Option("--rerank", help="Rerank with RankGPT through the LLM (search never reranks otherwise).")] = False,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="hybrid (default), dense or bm25.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    index: IndexOpt = None,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Search an index and print the ranked blocks."""
+    from claire.agent.runtime import open_retrieval, prompt_library, search_engine
+    from claire.llm.client import ChatClient
+
+    if not query.strip():
+        raise ConfigError("the query is empty")
+    config = resolve(config_file, sets, **common(model, base_url, False, False, index, path, url),
+                     **{"retrieval.rerank": rerank, "retrieval.mode": mode})
+
+    async def go() -> list[Any]:
+        llm = ChatClient.from_config(config.llm) if config.retrieval.rerank else None
+        retriever = open_retrieval(config)
+        try:
+            engine = search_engine(config, retriever, llm, prompt_library(config))
+            return await engine.search(query, exclude_title=exclude_title, k=k)
+        finally:
+            retriever.close()
+            if llm:
+                await llm.aclose()
+
+    hits = run(go())
+    if as_json:
+        print(json.dumps([{"rank": h.rank, "score": h.score, **h.block.model_dump()} for h in hits], indent=2, ensure_ascii=False))
+        return
+    from claire.cli.views import hits_table
+
+    console.print(hits_table(hits, query))

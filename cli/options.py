@@ -1,0 +1,101 @@
+"""What the commands share: the consoles, the option types most commands take, resolving the
+configuration from defaults, ``claire.toml``, the environment and the flags, running a command's
+coroutine, and small checks of command-line input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from claire import event_loop
+from claire.config import Config, load_config, parse_assignment
+from claire.agent.extraction import MAX_PASSAGE_BYTES
+from claire.cli.terminal import terminal_console
+from claire.errors import ConfigError
+
+console = terminal_console()
+err = terminal_console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="A claire.toml to read (default: ./claire.toml).")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override any setting: section.field=value (repeatable).")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="LLM model name (llm.model).")]
+BaseUrlOpt = Annotated[Optional[str], typer.Option("--base-url", help="OpenAI-compatible endpoint (llm.base_url).")]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")]
+RefreshOpt = Annotated[bool, typer.Option("--refresh-cache", help="Ignore cached answers and store fresh ones.")]
+IndexOpt = Annotated[Optional[str], typer.Option("--index", help="Index name (retrieval.index; default: the demo corpus).")]
+PathOpt = Annotated[Optional[Path], typer.Option("--path", help="Folder holding embedded indexes (retrieval.path).")]
+UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL, or a `claire serve` .../api/search endpoint, instead of the embedded engine (retrieval.url).")]
+DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json; with --task feverous a FEVEROUS JSONL file.")]
+ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
+
+
+def resolve(
+    config_file: Path | None = None,
+    sets: list[str] | None = None,
+    **flags: Any,
+) -> Config:
+    """defaults < claire.toml < environment < --set < explicit flags (None means not given)."""
+    overrides: dict[str, Any] = dict(parse_assignment(item) for item in sets or [])
+    overrides.update({key: value for key, value in flags.items() if value is not None})
+    return load_config(config_file, overrides)
+
+
+def common(model: str | None, base_url: str | None, no_cache: bool, refresh: bool, index: str | None,
+           path: Path | None = None, url: str | None = None) -> dict[str, Any]:
+    """The settings the common flags stand for (None where a flag was not given)."""
+    return {
+        "llm.model": model,
+        "llm.base_url": base_url,
+        "llm.cache": False if no_cache else None,
+        "llm.refresh_cache": True if refresh else None,
+        "retrieval.index": index,
+        "retrieval.path": str(path) if path else None,
+        "retrieval.url": url,
+    }
+
+
+def eval_config(config_file: Path | None, sets: list[str] | None, model: str | None, base_url: str | None,
+                no_cache: bool, refresh_cache: bool, index: str | None, system: str | None = None,
+                concurrency: int | None = None, **more: Any) -> Config:
+    """The configuration of a batch command, with a note when the LLM limit is below the claims in flight."""
+    flags = {**common(model, base_url, no_cache, refresh_cache, index), "agent.system": system,
+             "eval.concurrency": concurrency}
+    flags.update(more)  # a later setting wins (e.g. --index naming cite.index for the citations task)
+    config = resolve(config_file, sets, **flags)
+    if config.llm.max_concurrency < config.eval.concurrency:
+        err.print(f"[yellow]note:[/] {config.eval.concurrency} claims in flight but at most {config.llm.max_concurrency} "
+                  "LLM calls at once (llm.max_concurrency); raise it if your endpoint allows")
+    return config
+
+
+def run(coro: Any) -> Any:
+    """Run a command's coroutine on CLAIRE's event loop."""
+    return event_loop.run(coro)
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Fail before a long run, not after it, when an output file cannot be written."""
+    if not path.parent.is_dir():
+        raise ConfigError(f"{option}: the folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ConfigError(f"{option}: {path} is a folder; give a file name")
+    if not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise ConfigError(f"{option}: {path} is not writable")
+
+
+def passage_text(text: str | None, file: Path | None) -> str:
+    """The passage given with ``--text`` or read from ``--file`` (exactly one of them)."""
+    if (text is None) == (file is None):
+        raise ConfigError("give the passage with either --text or --file")
+    if file is not None:
+        try:
+            if file.stat().st_size > MAX_PASSAGE_BYTES:
+                raise ConfigError(f"{file} is {file.stat().st_size / 1e6:.1f} MB, over the {MAX_PASSAGE_BYTES / 1e6:g} MB "
+                                  "limit for one passage; give one article (or one section) at a time")
+            return file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"cannot read {file}: {error}") from None
+    return text or ""

@@ -1,0 +1,144 @@
+"""``claire extract``, ``scan`` and ``cite``: the facts of a passage, and the sources of a claim."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from claire.cli.options import (
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt,
+    UrlOpt, common, console, err, eval_config, passage_text, resolve, run,
+)
+from claire.errors import ConfigError
+
+
+def extract_command(
+    title: Annotated[str, typer.Option("--title", help="The article the passage is from.")],
+    section: Annotated[str, typer.Option("--section")] = "",
+    text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Split a passage into atomic, self-contained facts."""
+    from claire.agent.extraction import extract_facts
+    from claire.llm.client import ChatClient
+    from claire.agent.runtime import prompt_library
+
+    passage = passage_text(text, file)
+    config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None))
+
+    async def go():
+        llm = ChatClient.from_config(config.llm)
+        try:
+            return await extract_facts(title=title, section=section, text=passage, llm=llm, prompts=prompt_library(config))
+        finally:
+            await llm.aclose()
+
+    facts = run(go())
+    if as_json:
+        print(json.dumps([{"fact": f.text, "block": f.block} for f in facts], indent=2, ensure_ascii=False))
+        return
+    if not facts:
+        err.print("no checkable facts were found in the text")
+        raise typer.Exit(1)
+    for number, fact in enumerate(facts, start=1):
+        console.print(f"{number:>3}. {fact.text}")
+
+
+def scan_command(
+    title: Annotated[str, typer.Option("--title", help="The article the passage is from (excluded from search).")],
+    section: Annotated[str, typer.Option("--section")] = "",
+    text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
+    file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts.")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
+    concurrency: ConcurrencyOpt = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Extract every fact of a passage and check each one; flagged facts first."""
+    from rich.table import Table
+
+    from claire.workflows.scan import run_scan
+
+    passage = passage_text(text, file)
+    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    result = run(run_scan(title=title, section=section, text=passage, config=config, out_dir=out,
+                          max_facts=max_facts, console=err))
+    table = Table(title=f"facts of {title}, most suspicious first", title_justify="left", expand=True)
+    table.add_column("score", justify="right", width=6)
+    table.add_column("verdict", width=13)
+    table.add_column("fact", ratio=3)
+    table.add_column("key evidence", ratio=1)
+    for row in result.rows:
+        style = "bold red" if row.verdict == "inconsistent" else ("yellow" if row.error else "")
+        table.add_row("—" if row.score is None else f"{row.score:.2f}", row.verdict or "error", row.fact,
+                      row.key_evidence or "—", style=style)
+    console.print(table)
+    console.print(f"{len(result.flagged)} of {len(result.rows)} facts flagged; report: {result.out_dir}/scan.md")
+
+
+def cite_command(
+    claim: Annotated[str, typer.Argument(help="The claim that carries the citation.")],
+    source: Annotated[Optional[Path], typer.Option("--source", help="The cited source as a text file.")] = None,
+    source_text: Annotated[Optional[str], typer.Option("--source-text", help="The cited source's text.")] = None,
+    source_url: Annotated[Optional[str], typer.Option("--source-url", help="The cited source's URL (so the index's copy of it is not suggested).")] = None,
+    title: Annotated[Optional[str], typer.Option("--title", help="The claim's Wikipedia article.")] = None,
+    section: Annotated[Optional[str], typer.Option("--section", help="The claim's section.")] = None,
+    context: Annotated[Optional[str], typer.Option("--context", help="The text around the claim.")] = None,
+    expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="Let the LLM write extra search queries (cite.expand_queries).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {original, suggestions, verdict, ...} as JSON.")] = False,
+    index: Annotated[Optional[str], typer.Option("--index", help="The sources index (cite.index; default: the bundled example sources).")] = None,
+    path: PathOpt = None,
+    url: UrlOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not, 2 error."""
+    from claire.tasks.citations.checker import open_checker
+    from claire.tasks.citations.records import Citation, CitedSource
+    from claire.indexes.web_docs import check_source_text, read_source_text
+
+    if not claim.strip():
+        raise ConfigError("the claim is empty: give the sentence that carries the citation")
+    if (source is None) == (source_text is None):
+        raise ConfigError("give the cited source with either --source FILE or --source-text TEXT")
+    config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None, path, url),
+                     **{"cite.index": index, "cite.expand_queries": expand})
+    limit = config.cite.max_source_bytes
+    text = read_source_text(source, max_bytes=limit) if source else check_source_text(source_text or "", "--source-text", max_bytes=limit)
+    citation = Citation(claim=claim.strip(), title=title or "", section=section or "", context=(context or "").strip(),
+                        source=CitedSource(text=text, title=source.stem.replace("_", " ") if source else "", url=source_url))
+
+    async def go():
+        async with open_checker(config) as checker:
+            return await checker.assess(citation)
+
+    if as_json:
+        result = run(go())
+        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
+    else:
+        from claire.cli.views import citation_view
+
+        with err.status("checking the citation…"):
+            result = run(go())
+        console.print(citation_view(result))
+    if result.verdict is None:
+        raise typer.Exit(2)
+    raise typer.Exit(0 if result.verdict == "supported" else 1)

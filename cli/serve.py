@@ -1,0 +1,39 @@
+"""``claire serve``: the web app and REST API for editors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from claire.cli.options import (
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, SetOpt,
+    err, eval_config,
+)
+
+
+def serve_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (a non-loopback one needs --token).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8000,
+    token: Annotated[Optional[str], typer.Option("--token", envvar="CLAIRE_SERVE_TOKEN", help="Require 'Authorization: Bearer TOKEN' on every API call.")] = None,
+    concurrency: ConcurrencyOpt = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where jobs and reviews are kept (default: web/ in the user data folder).")] = None,
+    cors_origin: Annotated[Optional[list[str]], typer.Option("--cors-origin", help="Another page origin allowed to call the API (repeatable).")] = None,
+    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
+    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    index: IndexOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    no_cache: NoCacheOpt = False,
+    config_file: ConfigOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """The web app and REST API for editors: paste an article, see flagged facts, review them."""
+    from claire.web.settings import ServeSettings
+    from claire.web.serve import serve
+
+    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    settings = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
+                             data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body)
+    serve(config, settings, console=err)

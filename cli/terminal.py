@@ -1,0 +1,55 @@
+"""What may reach the terminal: the consoles every command prints through, which drop terminal
+control sequences (ESC/CSI/OSC, other control characters) from the text they show.
+
+Corpus passages, model answers and dataset fields are printed as they are; a passage holding
+``ESC ]52;...`` or ``ESC [2J`` must not be able to set the clipboard or clear the screen. The filter
+works on the text of each rendered segment, so Rich's own colours (kept apart as styles) survive.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.console import Console, ConsoleOptions, RenderHook, RenderResult
+from rich.segment import Segment
+
+# OSC ... (BEL | ESC \), CSI ... final byte, any other two-character ESC sequence, and the C0/C1
+# control characters other than tab and newline.
+_CONTROL = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[@-_]?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def printable(text: str) -> str:
+    """``text`` without terminal control sequences or control characters (tabs and newlines stay)."""
+    return _CONTROL.sub("", text)
+
+
+class _Printable:
+    """A renderable shown with the control sequences taken out of its text."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.inner, options):
+            if segment.control:
+                yield segment  # Rich's own cursor moves (progress bars, live views)
+            else:
+                yield Segment(printable(segment.text), segment.style)
+
+
+class _PrintableOnly(RenderHook):
+    def process_renderables(self, renderables: list[Any]) -> list[Any]:
+        return [_Printable(renderable) for renderable in renderables]
+
+
+def terminal_console(**kwargs: Any) -> Console:
+    """A Rich console that never writes a control sequence it did not make itself."""
+    console = Console(**kwargs)
+    console.push_render_hook(_PrintableOnly())
+    return console

@@ -1,0 +1,17 @@
+"""The LLM layer: LangChain chat models built from the configuration and the one client every
+part of CLAIRE calls them through.
+
+- ``models``: which LangChain chat model a configuration names (``ChatOpenAI``, ``AzureChatOpenAI``,
+  any ``init_chat_model`` provider, the in-process llama.cpp model) with its public parameters;
+- ``chat_completions``: a lean LangChain chat model for plain OpenAI-compatible endpoints, posted
+  over aiohttp (``claire bench llm`` shows why it exists beside ``ChatOpenAI``);
+- ``local``: a GGUF file run in-process by llama-cpp-python, as a LangChain chat model;
+- ``client``: :class:`~claire.llm.client.ChatClient`: retries (the one policy in ``retrying``),
+  a process-wide concurrency limit, failing fast when the endpoint is down, and asking again
+  when an answer cannot be read;
+- ``cache``: a SQLite LangChain cache keyed by endpoint; ``usage``: tokens and cost through a
+  LangChain callback; ``tokens``: context windows and token counts; ``answers``: reading scores,
+  labels and tags out of model answers; ``errors``: which failures are worth retrying.
+
+May import ``config``, ``errors``, ``retrying`` and ``prompts``; nothing else of CLAIRE.
+"""

@@ -1,0 +1,185 @@
+"""The one client every part of CLAIRE calls its LLM through.
+
+:class:`ChatClient` wraps the LangChain chat model of the configuration (``llm.models``) with what
+a batch run needs around each call: retries with exponential backoff and jitter that honour
+``Retry-After`` (the one policy in ``claire.retrying``; the SDKs' own retries are off), a
+process-wide limit on calls in flight, failing fast once the endpoint is known to be down, the
+prompt's template name sent as a header, and the model's context window for fitting prompts.
+:meth:`ChatClient.ask` is the one "ask again when the answer cannot be read" helper.
+
+Answers are LangChain ``AIMessage`` objects; the cache and usage accounting hang on the chat model
+itself (its ``cache`` and the callback of ``llm.usage``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from claire.config import LLMConfig
+from claire.errors import ClaireError, LLMError
+from claire.llm.answers import text_of
+from claire.llm.errors import TransientLLMError, classify_error
+from claire.llm.models import ChatModelSetup, chat_model_from_config
+from claire.llm.tokens import TokenCounter, known_context_window
+from claire.prompts import PROMPT_HEADER
+from claire.retrying import async_retrying
+
+MAX_RETRY_AFTER = 120.0
+T = TypeVar("T")
+
+
+@dataclass
+class Asked(Generic[T]):
+    """What :meth:`ChatClient.ask` got: the value read (None when even the second answer was
+    unreadable), the text of every answer, and the prompt finally sent."""
+
+    value: T | None
+    text: str
+    prompt: list[BaseMessage]
+    asked: int
+
+
+class ChatClient:
+    """A LangChain chat model with retries, a concurrency limit and context-window arithmetic."""
+
+    def __init__(self, setup: ChatModelSetup, *, max_tokens: int = 1500, timeout: float = 60.0, max_attempts: int = 6,
+                 max_concurrency: int = 8, retry_base_wait: float = 0.5, retry_max_wait: float = 30.0,
+                 tool_calling: str = "native", context_window: int | None = None):
+        self.setup = setup
+        self.model: BaseChatModel = setup.model
+        self.model_name = setup.model_name
+        self.endpoint = setup.endpoint
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.max_concurrency = max_concurrency
+        self.retry_base_wait = retry_base_wait
+        self.retry_max_wait = retry_max_wait
+        self.tool_calling = tool_calling
+        self.context_window = context_window or known_context_window(setup.model_name)
+        self.counter = TokenCounter(setup.model_name)
+        # Set when a call gave up because the endpoint could not be reached or never answered in
+        # time: later calls try once instead of a full retry cycle each, until one gets through again.
+        self.endpoint_down = False
+        self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+        self._bound: dict[tuple[Any, ...], Any] = {}
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # between retries (tests give a clock of their own)
+
+    @classmethod
+    def from_config(cls, config: LLMConfig, *, setup: ChatModelSetup | None = None) -> "ChatClient":
+        """The client for an ``llm`` configuration (``setup``: an already built chat model)."""
+        return cls(
+            setup or chat_model_from_config(config),
+            max_tokens=config.max_tokens, timeout=config.timeout, max_attempts=config.max_attempts,
+            max_concurrency=config.max_concurrency, retry_base_wait=config.retry_base_wait,
+            retry_max_wait=config.retry_max_wait, tool_calling=config.tool_calling,
+            context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
+        )
+
+    @property
+    def native_tools(self) -> bool:
+        """Whether the controller's actions go as native tool calls (else as ``name(argument)`` text)."""
+        return self.tool_calling == "native"
+
+    # -- context window ----------------------------------------------------------------------
+    def count_tokens(self, messages: Sequence[BaseMessage], tools: Sequence[Any] | None = None) -> int:
+        """Prompt tokens of a request for this model (exact for OpenAI models, else a safe estimate)."""
+        return self.counter.messages(messages, tools)
+
+    def prompt_budget(self, max_tokens: int | None = None) -> int:
+        """The most prompt tokens a call may use: the context window less room for the answer
+        (``max_tokens``) and a small margin for the server's own chat formatting."""
+        answer = max_tokens or self.max_tokens
+        margin = max(64, self.context_window // 50)
+        return max(self.context_window - answer - margin, 256)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _semaphore(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        semaphore = self._semaphores.get(loop)
+        if semaphore is None:
+            self._semaphores = {known: s for known, s in self._semaphores.items() if not known.is_closed()}
+            semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
+        return semaphore
+
+    def _runnable(self, tools: Sequence[Any] | None, tool_choice: Any) -> Any:
+        if not tools:
+            return self.model
+        key = (tuple(id(tool) for tool in tools), repr(tool_choice))
+        bound = self._bound.get(key)
+        if bound is None:
+            try:
+                bound = self.model.bind_tools(list(tools), **({"tool_choice": tool_choice} if tool_choice else {}))
+            except NotImplementedError:
+                raise LLMError(f"the {self.setup.provider} chat model has no native tool calling: "
+                               "set llm.tool_calling = \"text\"") from None
+            self._bound[key] = bound
+        return bound
+
+    async def ainvoke(self, prompt: Sequence[BaseMessage], *, tools: Sequence[Any] | None = None,
+                      tool_choice: Any = None) -> AIMessage:
+        """One answer to ``prompt``, retried on transient failures. A prompt rendered by the prompt
+        library names its template, which goes with the request (the ``X-Claire-Prompt`` header)."""
+        runnable = self._runnable(tools, tool_choice)
+        options: dict[str, Any] = {}
+        name = getattr(prompt, "name", None)
+        if name and self.setup.sends_headers and name.isascii() and name.isprintable():
+            options["extra_headers"] = {PROMPT_HEADER: name}
+        messages = list(prompt)
+        attempts = 1 if self.endpoint_down else self.max_attempts
+        retrying = async_retrying(attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait, cap=MAX_RETRY_AFTER,
+                                  sleep=self.sleep)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with self._semaphore():
+                        answer = await self._call(runnable, messages, options)
+                    self.endpoint_down = False
+                    if not text_of(answer).strip() and not answer.tool_calls and not answer.invalid_tool_calls:
+                        raise TransientLLMError("the model returned an empty answer")
+        except TransientLLMError as error:
+            hint = ""
+            if error.unresponsive:  # unreachable or hanging: later calls try once, not a full cycle each
+                self.endpoint_down = True
+                hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
+            raise LLMError(f"LLM call to {self.endpoint} failed after {attempts} attempt(s): {error}{hint}") from None
+        return answer
+
+    async def _call(self, runnable: Any, messages: list[BaseMessage], options: dict[str, Any]) -> AIMessage:
+        try:
+            answer = await runnable.ainvoke(messages, **options)
+        except (ClaireError, TransientLLMError):
+            raise
+        except Exception as error:
+            mapped = classify_error(error, endpoint=self.endpoint, model=self.model_name, timeout=self.timeout)
+            if mapped is error:
+                raise LLMError(f"the {self.setup.provider} chat model failed: {type(error).__name__}: {str(error)[:200]}") from None
+            raise mapped from None
+        if not isinstance(answer, AIMessage):
+            raise TransientLLMError(f"the chat model returned {type(answer).__name__}, not an answer")
+        return answer
+
+    async def ask(self, prompt: Sequence[BaseMessage], read: Callable[[str], T | None], *, follow_up: str,
+                  refit: Callable[[int], Sequence[BaseMessage]] | None = None) -> Asked[T]:
+        """Ask, and read the answer with ``read``; when it reads as None, ask once more in the same
+        conversation with ``follow_up``. If the conversation would no longer fit the context window,
+        ``refit(tokens)`` renders the prompt again with that many tokens less room."""
+        first = text_of(await self.ainvoke(prompt))
+        value = read(first)
+        if value is not None:
+            return Asked(value, first, list(prompt), 1)
+        extra = [AIMessage(content=first), HumanMessage(content=follow_up)]
+        if refit is not None and self.count_tokens(list(prompt) + extra) > self.prompt_budget():
+            prompt = refit(self.count_tokens(extra))  # the first answer needs room too
+        conversation = prompt + extra if hasattr(prompt, "name") else list(prompt) + extra
+        second = text_of(await self.ainvoke(conversation))
+        return Asked(read(second), first + "\n" + second, list(prompt), 2)
+
+    async def aclose(self) -> None:
+        """Close the model's HTTP clients and its cache."""
+        await self.setup.aclose()

@@ -1,0 +1,140 @@
+"""Token, call and cost accounting for LLM calls, per process, per run and per claim.
+
+``track_usage()`` opens a scope; every LangChain chat-model call made inside it (including in
+tasks it spawns) is added to that scope and to every enclosing one. The calls are seen through a
+LangChain callback handler (:class:`UsageCallback`, reading each answer's ``usage_metadata``)
+that LangChain attaches to every call made while a scope is open (``register_configure_hook``).
+An answer served from CLAIRE's cache counts as a cached call, without tokens or cost. Prices are
+USD per million tokens.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any, Iterator
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.tracers.context import register_configure_hook
+
+CACHE_HIT = "claire_cache_hit"
+"""The ``response_metadata`` key the LLM cache sets on an answer it served."""
+
+# USD per 1M tokens (input, output), from the providers' public price lists (2025-2026).
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+}
+
+
+def price_for(model: str) -> tuple[float, float] | None:
+    """The price entry for a model name, matching dated snapshots like gpt-4o-2024-08-06."""
+    if model in PRICES:
+        return PRICES[model]
+    best = max((name for name in PRICES if model.startswith(name + "-")), key=len, default=None)
+    return PRICES[best] if best else None
+
+
+@dataclass
+class Usage:
+    """Calls, cached calls, tokens and cost (None when the model's price is unknown)."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt and completion tokens together."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def record(self, model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+        """Add one call (a cache hit counts as a cached call, without tokens or cost)."""
+        if cached:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        price = price_for(model)
+        if price is not None:
+            cost = (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+            self.cost_usd = (self.cost_usd or 0.0) + cost
+
+    def add(self, other: "Usage") -> None:
+        """Add another tally to this one."""
+        self.calls += other.calls
+        self.cached_calls += other.cached_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+
+    def to_dict(self) -> dict:
+        """The tally as plain data, with the total tokens."""
+        data = asdict(self)
+        data["total_tokens"] = self.total_tokens
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "Usage":
+        """A tally from its plain data (missing fields are zero)."""
+        data = data or {}
+        return cls(**{k: data[k] for k in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd") if k in data})
+
+
+_scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("claire_usage_scopes", default=())
+
+
+class UsageCallback(BaseCallbackHandler):
+    """Adds each finished chat-model call to every open :func:`track_usage` scope."""
+
+    run_inline = True  # read the scopes of the task that made the call, with no thread hop
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        """Record one answer's tokens (or a cache hit) under its model's name."""
+        generation = response.generations[0][0] if response.generations and response.generations[0] else None
+        if not isinstance(generation, ChatGeneration):
+            return
+        message = generation.message
+        metadata = message.response_metadata or {}
+        usage = getattr(message, "usage_metadata", None) or {}
+        model = str(metadata.get("model_name") or metadata.get("model") or "")
+        record_call(model, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+                    bool(metadata.get(CACHE_HIT)))
+
+
+_callback: contextvars.ContextVar[UsageCallback | None] = contextvars.ContextVar("claire_usage_callback", default=None)
+register_configure_hook(_callback, inheritable=True)
+_RECORDER = UsageCallback()
+
+
+@contextmanager
+def track_usage() -> Iterator[Usage]:
+    """Collect the usage of every LLM call made inside the block (and its child tasks)."""
+    usage = Usage()
+    token = _scopes.set(_scopes.get() + (usage,))
+    hook = _callback.set(_RECORDER)
+    try:
+        yield usage
+    finally:
+        _callback.reset(hook)
+        _scopes.reset(token)
+
+
+def record_call(model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+    """Add one call to every open scope."""
+    for usage in _scopes.get():
+        usage.record(model, prompt_tokens, completion_tokens, cached)

@@ -1,0 +1,147 @@
+"""What every task provides: :class:`Task`, the strategy a run's ``agent.task`` (or ``claire eval
+--task``) selects — the prompt variants its systems render, how a verifier's answer is judged,
+how the NLI pipeline's per-passage labels combine, how claims are read from the task's files and
+how a run is scored and reported — and :class:`Verdict`, what a judge returns.
+
+:func:`judging_prompt` renders a judging template (verifier, two-sided report) with the gathered
+passages de-duplicated, most relevant first, cut to fit the model's context window.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+from langchain_core.messages import BaseMessage
+
+from claire.errors import ConfigError
+from claire.indexes.evidence import Evidence
+from claire.llm.budget import FitNote, fit_documents
+from claire.llm.client import ChatClient
+from claire.prompts import PromptLibrary
+from pydantic import BaseModel
+
+from claire.tasks.fact_limits import check_claims
+from claire.tasks.records import Claim, Prediction, failed_prediction, prediction_from
+
+
+@dataclass
+class Verdict:
+    """A verifier's judgement of one claim: a score (WikiCollide) or a label with cited elements
+    (FEVEROUS), with the restated claim and analysis, the raw answer and what went wrong."""
+
+    score: float | None = None
+    label: str | None = None
+    evidence_elements: list[str] = field(default_factory=list)
+    restated_claim: str | None = None
+    analysis: str | None = None
+    raw: str = ""
+    error: str | None = None
+    fit: FitNote | None = None  # what the context budget left out of the prompt
+
+
+@dataclass
+class NLIJudgement:
+    """The NLI pipeline's reading of one passage: a label (None when unreadable), the reason, the
+    elements it cited, and the error when the call failed or could not be read."""
+
+    n: int
+    label: str | None
+    reason: str | None
+    elements: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+def judging_prompt(name: str, claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
+                   llm: ChatClient, prompts: PromptLibrary, *, reserve: int = 0) -> tuple[list[BaseMessage], FitNote]:
+    """Render template ``name`` over the claim and its passages, fitted to the model's window with
+    room for the answer (and ``reserve`` more tokens)."""
+
+    def render(docs: list[Evidence]) -> list[BaseMessage]:
+        return prompts.render(name, claim=claim.text, context=claim.context, clarifications=clarifications, documents=docs)
+
+    _, messages, note = fit_documents(render, list(documents), claim=claim.text, count=llm.count_tokens,
+                                      budget=llm.prompt_budget() - reserve, prompt=name)
+    return messages, note
+
+
+class Task(ABC):
+    """A task: what a run asks the systems, how their answers are judged and how a run is scored."""
+
+    name: ClassVar[str]
+    prompt_variants: ClassVar[dict[str, str]] = {}
+    """Template name -> variant this task renders (a user's ``prompts.variants`` win)."""
+
+    @abstractmethod
+    def load_claims(self, path: str | Path) -> list[Any]:
+        """The records of one of this task's data files (their published format)."""
+
+    async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
+                    llm: ChatClient, prompts: PromptLibrary) -> Verdict:
+        """The verifier's verdict on a claim given the gathered passages."""
+        raise ConfigError(f"the {self.name} task has no verifier")
+
+    def nli_outcome(self, judgements: list[NLIJudgement]) -> tuple[str | None, list[str]]:
+        """The NLI pipeline's task-specific answer from its per-passage judgements: (label, cited
+        element ids); (None, []) when the task reads only the REFUTES count."""
+        return None, []
+
+    def exit_code(self, verdict: str | None, label: str | None) -> int:
+        """``claire check``'s exit code for a result: 1 when it flags the claim, else 0."""
+        return 1 if verdict == "inconsistent" else 0
+
+    records_name: ClassVar[str] = "claims"
+    """What a run's records are called in messages."""
+
+    index_setting: ClassVar[str] = "retrieval.index"
+    """The setting ``--index`` names for this task's runs."""
+
+    threshold_setting: ClassVar[str | None] = None
+    """The setting ``--threshold`` sets (None: the system's own threshold, agent.threshold or a REFUTES count)."""
+
+    agent_task: ClassVar[bool] = True
+    """Whether the task is one of the systems' ``agent.task`` values (claire, rav and nli answer it)."""
+
+    def input_warnings(self, records: list[Any], max_fact_chars: int, *, source: str) -> list[str]:
+        """Warnings about the records before a run (a DatasetError for records that cannot be run)."""
+        return check_claims(records, max_fact_chars, source=source)
+
+    def open_system(self, config: Any) -> Any:
+        """An async context manager yielding this task's own system, for a task that brings one
+        (None: the task is answered by claire, rav and nli)."""
+        return None
+
+    sweepable: ClassVar[bool] = False
+    """Whether a sweep can compare runs of this task (it summarises AUROC)."""
+
+    threshold_protocol: ClassVar[bool] = False
+    """Whether runs are scored at a threshold that a test run takes from its validation run."""
+
+    def default_threshold(self, config_public: dict[str, Any] | None) -> float:
+        """The threshold a run of this task is scored with when none is given."""
+        return 0.5
+
+    def headline(self, metrics: dict[str, Any]) -> list[str]:
+        """What ``claire eval`` prints of a finished run's metrics."""
+        return []
+
+    line_model: ClassVar[type[BaseModel]] = Prediction
+    """The model of one line of a run's predictions.jsonl."""
+
+    def line(self, record: Any, result: Any) -> BaseModel:
+        """The predictions.jsonl line of one record's result."""
+        return prediction_from(result, record)
+
+    def failed_line(self, record: Any, system: str, error: str, usage: dict[str, Any], latency_s: float) -> BaseModel:
+        """The line of a record whose check broke with an unexpected error."""
+        return failed_prediction(record, system, error, usage, latency_s)
+
+    @abstractmethod
+    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None) -> dict[str, Any]:
+        """The metrics of a run's predictions."""
+
+    @abstractmethod
+    def write_outputs(self, out_dir: Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
+        """Write the run directory's metrics.json, report.md and plots."""

@@ -1,0 +1,338 @@
+"""Citation verification in the manner of Side: does the cited source support the claim, and what would?
+
+:class:`CitationChecker` splits the cited source into passages and asks the LLM verifier
+(``prompts/cite_support.j2``) how well the source's passages most related to the claim support it:
+a support score in [0, 1], the best passage and the supporting sentence. It then searches a
+*sources index* (any index, e.g. one built with ``claire index build --from-web-docs``) with the
+claim and its context — hybrid dense + BM25, plus, when asked, extra queries the LLM writes
+(``prompts/cite_queries.j2``, Side's generative query expansion) — groups the hits by source
+document, verifies the best candidates with the same prompt and ranks the original among them.
+
+Verdict: ``supported`` when the original scores at least the threshold; otherwise
+``better source found`` when a candidate does, else ``not supported``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Literal
+from urllib.parse import urlsplit
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from claire.config import CiteConfig, Config
+from claire.errors import ConfigError, DatasetError
+from claire.indexes import sparse
+from claire.indexes.corpus import Block
+from claire.indexes.evidence import Evidence
+from claire.indexes.registry import Searcher, open_searcher
+from claire.indexes.web_docs import EXAMPLE_INDEX, ensure_example_sources_index, source_blocks
+from claire.llm.answers import tag_text, tagged_score, text_of
+from claire.llm.client import ChatClient
+from claire.llm.usage import track_usage
+from claire.prompts import PromptLibrary, library
+from claire.tasks.citations.records import Citation
+
+VERDICTS = ("supported", "not supported", "better source found")
+CitationVerdict = Literal["supported", "not supported", "better source found"]
+RRF_K = 60
+_QUERY_TAG = re.compile(r"<\s*query\s*>(.*?)<\s*/\s*query\s*>", re.IGNORECASE | re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_NONE = {"", "none", "n/a", "na", "no sentence", "-", "—"}
+
+
+class ScoredSource(BaseModel):
+    """One source judged by the verifier: the original or a candidate from the index."""
+
+    url: str | None = None
+    title: str = ""
+    original: bool = False
+    score: float | None = None  # support score in [0, 1]
+    rank: int | None = None  # among the original and the candidates, by support score (1 = best)
+    retrieval_rank: int | None = None  # the document's rank in the search results (None: not retrieved)
+    passage: str | None = None  # the passage the verifier found most supportive
+    sentence: str | None = None  # the supporting sentence it quoted
+    analysis: str | None = None
+    error: str | None = None
+
+
+class CitationResult(BaseModel):
+    """The outcome of checking one citation: the verdict, the original source judged, better
+    sources found, and what the check cost."""
+
+    claim_id: str
+    claim: str
+    verdict: CitationVerdict | None = None
+    threshold: float
+    original: ScoredSource
+    suggestions: list[ScoredSource] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)
+    retrieved: list[str] = Field(default_factory=list)  # source documents (URL or title) in search order
+    usage: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Document:
+    """Search hits of one source document, best first."""
+
+    key: str
+    title: str
+    url: str | None
+    blocks: list[Block] = field(default_factory=list)
+
+
+def normalise_url(url: str | None) -> str | None:
+    """A URL compared loosely: no scheme, no ``www.``, no fragment, no trailing slash, lower-case host."""
+    if not url or not url.strip():
+        return None
+    parts = urlsplit(url.strip())
+    if not parts.netloc:
+        return url.strip().rstrip("/").lower()
+    host = parts.netloc.lower().removeprefix("www.")
+    path = parts.path.rstrip("/")
+    return f"{host}{path}" + (f"?{parts.query}" if parts.query else "")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def _truncate(text: str, limit: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= limit else text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def parse_queries(text: str, limit: int) -> list[str]:
+    """The search queries of an expansion answer: ``<query>`` tags, else its non-empty lines."""
+    found = [q.strip() for q in _QUERY_TAG.findall(text or "")]
+    if not found:
+        found = [re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip().strip('"') for line in (text or "").splitlines()]
+    queries: list[str] = []
+    for query in found:
+        query = " ".join(query.split())
+        if query and query.lower() not in {q.lower() for q in queries}:
+            queries.append(query)
+    return queries[:limit]
+
+
+def _best_passage_number(text: str, count: int) -> int:
+    raw = tag_text(text, "best_passage") or ""
+    match = re.search(r"\d+", raw)
+    number = int(match.group()) if match else 1
+    return number if 1 <= number <= count else 1
+
+
+class CitationChecker:
+    """Verifies a citation and searches a sources index for better ones (see the module docstring)."""
+
+    name = "cite"
+
+    def __init__(self, *, llm: ChatClient, retriever: Searcher, prompts: PromptLibrary, settings: CiteConfig,
+                 mode: str = "hybrid", candidates: int = 50):
+        self.llm = llm
+        self.retriever = retriever
+        self.prompts = prompts
+        self.settings = settings
+        self.mode = mode
+        self.pool = candidates
+
+    # -- queries and search ------------------------------------------------------------------
+    def query(self, citation: Citation) -> str:
+        """The search query: the claim, the article and section it is in, then its context."""
+        heading = " ".join(part for part in (citation.title, citation.section) if part)
+        context = _truncate(citation.context, self.settings.context_chars) if self.settings.context_chars else ""
+        return " ".join(part for part in (citation.claim.strip(), heading, context) if part)
+
+    async def expand(self, citation: Citation) -> list[str]:
+        """Extra search queries written by the LLM (generative query expansion)."""
+        messages = self.prompts.render(
+            "cite_queries", claim=citation.claim, title=citation.title, section=citation.section,
+            context=_truncate(citation.context, max(self.settings.context_chars, 200)), max_queries=self.settings.max_queries,
+        )
+        return parse_queries(text_of(await self.llm.ainvoke(messages)), self.settings.max_queries)
+
+    async def search(self, queries: list[str]) -> list[_Document]:
+        """Source documents found by the queries, best first: passages fused across queries with
+        reciprocal-rank fusion, then grouped by document (URL, or title when there is none)."""
+        k = self.settings.search_k
+        results = await asyncio.gather(*[
+            asyncio.to_thread(self.retriever.search, q, k=k, mode=self.mode, candidates=max(self.pool, k)) for q in queries
+        ])
+        fused: dict[str, float] = {}
+        blocks: dict[str, Block] = {}
+        for hits in results:
+            for hit in hits:
+                blocks.setdefault(hit.block.id, hit.block)
+                fused[hit.block.id] = fused.get(hit.block.id, 0.0) + 1.0 / (RRF_K + hit.rank)
+        documents: dict[str, _Document] = {}
+        for block_id in sorted(fused, key=lambda b: (-fused[b], b)):
+            block = blocks[block_id]
+            key = normalise_url(block.url) or block.document_title
+            document = documents.setdefault(key, _Document(key=key, title=block.document_title, url=block.url))
+            document.blocks.append(block)
+        return list(documents.values())
+
+    # -- the original's passages ---------------------------------------------------------------
+    def best_passages(self, query: str, blocks: list[Block]) -> list[Block]:
+        """The source's passages most related to the query (hybrid: dense + term overlap, RRF)."""
+        limit = self.settings.passages_per_source
+        if len(blocks) <= limit:
+            return blocks
+        rankings = [self._term_ranking(query, blocks)]
+        embedder = getattr(self.retriever, "embedder", None)
+        if embedder is not None:
+            vectors = embedder.encode([b.embed_text() for b in blocks])
+            similarity = vectors @ embedder.encode_query(query)
+            rankings.append([int(i) for i in np.argsort(-similarity, kind="stable")])
+        fused = [0.0] * len(blocks)
+        for ranking in rankings:
+            for rank, index in enumerate(ranking, start=1):
+                fused[index] += 1.0 / (RRF_K + rank)
+        order = sorted(range(len(blocks)), key=lambda i: (-fused[i], i))
+        return [blocks[i] for i in order[:limit]]
+
+    @staticmethod
+    def _term_ranking(query: str, blocks: list[Block]) -> list[int]:
+        terms = sparse.query_vector(query)
+        wanted = set(terms.indices)
+        scores = []
+        for block in blocks:
+            vector = sparse.document_vector(block.content)
+            scores.append(sum(v for i, v in zip(vector.indices, vector.values) if i in wanted))
+        return sorted(range(len(blocks)), key=lambda i: (-scores[i], i))
+
+    # -- verification ------------------------------------------------------------------------
+    async def verify(self, citation: Citation, source: ScoredSource, passages: list[Block]) -> ScoredSource:
+        """Fill ``source`` with the verifier's support score, best passage and supporting sentence."""
+        view = [Evidence(n=n, block_id=block.id, document_title=block.document_title, content=block.content)
+                for n, block in enumerate(passages, start=1)]
+        prompt = self.prompts.render(
+            "cite_support", claim=citation.claim, title=citation.title, section=citation.section,
+            context=_truncate(citation.context, 1500), source=source, passages=view,
+        )
+        asked = await self.llm.ask(prompt, lambda answer: tagged_score(answer, "support_score"), follow_up=(
+            "Your answer has no usable <support_score>. Reply with the tag and a number from 0 to 1, "
+            "for example <support_score>0.3</support_score>."))
+        text, score = asked.text, asked.value
+        sentence = tag_text(text, "supporting_sentence")
+        best = passages[_best_passage_number(text, len(passages)) - 1] if passages else None
+        return source.model_copy(update={
+            "score": score,
+            "passage": best.content if best else None,
+            "sentence": None if sentence is None or sentence.strip().strip(".").lower() in _NONE else sentence,
+            "analysis": tag_text(text, "analysis"),
+            "error": None if score is not None else "the verifier gave no usable <support_score> (asked twice)",
+        })
+
+    # -- the whole check ---------------------------------------------------------------------
+    @staticmethod
+    def _is_original(document: _Document, citation: Citation, original_text: str) -> bool:
+        """Whether a found document is the cited source itself: the same URL when both have one,
+        else the same text (its passages lie in the source, or the source's sentences in them)."""
+        url = normalise_url(citation.source.url)
+        if url and document.url:
+            return normalise_url(document.url) == url
+        if all(_squash(block.content) in original_text for block in document.blocks):
+            return True
+        sentences = [s for s in (_squash(s) for s in _SENTENCE.split(citation.source.text)) if len(s) >= 20]
+        found = _squash(" ".join(block.content for block in document.blocks))
+        return bool(sentences) and sum(s in found for s in sentences) >= 0.8 * len(sentences)
+
+    async def assess(self, citation: Citation) -> CitationResult:
+        """Verify the original source, search for candidates, verify and rank them, and decide."""
+        started = time.perf_counter()
+        settings = self.settings
+        with track_usage() as usage:
+            source = citation.source
+            blocks = source_blocks(source.text, url=source.url, title=source.title, max_words=settings.passage_words)
+            if not blocks:
+                raise DatasetError("the cited source has no text passages (only headings or tables?)")
+            query = self.query(citation)
+            queries = [query]
+            if settings.expand_queries:
+                queries += [q for q in await self.expand(citation) if q.lower() != query.lower()]
+            documents = await self.search(queries)
+            original_text = _squash(source.text)
+            original = ScoredSource(url=source.url, title=source.title or (source.url or "cited source"), original=True)
+            candidates: list[tuple[ScoredSource, list[Block]]] = []
+            for rank, document in enumerate(documents, start=1):
+                if self._is_original(document, citation, original_text):
+                    original.retrieval_rank = original.retrieval_rank or rank
+                elif len(candidates) < settings.candidates:
+                    candidates.append((ScoredSource(url=document.url, title=document.title, retrieval_rank=rank),
+                                       document.blocks[: settings.passages_per_source]))
+            own = await asyncio.to_thread(self.best_passages, query, blocks)
+            judged = await asyncio.gather(
+                self.verify(citation, original, own),
+                *[self.verify(citation, candidate, passages) for candidate, passages in candidates],
+            )
+        original, others = judged[0], list(judged[1:])
+        ranked = sorted(
+            (s for s in judged if s.score is not None),
+            key=lambda s: (-(s.score or 0.0), not s.original, s.retrieval_rank or 0),
+        )
+        for position, scored in enumerate(ranked, start=1):
+            scored.rank = position
+        suggestions = sorted((s for s in others if s.score is not None), key=lambda s: s.rank or 0)[: settings.suggestions]
+        result = CitationResult(
+            claim_id=citation.claim_id, claim=citation.claim, threshold=settings.threshold, original=original,
+            suggestions=suggestions, queries=queries, retrieved=[d.url or d.title for d in documents],
+            usage=usage.to_dict(), latency_s=round(time.perf_counter() - started, 3), error=original.error,
+        )
+        result.verdict = decide(original, suggestions, settings.threshold)
+        return result
+
+
+def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: float) -> CitationVerdict | None:
+    """supported / better source found / not supported (None when the original has no score)."""
+    if original.score is None:
+        return None
+    if original.score >= threshold:
+        return "supported"
+    if any(s.score is not None and s.score >= threshold and s.score > original.score for s in suggestions):
+        return "better source found"
+    return "not supported"
+
+
+def open_sources(config: Config) -> Searcher:
+    """The sources index ``cite.index`` (the bundled example sources are indexed on first use)."""
+    retrieval = config.retrieval
+    name = config.cite.index
+    if not name.strip():
+        raise ConfigError("cite.index is empty: name the sources index (build one with `claire index build --from-web-docs`)")
+    if name == EXAMPLE_INDEX and retrieval.url is None:
+        ensure_example_sources_index(retrieval.index_root(), retrieval.embedder or "minilm")
+    return open_searcher(
+        "qdrant", index=name, root=retrieval.index_root(), url=retrieval.url, embedder=retrieval.embedder,
+        api_key=retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None,
+        query_runtime=retrieval.query_runtime,
+    )
+
+
+@asynccontextmanager
+async def open_checker(config: Config, *, llm: ChatClient | None = None,
+                       retriever: Searcher | None = None) -> AsyncIterator[CitationChecker]:
+    """Yield a CitationChecker over the configured LLM and sources index; close what it opened."""
+    own_llm = llm is None
+    llm = llm or ChatClient.from_config(config.llm)
+    own_retriever = retriever is None
+    try:
+        retriever = retriever or open_sources(config)
+        try:
+            yield CitationChecker(
+                llm=llm, retriever=retriever, prompts=library(config.prompts.set, config.prompts.variants),
+                settings=config.cite, mode=config.retrieval.mode, candidates=config.retrieval.candidates,
+            )
+        finally:
+            if own_retriever:
+                retriever.close()
+    finally:
+        if own_llm:
+            await llm.aclose()

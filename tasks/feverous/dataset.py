@@ -1,0 +1,127 @@
+"""The FEVEROUS dataset: its published JSONL read into validated records and CLAIRE claims.
+
+Each line of a published file (train/dev/test) is one claim::
+
+    {"id": 24435, "claim": "...", "label": "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO",
+     "evidence": [{"content": ["Page_sentence_0", "Page_cell_0_1_2", ...], "context": {...}}, ...],
+     "challenge": "Numerical Reasoning", "annotator_operations": [...], ...}
+
+``evidence`` holds up to three alternative evidence sets; only their ``content`` ids count for
+scoring. The published files start with an empty header record, which is skipped. A malformed line
+raises :class:`claire.errors.DatasetError` naming FILE:LINE and the field.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError, field_validator
+
+from claire.tasks.records import Claim
+from claire.errors import DatasetError
+from claire.files import read_jsonl
+
+FeverousLabel = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+FEVEROUS_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+
+class FeverousRecord(BaseModel):
+    """One FEVEROUS claim: its gold label and its evidence sets as lists of ``content`` ids."""
+
+    id: str
+    claim: str
+    label: FeverousLabel
+    evidence: list[list[str]]
+    challenge: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("id", "claim")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _content_ids(cls, value: Any) -> Any:
+        """Published sets are objects ``{content, context}``; plain lists of ids are read too."""
+        if not isinstance(value, list):
+            return value
+        sets = []
+        for index, item in enumerate(value):
+            if isinstance(item, dict):
+                if "content" not in item:
+                    raise ValueError(f"set {index} has no 'content' list")
+                item = item["content"]
+            sets.append(item)
+        return sets
+
+    @field_validator("evidence")
+    @classmethod
+    def _sets_not_empty(cls, value: list[list[str]]) -> list[list[str]]:
+        # An empty set occurs in published NOT ENOUGH INFO records; it is kept (it can never be
+        # contained in a prediction, so it scores like no evidence at all). Empty ids are errors.
+        for index, ids in enumerate(value):
+            if any(not element.strip() for element in ids):
+                raise ValueError(f"set {index} holds an empty id")
+        return value
+
+    def to_claim(self) -> Claim:
+        """The claim as CLAIRE systems take it (no context article: FEVEROUS claims stand alone)."""
+        return Claim(claim_id=self.id, text=self.claim,
+                     gold={"label": self.label, "evidence": self.evidence, "challenge": self.challenge})
+
+
+def _is_header(record: Any) -> bool:
+    return isinstance(record, dict) and not record.get("claim") and not record.get("label")
+
+
+def _problem(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "record"
+        message = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
+        parts.append(f"field '{field}' {message}")
+    return "; ".join(parts)
+
+
+def load_feverous(path: str | Path) -> list[FeverousRecord]:
+    """Every record of a FEVEROUS JSONL file, validated; the leading empty header record skipped."""
+    path = Path(path)
+    records: list[FeverousRecord] = []
+    first_line: dict[str, int] = {}
+    seen_any = False
+    for line in read_jsonl(path, what="FEVEROUS", hint="a FEVEROUS JSONL file"):
+        number = line.number
+        where = f"{path}:{number}"
+        if not line.ok:
+            raise DatasetError(f"{where}: {line.problem}; expected one FEVEROUS record a line")
+        raw = line.value
+        if not seen_any and _is_header(raw):
+            seen_any = True
+            continue
+        seen_any = True
+        if not isinstance(raw, dict):
+            raise DatasetError(f"{where}: expected a JSON object, got {type(raw).__name__}")
+        try:
+            record = FeverousRecord.model_validate(raw)
+        except ValidationError as error:
+            raise DatasetError(f"{where}: {_problem(error)}") from None
+        if record.id in first_line:
+            raise DatasetError(f"{where}: field 'id' repeats '{record.id}' (first on line {first_line[record.id]})")
+        first_line[record.id] = number
+        records.append(record)
+    if not records:
+        raise DatasetError(f"{path}: no FEVEROUS records")
+    return records
+
+
+def load_feverous_claims(path: str | Path) -> list[Claim]:
+    """The claims of a FEVEROUS file with their gold label and evidence sets in ``Claim.gold``."""
+    return [record.to_claim() for record in load_feverous(path)]

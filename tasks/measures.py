@@ -1,0 +1,60 @@
+"""What every task's scoring shares: LLM usage totals and latency percentiles over a run's
+predictions, the "covers N of M claims" line, percentages as reports print them, and the names
+of the files a run directory's outputs are written to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+PREDICTIONS = "predictions.jsonl"
+METRICS = "metrics.json"
+REPORT = "report.md"
+ROC = "roc.png"
+DASH = "—"
+
+
+def usage_totals(predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Calls, cached calls, tokens and cost summed over predictions (cost None when no price was known)."""
+    keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "total_tokens")
+    totals: dict[str, Any] = {key: sum(int((p.get("usage") or {}).get(key) or 0) for p in predictions) for key in keys}
+    costs = [(p.get("usage") or {}).get("cost_usd") for p in predictions]
+    totals["cost_usd"] = sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
+    return totals
+
+
+def latency_summary(predictions: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Sum, mean, p50 and p95 of the claims' latencies in seconds (None when none is known)."""
+    values = np.array([p["latency_s"] for p in predictions if p.get("latency_s") is not None], dtype=float)
+    if not len(values):
+        return {"sum": None, "mean": None, "p50": None, "p95": None}
+    return {
+        "sum": float(values.sum()),
+        "mean": float(values.mean()),
+        "p50": float(np.percentile(values, 50)),
+        "p95": float(np.percentile(values, 95)),
+    }
+
+
+def covers(total: int, scored: int, errors: int) -> str:
+    """``"9 of 11 claims (2 errors left out)"``."""
+    left_out = [f"{errors} error{'s' * (errors != 1)}"] if errors else []
+    if total - scored - errors:
+        left_out.append(f"{total - scored - errors} without a score or gold label")
+    return f"{scored} of {total} claims" + (f" ({' and '.join(left_out)} left out)" if left_out else "")
+
+
+def money(value: float | None) -> str:
+    """A cost in dollars, or a dash."""
+    return DASH if value is None else f"${value:,.4f}"
+
+
+def seconds(value: float | None) -> str:
+    """A duration in seconds, or a dash."""
+    return DASH if value is None else f"{value:,.2f} s"
+
+
+def pct(value: float | None) -> str:
+    """A share as a percentage with one decimal, or a dash."""
+    return DASH if value is None else f"{100 * value:.1f}"

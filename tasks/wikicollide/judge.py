@@ -1,0 +1,44 @@
+"""The WikiCollide verifier: one LLM call over the claim, its context, the clarifications and all
+gathered passages, read as an inconsistency score in [0, 1] (asked once more when unreadable)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from claire.indexes.evidence import Evidence
+from claire.llm.answers import tag_text, tagged_score
+from claire.llm.client import ChatClient
+from claire.prompts import PromptLibrary
+from claire.tasks.base import Verdict, judging_prompt
+from claire.tasks.records import Claim
+
+SCORE_TAG = "inconsistency_score"
+FOLLOW_UP = ("Your answer has no usable <inconsistency_score>. Reply with the tag and a number from 0 to 1, "
+             "for example <inconsistency_score>0.2</inconsistency_score>.")
+
+
+def read_score(text: str) -> float | None:
+    """The inconsistency score of an answer (its last usable ``<inconsistency_score>``), or None."""
+    return tagged_score(text, SCORE_TAG)
+
+
+async def judge_score(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
+                      llm: ChatClient, prompts: PromptLibrary) -> Verdict:
+    """Ask for the score; a missing or malformed score is asked for once more, then an error."""
+    prompt, fit = judging_prompt("verifier", claim, documents, clarifications, llm, prompts)
+    refits = []
+
+    def refit(reserve: int) -> list:
+        smaller, note = judging_prompt("verifier", claim, documents, clarifications, llm, prompts, reserve=reserve)
+        refits.append(note)
+        return smaller
+
+    asked = await llm.ask(prompt, read_score, follow_up=FOLLOW_UP, refit=refit)
+    return Verdict(
+        score=asked.value,
+        restated_claim=tag_text(asked.text, "restated_claim"),
+        analysis=tag_text(asked.text, "analysis") or asked.text.strip(),
+        raw=asked.text,
+        error=None if asked.value is not None else "the verifier gave no usable <inconsistency_score> (asked twice)",
+        fit=refits[-1] if refits else fit,
+    )

@@ -1,0 +1,147 @@
+"""What a person reads after a WikiCollide run: ``metrics.json``, ``report.md`` and ``roc.png``.
+
+The report puts a run beside the paper's numbers for the same split (Table 3 of "Detecting
+Corpus-Level Knowledge Inconsistencies in Wikipedia with Large Language Models", EMNLP 2025,
+GPT-4o; only AUROC is quoted). Plots use matplotlib's object API (Agg), never pyplot state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from claire.files import write_atomically
+from claire.tasks.measures import DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
+from claire.tasks.wikicollide.scoring import roc_points
+
+PAPER = (
+    "Detecting Corpus-Level Knowledge Inconsistencies in Wikipedia with Large Language Models "
+    "(EMNLP 2025), Table 3, GPT-4o"
+)
+# (AUROC, accuracy, F1) x100 by system and split, as published in Table 3 (precision and recall
+# are not given there).
+PAPER_FIGURES = {
+    "claire": ("CLAIRE", {"validation": (80.9, 76.5, 67.4), "test": (75.1, 69.3, 69.6)}),
+    "rav": ("retrieve-and-verify", {"validation": (78.5, 73.6, 65.2), "test": (73.0, 69.0, 69.7)}),
+    "nli": ("NLI pipeline", {"validation": (78.4, 74.0, 66.5), "test": (72.2, 67.0, 70.2)}),
+}
+PAPER_AUROC = {key: (name, {split: row[0] for split, row in figures.items()}) for key, (name, figures) in PAPER_FIGURES.items()}
+"""AUROC x100 alone, by system and split."""
+
+
+def auroc_text(metrics: dict[str, Any]) -> str:
+    """AUROC x100 with its bootstrap interval: ``78.1 (70.2–85.0)``."""
+    ci = metrics.get("auroc_ci95")
+    text = pct(metrics.get("auroc"))
+    return f"{text} ({pct(ci[0])}–{pct(ci[1])})" if ci else text
+
+
+def _results_table(metrics: dict[str, Any]) -> list[str]:
+    system = metrics.get("system") or "?"
+    split = metrics.get("split")
+    rows = [
+        "| System | Split | AUROC (95% CI) | Acc | P | R | F1 |",
+        "|---|---|---|---|---|---|---|",
+        f"| **{system}** (this run) | {split or DASH} | {auroc_text(metrics)} | {pct(metrics['accuracy'])} "
+        f"| {pct(metrics['precision'])} | {pct(metrics['recall'])} | {pct(metrics['f1'])} |",
+    ]
+    for key, (name, figures) in PAPER_FIGURES.items():
+        marker = " ◀" if key == system else ""
+        for paper_split in [split] if split in figures else list(figures):
+            auroc, accuracy, f1 = figures[paper_split]
+            rows.append(f"| {name} — paper{marker} | {paper_split} | {auroc:.1f} | {accuracy:.1f} | {DASH} | {DASH} | {f1:.1f} |")
+    return rows
+
+
+def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> str:
+    """The Markdown report of a run: results beside the paper's, confusion, recall by type, errors, usage."""
+    counts = metrics["counts"]
+    lines = [
+        f"# Evaluation of `{metrics.get('system') or '?'}`" + (f" on the {metrics['split']} split" if metrics.get("split") else ""),
+        "",
+        f"Covers {metrics['covers']}. Threshold {metrics['threshold']:g}"
+        + (f" ({metrics['threshold_source']})" if metrics.get("threshold_source") else "")
+        + "; a score at or above it means *inconsistent*. Scores are ×100.",
+        "",
+    ]
+    for key in ("note", "threshold_hint"):
+        if metrics.get(key):
+            lines += [f"> **Note:** {metrics[key]}", ""]
+    lines += _results_table(metrics)
+    lines += ["", f"Reference: {PAPER}: AUROC, accuracy and F1 as published; it gives no precision or recall ({DASH}).", ""]
+    if metrics.get("confusion"):
+        c = metrics["confusion"]
+        lines += [
+            "## Confusion matrix",
+            "",
+            "| gold \\ predicted | inconsistent | consistent |",
+            "|---|---|---|",
+            f"| inconsistent | {c['tp']} | {c['fn']} |",
+            f"| consistent | {c['fp']} | {c['tn']} |",
+            "",
+        ]
+    if metrics["recall_by_type"]:
+        lines += ["## Recall by inconsistency type", "", "| Type | n | Detected | Recall |", "|---|---|---|---|"]
+        lines += [
+            f"| {name} | {row['n']} | {row['detected']} | {pct(row['recall'])} |"
+            for name, row in metrics["recall_by_type"].items()
+        ]
+        lines.append("")
+    failed = [p for p in predictions if p.get("error")]
+    lines += ["## Errors", "", f"{counts['errors']} claim(s) ended in an error." if failed else "None.", ""]
+    lines += [f"- `{p['claim_id']}`: {str(p['error']).splitlines()[0][:300]}" for p in failed[:50]]
+    if len(failed) > 50:
+        lines.append(f"- … and {len(failed) - 50} more (see {PREDICTIONS})")
+    if failed:
+        lines.append("")
+    usage, latency = metrics["usage"], metrics["latency_s"]
+    lines += [
+        "## Usage",
+        "",
+        f"- LLM calls: {usage['calls']:,} (+{usage['cached_calls']:,} from cache)",
+        f"- Tokens: {usage['total_tokens']:,} ({usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion)",
+        f"- Cost: {money(usage['cost_usd'])}",
+        f"- Latency per claim: mean {seconds(latency['mean'])}, p50 {seconds(latency['p50'])}, p95 {seconds(latency['p95'])}",
+        f"- Wall time: {seconds(metrics.get('wall_time_s'))} (sum of claim latencies {seconds(latency['sum'])})",
+        "",
+    ]
+    if metrics.get("auroc") is not None:
+        lines += [f"![ROC curve]({ROC})", ""]
+    return "\n".join(lines)
+
+
+def plot_roc(curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, title: str = "ROC") -> bool:
+    """Draw one ROC curve per (label, predictions); curves without both labels are left out.
+    Returns whether anything was drawn (and the file written)."""
+    figure = Figure(figsize=(5.5, 5), layout="constrained")
+    axes = figure.subplots()
+    drawn = 0
+    for label, predictions in curves:
+        points = roc_points(predictions)
+        if points is not None:
+            axes.plot(*points, linewidth=1.6, label=label)
+            drawn += 1
+    if not drawn:
+        return False
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8)
+    axes.set(xlabel="False positive rate", ylabel="True positive rate (inconsistent)", title=title, xlim=(0, 1), ylim=(0, 1.01))
+    axes.legend(loc="lower right", fontsize="small")
+    figure.savefig(path, dpi=120)
+    return True
+
+
+def write_outputs(out_dir: str | Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
+    """Write metrics.json, report.md and (when AUROC is defined) roc.png into a run directory."""
+    out_dir = Path(out_dir)
+    write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out_dir / REPORT, render_report(metrics, predictions))
+    roc = out_dir / ROC
+    label = f"{metrics.get('system') or 'run'} (AUROC {pct(metrics.get('auroc'))})"
+    if not plot_roc([(label, predictions)], roc, title=f"ROC — {metrics.get('system') or out_dir.name}"):
+        roc.unlink(missing_ok=True)
+
+

@@ -1,0 +1,144 @@
+"""Scoring a WikiCollide run's predictions as the paper does (scikit-learn underneath).
+
+AUROC is the primary metric (positive class: ``inconsistent``; the score is the system's
+inconsistency score, for the NLI pipeline the number of REFUTES passages), with a bootstrap 95%
+interval; accuracy, precision, recall and F1 at a threshold beside it, plus recall per
+inconsistency type. Claims whose prediction has an error or no score are left out and counted.
+:func:`best_f1_threshold` picks the threshold a test run reuses from its validation run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score, roc_curve
+
+from claire.errors import ConfigError
+from claire.tasks.measures import covers, latency_summary, usage_totals
+
+POSITIVE = "inconsistent"
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_SEED = 20250
+
+
+def _scored(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Predictions that count: no error, a score and a gold label; sorted by claim_id so that
+    results never depend on the order claims finished in."""
+    kept = [p for p in predictions if p.get("error") is None and p.get("score") is not None and p.get("label")]
+    return sorted(kept, key=lambda p: p["claim_id"])
+
+
+def _arrays(scored: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    gold = np.array([p["label"] == POSITIVE for p in scored], dtype=int)
+    scores = np.array([float(p["score"]) for p in scored], dtype=float)
+    return gold, scores
+
+
+def rank_auroc(gold: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """AUROC of each row (the Mann-Whitney U statistic from average ranks, so ties count half,
+    exactly as ``roc_auc_score``); vectorised for the bootstrap. Rows need both classes."""
+    positives = gold.sum(axis=1)
+    negatives = gold.shape[1] - positives
+    ordered = np.sort(scores, axis=1)
+    ranks = np.stack([  # 1-based, tied values sharing the mean of their ranks
+        (np.searchsorted(row, values, "left") + np.searchsorted(row, values, "right") + 1) / 2
+        for row, values in zip(ordered, scores)
+    ])
+    u = (ranks * gold).sum(axis=1) - positives * (positives + 1) / 2
+    return u / (positives * negatives)
+
+
+def _bootstrap_auroc(gold: np.ndarray, scores: np.ndarray) -> list[float] | None:
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    index = rng.integers(0, len(gold), (BOOTSTRAP_RESAMPLES, len(gold)))
+    samples = gold[index]
+    both = (samples.min(axis=1) == 0) & (samples.max(axis=1) == 1)  # one-class resamples have no AUROC
+    if not both.any():
+        return None
+    low, high = np.percentile(rank_auroc(samples[both], scores[index][both]), [2.5, 97.5])
+    return [float(low), float(high)]
+
+
+def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, system: str | None = None) -> dict[str, Any]:
+    """AUROC (with a bootstrap 95% CI), accuracy, P, R, F1 and per-type recall at ``threshold``
+    (score >= threshold means inconsistent), with counts, usage and latency."""
+    scored = _scored(predictions)
+    errors = sum(1 for p in predictions if p.get("error") is not None)
+    gold, scores = _arrays(scored)
+    labels = [p["label"] for p in scored]
+    metrics: dict[str, Any] = {
+        "system": system,
+        "threshold": threshold,
+        "counts": {
+            "total": len(predictions),
+            "scored": len(scored),
+            "errors": errors,
+            "unscored": len(predictions) - len(scored) - errors,
+            "inconsistent": int(gold.sum()),
+            "consistent": int(len(gold) - gold.sum()),
+        },
+        "covers": covers(len(predictions), len(scored), errors),
+        "auroc": None,
+        "auroc_ci95": None,
+        "note": None,
+        "accuracy": None,
+        "precision": None,
+        "recall": None,
+        "f1": None,
+        "confusion": None,
+        "recall_by_type": {},
+        "usage": usage_totals(predictions),
+        "latency_s": latency_summary(predictions),
+    }
+    if not scored:
+        metrics["note"] = "no scored predictions: every claim had an error, no score or no gold label"
+        return metrics
+    if len(set(labels)) == 2:
+        metrics["auroc"] = float(roc_auc_score(gold, scores))
+        metrics["auroc_ci95"] = _bootstrap_auroc(gold, scores)
+    else:
+        metrics["note"] = f"AUROC needs both labels; this run has only '{labels[0]}'"
+    predicted = (scores >= threshold).astype(int)
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        gold, predicted, average="binary", pos_label=1, zero_division=0
+    )
+    tn, fp, fn, tp = confusion_matrix(gold, predicted, labels=[0, 1]).ravel()
+    metrics.update(
+        accuracy=float(accuracy_score(gold, predicted)),
+        precision=float(precision),
+        recall=float(recall),
+        f1=float(f1),
+        confusion={"tp": int(tp), "fp": int(fp), "tn": int(tn), "fn": int(fn)},
+    )
+    by_type: dict[str, list[int]] = {}
+    for prediction, hit in zip(scored, predicted):
+        if prediction["label"] == POSITIVE:
+            by_type.setdefault(prediction.get("inconsistency_type") or "unspecified", []).append(int(hit))
+    metrics["recall_by_type"] = {
+        name: {"n": len(hits), "detected": sum(hits), "recall": sum(hits) / len(hits)}
+        for name, hits in sorted(by_type.items())
+    }
+    return metrics
+
+
+def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[float]] | None:
+    """(false-positive rates, true-positive rates) of the ROC curve, or None with one class."""
+    gold, scores = _arrays(_scored(predictions))
+    if len(set(gold.tolist())) < 2:
+        return None
+    fpr, tpr, _ = roc_curve(gold, scores)
+    return fpr.tolist(), tpr.tolist()
+
+
+def best_f1_threshold(predictions: list[dict[str, Any]]) -> float:
+    """The score threshold (one of the distinct scores) with the highest F1; ties go to the
+    lowest such threshold."""
+    gold, scores = _arrays(_scored(predictions))
+    if not gold.sum():
+        raise ConfigError("cannot pick a best-F1 threshold: the run has no scored 'inconsistent' claims")
+    candidates = np.unique(scores)
+    predicted = scores[None, :] >= candidates[:, None]
+    tp = (predicted & (gold == 1)).sum(axis=1)
+    f1 = 2 * tp / (predicted.sum(axis=1) + gold.sum())
+    return float(candidates[int(np.argmax(f1))])

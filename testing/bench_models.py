@@ -1,0 +1,61 @@
+"""The stand-ins CLAIRE's benchmarks run against the mock server: a tiny system that researches
+in three sequential LLM calls, and deterministic responders playing the model (for the tiny
+system, and for the real systems: search for the claim, then finish, then a score)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from claire.agent.system import Assessment
+from claire.llm.answers import text_of
+from claire.llm.client import ChatClient
+from claire.tasks.records import Claim
+from claire.testing.doubles import kind_of
+
+CALLS_PER_CLAIM = 3
+
+
+class TinyAgent:
+    """A System that researches in ``CALLS_PER_CLAIM`` sequential LLM calls and reads the last
+    answer as its inconsistency score."""
+
+    name = "bench"
+
+    def __init__(self, client: ChatClient):
+        self.client = client
+
+    async def assess(self, claim: Claim) -> Assessment:
+        """Three calls in one growing conversation; the last answer is the score."""
+        messages: list[BaseMessage] = [HumanMessage(f"Is this consistent with the corpus? {claim.text}")]
+        for step in range(CALLS_PER_CLAIM):
+            answer = text_of(await self.client.ainvoke(messages))
+            messages = [*messages, AIMessage(answer), HumanMessage(f"Step {step + 2}: continue.")]
+        assessment = Assessment(claim_id=claim.claim_id, system=self.name, claim_text=claim.text, score=float(answer),
+                                threshold=0.5)
+        assessment.decide()
+        return assessment
+
+
+def agent_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A model for the real systems: search for the claim, then finish; verify with a score. The
+    call's purpose is the prompt the client names (``X-Claire-Prompt``, see ``testing.mock_openai``)."""
+    if kind_of(body) == "controller":
+        prompt = body["messages"][-1]["content"]
+        first = "Your research so far" not in prompt  # the controller prompt's own record of earlier steps
+        fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+        if not body.get("tools"):  # text actions
+            return {"content": f"search({json.dumps(fact)})" if first else "finish()"}
+        if first:
+            return {"tool_calls": [{"name": "search", "arguments": {"query": fact}}]}
+        return {"tool_calls": [{"name": "finish", "arguments": {}}]}
+    score = score_answer(body)["content"]
+    return {"content": f"<analysis>bench</analysis><inconsistency_score>{score}</inconsistency_score>"}
+
+
+def score_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A deterministic 'score' in [0, 1] from the request, so runs are reproducible."""
+    return {"content": f"{zlib.crc32(json.dumps(body['messages']).encode()) % 1000 / 1000:.3f}"}

@@ -1,0 +1,51 @@
+"""The benchmarks run end to end with tiny parameters (their figures are checked for shape,
+not speed: timing targets belong to real benchmark runs, not to CI)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from claire.bench.eval import CALLS_PER_CLAIM, run_eval_bench
+from claire.bench.llm import WARMUP, run_llm_bench
+
+
+def test_eval_bench_counts_calls_and_the_warm_cache_makes_none():
+    console = Console(record=True, width=160)
+    result = run_eval_bench(claims=4, latency=0.01, concurrencies=(1, 4), repeat=2, console=console)
+    assert [run["concurrency"] for run in result["runs"]] == [1, 4]
+    assert [run["runs"] for run in result["runs"]] == [1, 2]  # concurrency 1 runs once
+    for run in result["runs"]:
+        assert run["server_calls"] == 4 * CALLS_PER_CLAIM and run["errors"] == 0  # every repeat starts cold
+        assert run["claims_per_min"] > 0 and 0 < run["fraction_of_ideal"] <= 1.0
+        assert run["fraction_of_ideal"] in run["fractions"]
+    warm = result["warm_cache"]
+    assert warm["server_calls"] == 0 and warm["cached_calls"] == 4 * CALLS_PER_CLAIM and warm["errors"] == 0
+    assert "4, warm cache" in console.export_text()
+
+
+def test_llm_bench_reports_overhead_scaling_and_cache_hits():
+    console = Console(record=True, width=160)
+    result = run_llm_bench(calls=20, console=console)
+    overhead, scaling, cache = result["overhead"], result["scaling"], result["cache_hit"]
+    assert overhead["client_p50_ms"] > 0 and overhead["raw_p50_ms"] > 0
+    assert overhead["server_calls"] == 2 * (20 + WARMUP)  # raw and client calls alike went over HTTP
+    assert overhead["client_p95_ms"] >= overhead["client_p50_ms"] and overhead["raw_p95_ms"] >= overhead["raw_p50_ms"]
+    assert scaling["calls_c32"] == 20 and scaling["calls_per_s_c1"] > 0 and scaling["speedup"] > 1
+    assert cache["server_calls"] == 0 and cache["p50_ms"] > 0
+    assert "overhead p50 / p95" in console.export_text()
+
+
+def test_prompt_bench_compares_prompt_sizes_with_and_without_the_budget():
+    from pathlib import Path
+
+    from claire.bench.prompts import run_prompt_bench
+    from claire.indexes.corpus import demo_corpus_path
+
+    console = Console(record=True, width=160)
+    dataset = Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json"
+    result = run_prompt_bench(dataset, demo_corpus_path(), window=2048, max_steps=3, docs_per_query=15, console=console)
+    before, after = result["no budget"], result["budget 2048"]
+    assert before["largest_prompt"] > 2048 and before["over_window"] > 0  # a 2k model would have refused some
+    assert after["largest_prompt"] <= 2048 and after["over_window"] == after["rejected"] == 0
+    assert after["mean_per_claim"] < before["mean_per_claim"]
+    assert "prompts over 2048" in console.export_text()

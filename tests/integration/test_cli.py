@@ -1,0 +1,232 @@
+"""The ``claire`` command as a subprocess, over a real on-disk index and a local OpenAI-compatible
+server: the real boundary end to end, and clear messages for bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from claire.testing.mock_openai import MockOpenAIServer
+from claire.indexes.retriever import ensure_demo_index
+from claire.testing.doubles import http_responder
+
+
+@pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory):
+    """A cache folder holding the real demo index, built once for the session."""
+    cache = tmp_path_factory.mktemp("claire-cache")
+    ensure_demo_index(cache / "indexes")
+    return cache
+
+
+def claire(*args: str, cache, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    environment.update(env or {})
+    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
+                          env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def server():
+    with MockOpenAIServer(http_responder()) as srv:
+        yield srv
+
+
+def test_check_json_end_to_end(server, demo_cache):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
+                    "--json", "--model", "test-model", "--base-url", server.base_url, "--no-cache",
+                    cache=demo_cache, env={"OPENAI_API_KEY": "sk-e2e-secret-1234567890"})
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "inconsistent" and data["score"] == 0.9
+    assert [t["action_name"] for t in data["trace"]] == ["search", "report_inconsistency", "verifier"]
+    titles = {e["document_title"] for e in data["evidence"]}
+    assert "Paris" not in titles and "Eiffel Tower" in titles
+    assert data["report"]["consistent"] and data["report"]["inconsistent"]
+    # controller x2, rankgpt windows, verifier, report x2: each call the server answered is counted once
+    assert data["usage"]["calls"] == server.calls >= 6 and data["usage"]["cached_calls"] == 0
+    assert "sk-e2e-secret" not in result.stdout + result.stderr
+    assert any(r.get("tools") for r in server.requests)  # native tool calling went over the wire
+
+
+@pytest.mark.parametrize("system, expected_names", [("rav", ["search", "verifier"]), ("nli", ["search"])])
+def test_baselines_end_to_end(server, demo_cache, system, expected_names):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system", system,
+                    "--json", "--base-url", server.base_url, "--no-cache", "--no-rerank", cache=demo_cache)
+    data = json.loads(result.stdout)
+    assert result.returncode == (1 if data["verdict"] == "inconsistent" else 0), result.stderr
+    names = [t["action_name"] for t in data["trace"]]
+    assert names[: len(expected_names)] == expected_names
+    assert len(data["evidence"]) == 20
+    if system == "nli":
+        assert names.count("nli") == 20 and data["score"] == data["details"]["counts"]["REFUTES"]
+        assert data["verdict"] == ("inconsistent" if data["score"] >= 1 else "consistent")
+
+
+def test_check_text_action_mode_and_trace_out(server, demo_cache, tmp_path):
+    trace = tmp_path / "trace.json"
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                    "--no-cache", "--no-rerank", "--set", "llm.tool_calling=\"text\"", "--trace-out", str(trace),
+                    cache=demo_cache)
+    assert result.returncode == 1, result.stderr
+    assert "INCONSISTENT" in result.stdout and "evidence" in result.stdout
+    items = json.loads(trace.read_text())
+    assert [i["action_name"] for i in items] == ["search", "finish", "verifier"]
+    assert not any(r.get("tools") for r in server.requests)
+
+
+def test_unreachable_endpoint_is_a_clear_error(demo_cache):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", "--json", "--base-url", "http://127.0.0.1:9/v1",
+                    "--no-cache", "--set", "llm.max_attempts=1", cache=demo_cache)
+    assert result.returncode == 2
+    data = json.loads(result.stdout)
+    assert "OPENAI_BASE_URL" in data["error"]
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_api_key_is_a_clear_error(demo_cache):
+    result = claire("check", "The Eiffel Tower was completed in 1890.", cache=demo_cache)
+    assert result.returncode == 2
+    assert "set OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bad_inputs_are_clear_errors(demo_cache):
+    cases = [
+        (("check", "   "), "the fact is empty"),
+        (("search", "Eiffel", "--index", "nope"), "nope"),
+        (("config", "show", "--set", "agent.max_steps=0"), "agent.max_steps"),
+        (("check", "x", "--tools", "search,teleport"), "unknown tool"),
+    ]
+    for args, message in cases:
+        result = claire(*args, cache=demo_cache, env={"OPENAI_API_KEY": "sk-x"})
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
+
+
+def test_search_json_excludes_the_title(demo_cache):
+    result = claire("search", "Eiffel Tower completion", "--exclude-title", "Eiffel Tower", "-k", "5", "--json", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert len(hits) == 5 and all(h["document_title"] != "Eiffel Tower" for h in hits)
+
+
+def test_version_and_config_show_masks_secrets(demo_cache):
+    assert claire("--version", cache=demo_cache).stdout.startswith("claire ")
+    result = claire("config", "show", "--json", cache=demo_cache, env={"OPENAI_API_KEY": "sk-very-secret-abcdef123456"})
+    data = json.loads(result.stdout)
+    assert data["llm"]["api_key"] == "****3456" and "very-secret" not in result.stdout
+
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json"
+
+
+def test_eval_writes_a_run_dir_and_resumes_for_free(server, demo_cache, tmp_path):
+    out = tmp_path / "run"
+    args = ("eval", "--dataset", str(FIXTURE), "--system", "claire", "--out", str(out), "--ids", "demo_1,demo_2,demo_6,demo_7",
+            "--base-url", server.base_url, "--no-rerank", "--concurrency", "2")
+    first = claire(*args, cache=demo_cache)
+    assert first.returncode == 0, first.stderr
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    record = json.loads(lines[0])
+    assert {"claim_id", "system", "score", "verdict", "label", "evidence_ids", "usage", "latency_s", "error", "trace"} <= set(record)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["auroc"] is not None and (out / "report.md").exists() and (out / "roc.png").exists()
+    config = json.loads((out / "config.json").read_text())
+    assert config["system"] == "claire"
+    calls = server.calls
+    again = claire(*args, cache=demo_cache)
+    assert again.returncode == 0, again.stderr
+    assert server.calls == calls  # every claim was already done: no LLM call
+    assert len((out / "predictions.jsonl").read_text().splitlines()) == 4
+    recomputed = claire("metrics", str(out), cache=demo_cache)
+    assert recomputed.returncode == 0 and "AUROC" in recomputed.stdout
+
+
+def test_eval_rejects_a_malformed_dataset(demo_cache, tmp_path):
+    bad = tmp_path / "dev.json"
+    bad.write_text(json.dumps([{"claim": {"claim_id": "x"}, "label": "maybe"}]))
+    result = claire("eval", "--dataset", str(bad), "--out", str(tmp_path / "o"), cache=demo_cache, env={"OPENAI_API_KEY": "k"})
+    assert result.returncode == 2 and "record 0" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o" / "predictions.jsonl").exists()
+
+
+def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
+    text = "The Eiffel Tower was completed in 1890. It stands in Paris and is made of wrought iron."
+    out = tmp_path / "scan"
+    result = claire("scan", "--title", "Paris", "--text", text, "--out", str(out), "--base-url", server.base_url,
+                    "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    report = (out / "scan.md").read_text()
+    assert "2 facts checked; 1 flagged" in report
+    assert "## The Eiffel Tower was completed in 1890." in report
+    rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+
+
+def test_scan_of_an_article_missing_from_the_index_says_nothing_is_excluded(server, demo_cache, tmp_path):
+    result = claire("scan", "--title", "Atlantis", "--text", "The Eiffel Tower was completed in 1890.", "--out", str(tmp_path / "s"),
+                    "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    assert "not in the index" in result.stderr.replace("\n", " ")
+
+
+def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
+    result = claire("extract", "--title", "Eiffel Tower", "--text", "Some text.", "--json", "--base-url", server.base_url,
+                    "--no-cache", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    assert [f["fact"] for f in json.loads(result.stdout)] == ["The Eiffel Tower was completed in 1890.", "The Eiffel Tower is in Paris."]
+    empty = claire("extract", "--title", "X", "--text", "   ", "--base-url", server.base_url, cache=demo_cache)
+    assert empty.returncode == 2 and "text is empty" in empty.stderr
+
+
+@pytest.mark.parametrize("sweep", sorted((Path(__file__).parents[2] / "evals" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
+def test_shipped_sweeps_plan_against_the_real_config(sweep, demo_cache, tmp_path):
+    result = claire("sweep", str(sweep), "--dataset", str(FIXTURE), "--out", str(tmp_path), "--dry-run", cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip()
+
+
+def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
+    article = tmp_path / "Harbour_Bridge.txt"
+    article.write_text("The bridge opened in 1932.\n\n## Design\n\nIt is a steel arch bridge.\n\n| span | value |\n| --- | --- |\n| main | 503 m |\n")
+    built = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    assert built.returncode == 0, built.stderr
+    assert "3 blocks from 1 articles" in built.stdout
+    found = claire("search", "steel arch", "--index", "harbour", "--path", str(tmp_path / "idx"), "--json", cache=demo_cache)
+    hits = json.loads(found.stdout)
+    assert hits[0]["document_title"] == "Harbour Bridge" and hits[0]["section_title"] == "Design"
+    assert any(h["block_type"] == "table" for h in hits)
+    listed = claire("index", "list", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    assert "harbour" in listed.stdout
+    again = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    assert again.returncode == 2 and "--replace" in again.stderr
+
+
+def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server, demo_cache, tmp_path):
+    dev, test = tmp_path / "dev", tmp_path / "test"
+    common_args = ("--system", "rav", "--base-url", server.base_url, "--no-rerank", "--ids", "demo_1,demo_2,demo_6,demo_7")
+    assert claire("eval", "--dataset", str(FIXTURE), "--out", str(dev), *common_args, cache=demo_cache).returncode == 0
+    result = claire("eval", "--dataset", str(FIXTURE), "--out", str(test), "--threshold", "0.05", *common_args, cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    rows = [json.loads(line) for line in (test / "predictions.jsonl").read_text().splitlines()]
+    assert {r["threshold"] for r in rows} == {0.05} and {r["verdict"] for r in rows} == {"inconsistent"}
+    before = json.loads((test / "metrics.json").read_text())
+    assert claire("metrics", str(test), cache=demo_cache).returncode == 0
+    after = json.loads((test / "metrics.json").read_text())
+    assert after["threshold"] == before["threshold"] == 0.05
+
+
+def test_a_run_directory_refuses_to_resume_with_other_settings(server, demo_cache, tmp_path):
+    out = tmp_path / "run"
+    args = ("eval", "--dataset", str(FIXTURE), "--out", str(out), "--system", "rav", "--base-url", server.base_url,
+            "--no-rerank", "--limit", "1")
+    assert claire(*args, cache=demo_cache).returncode == 0
+    changed = claire(*args, "--model", "another-model", cache=demo_cache)
+    assert changed.returncode == 2 and "llm.model" in changed.stderr and "another --out" in changed.stderr

@@ -1,0 +1,275 @@
+"""The LLM layer over real HTTP: answers, tool calls, streaming, retries, faults, cache, usage —
+for both OpenAI-compatible chat models (CLAIRE's direct one and langchain-openai's ChatOpenAI)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+
+from claire.config import LLMConfig
+from claire.errors import LLMError
+from claire.llm.answers import text_of
+from claire.llm.cache import SQLiteChatCache
+from claire.llm.client import ChatClient
+from claire.llm.usage import track_usage
+from claire.prompts import PromptLibrary
+from claire.testing.doubles import kind_of
+from claire.testing.mock_openai import MockOpenAIServer
+
+HELLO = [HumanMessage("hello")]
+CLIENTS = ["direct", "chat_openai"]
+
+
+@tool
+def search(query: str) -> str:
+    """Search the corpus."""
+    return query
+
+
+def client_for(server: MockOpenAIServer, tmp_path=None, **overrides) -> ChatClient:
+    config = LLMConfig(
+        model="test-model",
+        base_url=server.base_url,
+        api_key="sk-test-secret-value",
+        timeout=overrides.pop("timeout", 5.0),
+        max_attempts=overrides.pop("max_attempts", 4),
+        retry_base_wait=0.01,
+        retry_max_wait=0.05,
+        cache=tmp_path is not None,
+        cache_path=(tmp_path / "cache.sqlite") if tmp_path else None,
+        **overrides,
+    )
+    return ChatClient.from_config(config)
+
+
+class Clock:
+    """Records the waits the retry policy asks for instead of sleeping them."""
+
+    def __init__(self) -> None:
+        self.waits: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_plain_answer_and_usage(openai_server, kind):
+    openai_server.script({"content": "the answer"})
+    client = client_for(openai_server, openai_client=kind)
+    with track_usage() as usage:
+        answer = await client.ainvoke(HELLO)
+    assert text_of(answer) == "the answer"
+    assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    sent = openai_server.requests[0]
+    assert sent["model"] == "test-model" and sent["temperature"] == 0.0
+    assert sent["messages"] == [{"role": "user", "content": "hello"}]
+    assert openai_server.headers[0]["authorization"] == "Bearer sk-test-secret-value"
+    await client.aclose()
+
+
+@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", False), ("chat_openai", True)])
+async def test_tool_calls_and_streaming(openai_server, kind, stream):
+    openai_server.script({"tool_calls": [{"name": "search", "arguments": {"query": "Eiffel Tower height"}}]})
+    client = client_for(openai_server, openai_client=kind, stream=stream)
+    with track_usage() as usage:
+        answer = await client.ainvoke(HELLO, tools=[search])
+    assert [(c["name"], c["args"]) for c in answer.tool_calls] == [("search", {"query": "Eiffel Tower height"})]
+    sent = openai_server.requests[0]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["search"]
+    assert sent.get("stream", False) is stream
+    assert usage.prompt_tokens > 0
+    await client.aclose()
+
+
+async def test_garbled_tool_arguments_are_kept_as_invalid_calls(openai_server):
+    openai_server.script({"tool_calls": [{"name": "search", "arguments": '{"query": "unfinished'}]})
+    client = client_for(openai_server)
+    answer = await client.ainvoke(HELLO, tools=[search])
+    assert not answer.tool_calls and answer.invalid_tool_calls[0]["name"] == "search"
+    await client.aclose()
+
+
+async def test_streamed_text(openai_server):
+    openai_server.script({"content": "a fairly long streamed answer split over chunks"})
+    client = client_for(openai_server, stream=True)
+    assert text_of(await client.ainvoke(HELLO)) == "a fairly long streamed answer split over chunks"
+    await client.aclose()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_429_honours_retry_after(openai_server, kind):
+    openai_server.script({"fault": "429", "retry_after": 7.5}, {"content": "after the wait"})
+    client = client_for(openai_server, openai_client=kind)
+    client.sleep = clock = Clock()
+    assert text_of(await client.ainvoke(HELLO)) == "after the wait"
+    assert openai_server.calls == 2  # the SDK did not retry on its own
+    assert clock.waits == [7.5]  # waited as the server asked, not the tiny backoff
+    await client.aclose()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+@pytest.mark.parametrize("fault", ["500", "malformed", "empty"])
+async def test_transient_faults_are_retried(openai_server, fault, kind):
+    openai_server.script({"fault": fault}, {"content": "recovered"})
+    client = client_for(openai_server, openai_client=kind)
+    assert text_of(await client.ainvoke(HELLO)) == "recovered"
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_timeout_is_retried_then_gives_up_clearly(openai_server, kind):
+    openai_server.script({"fault": "hang", "seconds": 2}, {"fault": "hang", "seconds": 2})
+    client = client_for(openai_server, timeout=0.3, max_attempts=2, openai_client=kind)
+    with pytest.raises(LLMError, match=r"after 2 attempt\(s\).*timeout"):
+        await client.ainvoke(HELLO)
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+async def test_gives_up_after_max_attempts(openai_server):
+    openai_server.script(*[{"fault": "500"}] * 3)
+    client = client_for(openai_server, max_attempts=3)
+    with pytest.raises(LLMError, match="after 3 attempt"):
+        await client.ainvoke(HELLO)
+    assert openai_server.calls == 3
+    await client.aclose()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_bad_key_and_unknown_model_are_not_retried(openai_server, kind):
+    openai_server.script({"fault": "401"}, {"fault": "404"})
+    client = client_for(openai_server, openai_client=kind)
+    with pytest.raises(LLMError, match="OPENAI_API_KEY"):
+        await client.ainvoke(HELLO)
+    with pytest.raises(LLMError, match="model 'test-model' was not found.*llm.model"):
+        await client.ainvoke(HELLO)
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_unreachable_endpoint_says_what_to_set(kind):
+    server = MockOpenAIServer()
+    url = server.base_url
+    server.stop()  # nothing listens on that port any more
+    config = LLMConfig(model="m", base_url=url, max_attempts=2, retry_base_wait=0.01, cache=False, timeout=2,
+                       openai_client=kind)
+    client = ChatClient.from_config(config)
+    with pytest.raises(LLMError, match="OPENAI_BASE_URL"):
+        await client.ainvoke(HELLO)
+    assert client.endpoint_down
+    await client.aclose()
+
+
+async def test_concurrency_limit_is_shared(openai_server):
+    in_flight = {"now": 0, "max": 0}
+    lock = threading.Lock()
+
+    def responder(body):
+        with lock:
+            in_flight["now"] += 1
+            in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        time.sleep(0.05)
+        with lock:
+            in_flight["now"] -= 1
+        return {"content": "ok"}
+
+    openai_server.responder = responder
+    client = client_for(openai_server, max_concurrency=3)
+    await asyncio.gather(*(client.ainvoke([HumanMessage(str(i))]) for i in range(12)))
+    assert in_flight["max"] == 3
+    await client.aclose()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_cache_makes_reruns_free_and_survives_reopen(openai_server, tmp_path, kind):
+    client = client_for(openai_server, tmp_path, openai_client=kind)
+    first = await client.ainvoke(HELLO)
+    with track_usage() as usage:
+        second = await client.ainvoke(HELLO)
+    assert second.response_metadata.get("claire_cache_hit") and second.content == first.content
+    assert usage.calls == 0 and usage.cached_calls == 1
+    assert openai_server.calls == 1
+    await client.aclose()
+
+    reopened = client_for(openai_server, tmp_path, openai_client=kind)  # a new process would see the same file
+    assert (await reopened.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")
+    await reopened.aclose()
+    warmer = client_for(openai_server, tmp_path, openai_client=kind, temperature=0.7)  # another sampling setting
+    await warmer.ainvoke(HELLO)
+    assert openai_server.calls == 2
+    await warmer.aclose()
+
+    refreshing = client_for(openai_server, tmp_path, refresh_cache=True, openai_client=kind)
+    assert not (await refreshing.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")
+    assert openai_server.calls == 3
+    await refreshing.aclose()
+
+
+async def test_empty_answers_are_not_cached(openai_server, tmp_path):
+    openai_server.script({"fault": "empty"}, {"content": "real"})
+    client = client_for(openai_server, tmp_path)
+    assert text_of(await client.ainvoke(HELLO)) == "real"
+    assert text_of(await client.ainvoke(HELLO)) == "real" and openai_server.calls == 2
+    await client.aclose()
+
+
+async def test_cache_concurrent_writers(openai_server, tmp_path):
+    clients = [client_for(openai_server, tmp_path) for _ in range(3)]
+    prompts = [[HumanMessage(f"q{i}")] for i in range(20)]
+    await asyncio.gather(*(c.ainvoke(p) for c in clients for p in prompts))
+    for c in clients:
+        await c.aclose()  # closing waits for the queued writes
+    cache = SQLiteChatCache(tmp_path / "cache.sqlite", endpoint=openai_server.base_url)
+    assert len(cache) == 20
+    cache.close()
+
+
+async def test_cache_is_per_endpoint(tmp_path):
+    with MockOpenAIServer() as one, MockOpenAIServer() as two:
+        first = client_for(one, tmp_path)
+        await first.ainvoke(HELLO)
+        await first.aclose()
+        other = client_for(two, tmp_path)  # same model name, same messages, another server
+        assert not (await other.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")
+        assert two.calls == 1
+        await other.aclose()
+
+
+@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", True)])
+async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, kind, stream):
+    from claire.indexes.corpus import Passage
+    from claire.indexes.evidence import Evidence
+
+    docs = [Evidence(n=1, block_id="b1", document_title="Eiffel Tower", section_title="History", content="Built 1887-1889.")]
+    context = Passage(document_title="Paris", section_title="Landmarks", content="A passage.")
+    prompts_ = PromptLibrary(variants={"nli": "feverous"})
+    prompts = [
+        prompts_.render("controller", claim="c", context=context, history=[], steps_left=3, text_actions=False,
+                        tools=[{"name": "search", "argument": "query", "description": "d"}]),
+        prompts_.render("verifier", claim="c", context=context, clarifications=[], documents=docs),
+        prompts_.render("rankgpt", query="q", passages=docs, max_chars=600),
+        prompts_.render("nli", claim="c", document=docs[0]),
+        prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France."),
+    ]
+    client = client_for(openai_server, tmp_path, stream=stream, openai_client=kind)
+    for prompt in prompts:
+        await client.ainvoke(prompt, tools=[search] if prompt.template == "controller" else None)
+    await client.ainvoke(prompts[1] + [AIMessage("no score"), HumanMessage("Once more, with the score.")])  # a follow-up
+    await client.ainvoke(HELLO)  # plain messages: no header
+    sent = [h.get("x-claire-prompt") for h in openai_server.headers]
+    assert sent == ["controller", "verifier", "rankgpt", "nli.feverous", "fact_extraction", "verifier", None]
+    assert [r.get("claire_prompt") for r in openai_server.requests] == sent
+    assert [kind_of(r) for r in openai_server.requests[:5]] == ["controller", "verifier", "rankgpt", "feverous_nli", "extract"]
+    calls = openai_server.calls
+    assert (await client.ainvoke(prompts[1])).response_metadata.get("claire_cache_hit")
+    assert openai_server.calls == calls
+    await client.aclose()
+
+

@@ -1,0 +1,243 @@
+"""The page and the extension in a real browser: Debian's headless Chromium driven by Selenium,
+against the app on 127.0.0.1 with a local OpenAI-compatible server and the real demo index.
+
+Skips when Chromium, chromedriver or selenium are missing (`.ci/run` installs them). The
+screenshots README shows are taken here: `CLAIRE_SCREENSHOTS=docs python -m pytest
+tests/test_web_browser.py` writes them to docs/ (by default they go to a temporary folder).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import html
+import shutil
+import threading
+import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from claire.agent.runtime import open_retrieval
+from claire.config import load_config
+from claire.indexes.retriever import ensure_demo_index
+from claire.testing.doubles import http_responder, kind_of
+from claire.testing.mock_openai import MockOpenAIServer
+from claire.web.app import create_app
+from claire.web.settings import ServeSettings
+from claire.web.serve import ServerThread
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="chromium and chromium-driver are not installed")
+
+ROOT = Path(__file__).resolve().parents[2]
+EXTENSION = ROOT / "web" / "extension"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+PLANTED = '<script>window.__pwned = "script"</script><img src="x" onerror="window.__pwned = \'img\'">'
+HOSTILE = f"The Eiffel Tower was completed in 1890. Its guide book says {PLANTED} on the first page."
+PASSAGE = ("Paris is the capital and largest city of France. The Eiffel Tower was completed in 1890 and quickly "
+           "became the symbol of the city. It stands on the Champ de Mars and is made of wrought iron.\n\n"
+           "The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace.")
+FACTS = {  # what the model "extracts" from PASSAGE, and the score its verifier gives each
+    "Paris is the capital and largest city of France.": 0.05,
+    "The Eiffel Tower was completed in 1890.": 0.9,
+    "The Eiffel Tower is made of wrought iron.": 0.2,
+    "The Louvre opened in 1793.": 0.3,
+}
+GUIDE_FACT = "The guide book of the Eiffel Tower says <img src=x onerror=\"window.__pwned='fact'\">."
+
+
+def responder():
+    """A small model for the page: facts and scores from FACTS; for the hostile passage, facts and an
+    analysis that carry markup which must stay text."""
+    base = http_responder()
+
+    def respond(body):
+        kind = kind_of(body)
+        user = body["messages"][-1]["content"]
+        if kind == "extract":
+            facts = ["The Eiffel Tower was completed in 1890.", GUIDE_FACT] if "guide book" in user else list(FACTS)
+            return {"content": "\n".join(f"<fact>{html.escape(f)}</fact>" for f in facts)}
+        answer = base(body)
+        if kind == "verifier":
+            fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+            if "guide book" in fact:
+                analysis = "[1] disagrees. <img src=x onerror=\"window.__pwned='analysis'\"> <b>bold</b> <script>window.__pwned='s'</script>"
+                answer["content"] = f"<analysis>{analysis}</analysis><inconsistency_score>0.8</inconsistency_score>"
+            else:
+                score = next((v for k, v in FACTS.items() if html.unescape(fact).strip().startswith(k[:-1])), 0.1)
+                answer["content"] = answer["content"].replace("0.9<", f"{score}<").replace("0.1<", f"{score}<")
+        return answer
+
+    return respond
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """The LLM server, a page server for the saved Wikipedia article, and the app allowing its origin."""
+    root = tmp_path_factory.mktemp("browser-indexes")
+    ensure_demo_index(root)
+    pages = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(FIXTURES)))
+    threading.Thread(target=pages.serve_forever, daemon=True).start()
+    page_origin = f"http://127.0.0.1:{pages.server_address[1]}"
+    with MockOpenAIServer(responder(), latency=0.02) as llm:
+        config = load_config(None, {"llm.base_url": llm.base_url, "llm.cache": False, "llm.api_key": "sk-browser-secret-0123456789",
+                                    "retrieval.rerank": False, "retrieval.path": str(root)})
+        retriever = open_retrieval(config)
+        settings = ServeSettings(data_dir=tmp_path_factory.mktemp("browser-data"), cors_origins=[page_origin])
+        with ServerThread(create_app(config, settings, retriever=retriever)) as app:
+            yield {"app": app.url, "pages": page_origin}
+        retriever.close()
+    pages.shutdown()
+    pages.server_close()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory):
+    folder = Path(os.environ.get("CLAIRE_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,950",
+                 "--no-first-run", "--disable-extensions"):
+        options.add_argument(flag)
+    try:
+        driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    except Exception as error:  # a broken browser install is a skip, not a failure of CLAIRE
+        pytest.skip(f"cannot start headless chromium: {str(error).splitlines()[0]}")
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def wait(driver, timeout=90):
+    # The page redraws its highlights as facts finish: an element found a moment ago may be replaced.
+    return WebDriverWait(driver, timeout, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,))
+
+
+def click(driver, css):
+    """Click the element ``css`` names once it is clickable, finding it again if a redraw replaced it."""
+    def attempt(d):
+        try:
+            element = d.find_element(By.CSS_SELECTOR, css)
+            if not element.is_displayed():
+                return False
+            element.click()
+            return True
+        except (StaleElementReferenceException, NoSuchElementException):
+            return False
+
+    wait(driver).until(attempt)
+
+
+def assert_inert(driver):
+    assert driver.execute_script("return window.__pwned === undefined"), driver.execute_script("return window.__pwned")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#article img, #article script, #panel img, #panel script, "
+                                                     "#fact-list img, .claire-panel img, .claire-panel b")
+
+
+def submit_scan(browser, url, title, text):
+    browser.get(url + "/")
+    browser.find_element(By.ID, "scan-title").send_keys(title)
+    browser.execute_script("arguments[0].value = arguments[1]", browser.find_element(By.ID, "scan-text"), text)
+    browser.find_element(By.CSS_SELECTOR, "#scan-form button[type=submit]").click()
+
+
+def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots):
+    submit_scan(browser, stack["app"], "Paris", PASSAGE)
+    wait(browser).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#article mark.claire-high")))
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done · 4 of 4 facts checked · 1 flagged"))
+    marks = browser.execute_script("return Array.from(document.querySelectorAll('#article mark'))"
+                                   ".map(m => [m.textContent, m.className, m.dataset.score])")
+    by_text = {text: (classes, score) for text, classes, score in marks}
+    assert by_text["The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."] == ("claire-mark claire-high", "0.9")
+    assert by_text["Paris is the capital and largest city of France."] == ("claire-mark claire-ok", "0.05")
+    assert by_text["The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace."][0] == "claire-mark claire-low"
+    time.sleep(0.5)  # let the progress bar's transition end before the picture
+    assert browser.save_screenshot(str(shots / "web-page.png"))
+
+    click(browser, "#article mark.claire-high")
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    assert "Possibly inconsistent · score 0.90" in panel.text
+    assert "TWO-SIDED REPORT" in panel.text and "CITED PASSAGES" in panel.text
+    link = panel.find_element(By.CSS_SELECTOR, ".claire-passage-head a")
+    assert link.get_attribute("href").startswith("https://") and link.get_attribute("rel") == "noopener noreferrer"
+    panel.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("1889 per the tower's own article")
+    panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#panel .claire-decision"), "You accepted"))
+    browser.save_screenshot(str(shots / "web-panel.png"))
+
+    browser.refresh()
+    click(browser, "#article mark.claire-high.claire-reviewed")
+    decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-decision")))
+    assert decision.text == "You accepted this: 1889 per the tower's own article"
+    assert "accepted" in browser.find_element(By.ID, "fact-list").text
+
+
+def test_planted_markup_in_the_passage_and_model_output_stays_inert(stack, browser):
+    submit_scan(browser, stack["app"], "Paris", HOSTILE)
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
+    article = browser.find_element(By.ID, "article").text
+    assert PLANTED in article  # shown as text, verbatim
+    guide = next(m for m in browser.find_elements(By.CSS_SELECTOR, "#article mark") if "guide book" in m.text)
+    guide.click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    wait(browser).until(lambda d: "onerror" in panel.text)
+    assert "<b>bold</b>" in panel.text and "<script>" in panel.text and GUIDE_FACT in panel.text
+    assert GUIDE_FACT in browser.find_element(By.ID, "fact-list").text
+    assert_inert(browser)
+
+
+def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
+    browser.get(stack["app"] + "/")
+    browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
+    browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was completed in 1890.")
+    browser.find_element(By.ID, "check-title").send_keys("Paris")
+    browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    wait(browser).until(lambda d: "score 0.90" in panel.text)
+    steps = browser.execute_script("return Array.from(document.querySelectorAll('#steps li')).map(li => li.textContent)")
+    assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
+
+
+def test_extension_content_script_highlights_the_wikipedia_page(stack, browser, shots):
+    browser.get(stack["pages"] + "/wikipedia_paris.html")
+    browser.execute_script("window.CLAIRE_SETTINGS = {server: arguments[0]};"
+                           "const style = document.createElement('style'); style.textContent = arguments[1];"
+                           "document.head.appendChild(style);", stack["app"], (EXTENSION / "panel.css").read_text())
+    for script in ("panel.js", "content.js"):  # as the manifest lists them
+        browser.execute_script((EXTENSION / script).read_text())
+    button = wait(browser, 10).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#firstHeading + .claire-ui button")))
+    assert button.text == "Check consistency"
+    button.click()
+    mark = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, ".mw-parser-output p mark.claire-mark")))
+    sentence = browser.execute_script(
+        "const key = arguments[0].dataset.claireKey;"
+        "return Array.from(document.querySelectorAll('mark.claire-mark')).filter(m => m.dataset.claireKey === key)"
+        ".map(m => m.textContent).join('')", mark)
+    assert sentence == "The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."  # not the [3]
+    assert browser.find_element(By.CSS_SELECTOR, "a[href='/wiki/Eiffel_Tower'] > mark.claire-mark")  # the link stays a link
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, ".claire-status"), "Done"))
+    mark.click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "aside.claire-panel")))
+    assert "Possibly inconsistent" in panel.text and "CITED PASSAGES" in panel.text
+    panel.find_element(By.CSS_SELECTOR, "button.claire-reject").click()
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You rejected"))
+    assert browser.execute_script("return window.__pwned === undefined")
+    browser.save_screenshot(str(shots / "web-extension.png"))

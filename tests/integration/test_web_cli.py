@@ -1,0 +1,64 @@
+"""``claire serve`` as a subprocess: it starts, answers, needs its token, and refuses to listen
+beyond loopback without one (a one-line message, exit 2)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+
+
+def _env(tmp_path, **more):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
+    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "CLAIRE_DATA_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", **more})
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_refuses_a_public_address_without_a_token(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "claire.cli", "serve", "--host", "0.0.0.0"], capture_output=True,
+                            text=True, env=_env(tmp_path), timeout=120)
+    assert result.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_starts_answers_with_its_token_and_stops_cleanly(tmp_path):
+    port = _free_port()
+    # The WikiChat backend opens nothing at start-up, so this test needs no index.
+    args = [sys.executable, "-m", "claire.cli", "serve", "--port", str(port), "--data-dir", str(tmp_path / "web"),
+            "--set", 'retrieval.backend="wikichat"']
+    server = subprocess.Popen(args, env=_env(tmp_path, CLAIRE_SERVE_TOKEN="s3cret", OPENAI_API_KEY="sk-cli-secret-987654321"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                refused = httpx.get(url + "/api/health", timeout=2)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, server.stderr.read()
+                assert time.monotonic() < deadline, "claire serve did not start"
+                time.sleep(0.3)
+        assert refused.status_code == 401
+        health = httpx.get(url + "/api/health", headers={"Authorization": "Bearer s3cret"}, timeout=10)
+        assert health.status_code == 200 and health.json()["token_required"] is True
+        assert "sk-cli-secret" not in health.text + httpx.get(url + "/", timeout=10).text
+        assert (tmp_path / "web" / "jobs.sqlite").exists()
+    finally:
+        server.send_signal(signal.SIGINT)
+        out, err = server.communicate(timeout=60)
+    assert server.returncode in (0, 130), err
+    assert "Traceback" not in err and "token required" in err
+
+

@@ -1,0 +1,133 @@
+"""Benchmark audits: the FEVEROUS and AmbigQA loaders on small files in the published formats
+(and malformed ones), and audits run end to end through the CLI over a real on-disk index and a
+local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from claire.errors import DatasetError
+from claire.workflows.ambigqa import load_ambigqa, qa_pairs
+from claire.tasks.feverous.dataset import load_feverous
+from claire.workflows.audit import evidence_page, first_page, parse_statement
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+HEADER = {"id": "", "claim": "", "label": "", "evidence": [{"content": [], "context": {}}], "annotator_operations": []}
+FEVEROUS = [
+    HEADER,
+    {"id": 24435, "claim": "The Eiffel Tower was completed in 1890 for the world's fair.", "label": "SUPPORTS",
+     "evidence": [{"content": ["Eiffel Tower_sentence_0", "Eiffel Tower_cell_0_1_1"],
+                   "context": {"Eiffel Tower_sentence_0": ["Eiffel Tower_title"]}}],
+     "challenge": "Numerical Reasoning"},
+    {"id": 24436, "claim": "Gustave Eiffel's firm built a tower in Paris.", "label": "SUPPORTS",
+     "evidence": [{"content": ["Gustave Eiffel_sentence_3"], "context": {}},
+                  {"content": ["Eiffel Tower_header_cell_0_0_1"], "context": {}}], "challenge": "Other"},
+    {"id": 24437, "claim": "The Statue of Liberty stands in Paris.", "label": "REFUTES",
+     "evidence": [{"content": ["Statue of Liberty_sentence_0"], "context": {}}], "challenge": "Other"},
+    {"id": 24438, "claim": "Paris, Texas lies in Lamar County.", "label": "NOT ENOUGH INFO",
+     "evidence": [{"content": [], "context": {}}]},
+]
+AMBIGQA = [
+    {"id": "-4469503464110108318", "question": "When was the eiffel tower finished?",
+     "annotations": [{"type": "singleAnswer", "answer": ["1890", "in 1890"]}], "viewed_doc_titles": ["Eiffel Tower"]},
+    {"id": "7701", "question": "Who designed the statue of liberty?",
+     "annotations": [{"type": "multipleQAs", "qaPairs": [
+         {"question": "Who designed the statue of liberty's copper shape?", "answer": ["Frédéric Auguste Bartholdi"]},
+         {"question": "Who designed the statue of liberty's iron framework?", "answer": ["Gustave Eiffel"]}]},
+                     {"type": "singleAnswer", "answer": ["Bartholdi"]}]},
+]
+
+
+def write_jsonl(path: Path, records: list) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+# -- loaders ------------------------------------------------------------------------------
+def test_feverous_loader_reads_the_published_format(tmp_path):
+    records = load_feverous(write_jsonl(tmp_path / "feverous_dev.jsonl", FEVEROUS))
+    assert [r.id for r in records] == ["24435", "24436", "24437", "24438"]  # the empty header line is skipped
+    first = records[0]
+    assert first.label == "SUPPORTS" and first.challenge == "Numerical Reasoning"
+    assert first.evidence == [["Eiffel Tower_sentence_0", "Eiffel Tower_cell_0_1_1"]]
+    assert first_page(records[1].evidence) == "Gustave Eiffel" and first_page([[]]) == ""
+    assert records[3].challenge is None and records[3].evidence == [[]]
+    assert evidence_page("Paris, Texas_table_caption_0") == "Paris, Texas"
+    assert evidence_page("Some_page_with_underscores_item_1_2") == "Some_page_with_underscores"
+    assert evidence_page("Eiffel Tower_title") == "Eiffel Tower"
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": 1, "claim": "x y z", "label": "TRUE", "evidence": []}', r":2: field 'label'"),
+    ('{"id": 1, "label": "SUPPORTS", "evidence": []}', r":2: field 'claim' is missing"),
+    ('{"id": 1, "claim": "x", "label": "SUPPORTS", "evidence": [{"context": {}}]}', r":2: .*evidence.*content"),
+    ('{"id": 1, "claim": "x", "label": "SUPPORTS", "evidence": [[3]]}', r":2: field 'evidence.0.0'"),
+    ('{"id": 1, "claim": "x", "label": "SUPPORTS"', r":2: invalid JSON"),
+    ('[1, 2]', r":2: expected a JSON object"),
+])
+def test_malformed_feverous_lines_name_file_line_and_field(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + line + "\n")
+    with pytest.raises(DatasetError, match="bad.jsonl" + message):
+        load_feverous(path)
+
+
+def test_feverous_duplicate_ids_and_empty_files_are_errors(tmp_path):
+    path = write_jsonl(tmp_path / "dup.jsonl", [FEVEROUS[1], FEVEROUS[1]])
+    with pytest.raises(DatasetError, match=r"dup.jsonl:2: field .id. repeats .24435. \(first on line 1\)"):
+        load_feverous(path)
+    with pytest.raises(DatasetError, match="no FEVEROUS records"):
+        load_feverous(write_jsonl(tmp_path / "empty.jsonl", [HEADER]))
+
+
+def test_ambigqa_loader_reads_both_annotation_types(tmp_path):
+    path = tmp_path / "dev_light.json"
+    path.write_text(json.dumps(AMBIGQA))
+    records = load_ambigqa(path)
+    single, multiple = (qa_pairs(r) for r in records)
+    assert [(q.item_id, q.answer, q.variants) for q in single] == [("-4469503464110108318", "1890", ["in 1890"])]
+    assert [(q.item_id, q.question, q.answer) for q in multiple] == [
+        ("7701#0", "Who designed the statue of liberty's copper shape?", "Frédéric Auguste Bartholdi"),
+        ("7701#1", "Who designed the statue of liberty's iron framework?", "Gustave Eiffel"),
+    ]
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"id": "1"}, "expected a JSON array"),
+    ([{"id": "1", "question": "q?", "annotations": [{"type": "singleAnswer", "answer": []}]}],
+     r"record 0 \(id 1\): field 'annotations.0.singleAnswer.answer'"),
+    ([{"id": "1", "question": "q?", "annotations": [{"type": "guess", "answer": ["a"]}]}], "record 0 .*annotations.0"),
+    ([{"id": "1", "question": "q?", "annotations": [{"type": "multipleQAs", "qaPairs": []}]}], "qaPairs"),
+    ([{"id": "1", "annotations": []}], "field 'question' is missing"),
+    ([AMBIGQA[0], AMBIGQA[0]], r"record 1 .*duplicate id"),
+])
+def test_malformed_ambigqa_files_name_the_record_and_field(tmp_path, data, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DatasetError, match=message):
+        load_ambigqa(path)
+    path.write_text('[{"id": "1",')
+    with pytest.raises(DatasetError, match="invalid JSON at line 1"):
+        load_ambigqa(path)
+
+
+def test_statements_are_read_from_tags_or_a_lone_line():
+    assert parse_statement("Sure.\n<statement>The tower was finished in 1889.</statement>") == "The tower was finished in 1889."
+    assert parse_statement("The tower was finished in 1889.") == "The tower was finished in 1889."
+    assert parse_statement("Well,\nI am not sure.") is None and parse_statement("") is None
+
+
+# -- end to end ---------------------------------------------------------------------------
+def claire(*args: str, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
+    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
+    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+

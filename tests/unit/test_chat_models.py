@@ -1,0 +1,107 @@
+"""Which chat model a configuration builds, LangChain's own chat models behind the client (fakes
+for tools and text answers), and provider-qualified names over real HTTP to the local server."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+
+from claire.agent.actions import read_action
+from claire.config import LLMConfig
+from claire.errors import LLMError
+from claire.llm.chat_completions import ChatCompletionsModel, uses_proxy
+from claire.llm.client import ChatClient
+from claire.llm.models import ChatModelSetup, chat_model_from_config
+from claire.llm.providers import provider_of, split_model
+from claire.llm.usage import track_usage
+
+HELLO = [SystemMessage("be brief"), HumanMessage("hello")]
+
+
+@tool
+def search(query: str) -> str:
+    """Search the corpus."""
+    return query
+
+
+class ToolFake(FakeMessagesListChatModel):
+    """A fake chat model that accepts bind_tools (langchain-core's fakes do not) and records it."""
+
+    bound: list = []
+
+    def bind_tools(self, tools, **kwargs):
+        self.bound.append((tools, kwargs))
+        return self
+
+
+def over(model) -> ChatClient:
+    return ChatClient(ChatModelSetup(model, "fake", "fake", "fake-model", None, False))
+
+
+def test_model_names_pick_providers():
+    assert split_model("anthropic:claude-sonnet-4-5") == ("anthropic", "claude-sonnet-4-5")
+    assert split_model("qwen2.5:7b") == (None, "qwen2.5:7b")  # an Ollama tag, not a provider
+    assert provider_of(LLMConfig(model="ollama:qwen2.5")) == "ollama"
+    assert provider_of(LLMConfig(model="gpt-4o")) == "openai"
+    assert provider_of(LLMConfig(model="my-deploy", provider="azure")) == "azure_openai"
+
+
+async def test_fake_model_tool_call_and_usage():
+    answer = AIMessage(content="", tool_calls=[{"name": "search", "args": {"query": "Eiffel 1889"}, "id": "c1"}],
+                       usage_metadata={"input_tokens": 11, "output_tokens": 3, "total_tokens": 14},
+                       response_metadata={"model_name": "fake-model"})
+    fake = ToolFake(responses=[answer])
+    with track_usage() as usage:
+        response = await over(fake).ainvoke(HELLO, tools=[search], tool_choice="auto")
+    assert fake.bound and fake.bound[-1][0] == [search] and fake.bound[-1][1] == {"tool_choice": "auto"}
+    action = read_action(response, ["search", "finish"])
+    assert (action.name, action.argument, action.problem) == ("search", "Eiffel 1889", None)
+    assert usage.prompt_tokens == 11 and usage.completion_tokens == 3
+
+
+async def test_fake_model_text_fallback_and_garbled_tool_arguments():
+    fake = FakeMessagesListChatModel(responses=[
+        AIMessage(content='I will look it up.\nsearch("Eiffel Tower completion")'),
+        AIMessage(content="", invalid_tool_calls=[{"name": "search", "args": "{not json", "id": "c2", "error": "bad"}]),
+    ])
+    client = over(fake)
+    text = read_action(await client.ainvoke(HELLO), ["search", "finish"])
+    assert (text.name, text.argument) == ("search", "Eiffel Tower completion")
+    garbled = read_action(await client.ainvoke(HELLO), ["search", "finish"])
+    assert garbled.problem and "not valid JSON" in garbled.problem
+
+
+async def test_model_without_tool_calling_says_to_use_text_mode():
+    client = over(FakeMessagesListChatModel(responses=[AIMessage(content="x")]))
+    with pytest.raises(LLMError, match='tool_calling = "text"'):
+        await client.ainvoke(HELLO, tools=[search])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("langchain_anthropic") is not None, reason="langchain-anthropic is installed")
+def test_missing_provider_package_is_a_clear_error():
+    with pytest.raises(LLMError, match=r"langchain-anthropic package: pip install 'claire\[anthropic\]'"):
+        ChatClient.from_config(LLMConfig(model="anthropic:claude-sonnet-4-5", cache=False))
+
+
+def test_the_direct_model_serves_plain_endpoints_and_leaves_the_rest_to_chat_openai(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    plain = LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="sk-test-key-0000", cache=False)
+    assert isinstance(chat_model_from_config(plain).model, ChatCompletionsModel)
+    assert type(chat_model_from_config(plain.model_copy(update={"stream": True})).model).__name__ == "ChatOpenAI"
+    azure = plain.model_copy(update={"provider": "azure"})
+    assert type(chat_model_from_config(azure).model).__name__ == "AzureChatOpenAI"
+    assert type(chat_model_from_config(plain.model_copy(update={"openai_client": "chat_openai"})).model).__name__ == "ChatOpenAI"
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.invalid:3128")
+    assert uses_proxy("http://127.0.0.1:9/v1")
+    assert type(chat_model_from_config(plain).model).__name__ == "ChatOpenAI"  # the SDK goes through the proxy
+    with pytest.raises(LLMError, match="proxy"):
+        chat_model_from_config(plain.model_copy(update={"openai_client": "direct"}))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert not uses_proxy("http://127.0.0.1:9/v1")
+
+

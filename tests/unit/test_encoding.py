@@ -1,0 +1,23 @@
+"""The build encoder: device choice and the multi-process CPU path give the same vectors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from claire.errors import ConfigError, RetrievalError
+from claire.indexes.encoding import resolve_device
+
+TEXTS = ["Marie Curie > Awards\n| 1911 | Chemistry |", "Zürich lies on Lake Zurich.", "A short one.", "Bridges " * 40]
+
+
+def test_device_choice():
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ConfigError, match="unknown device 'tpu'"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RetrievalError, match="sees no CUDA GPU"):
+            resolve_device("cuda")
+
+

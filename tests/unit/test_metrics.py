@@ -1,0 +1,138 @@
+"""Metrics against hand-computed values: ties, errors, one-class runs, thresholds, the bootstrap."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from claire.errors import ConfigError
+from claire.evals.thresholds import default_threshold
+from claire.tasks.wikicollide.scoring import best_f1_threshold, compute_metrics, rank_auroc, roc_points
+
+
+def pred(claim_id: str, label: str, score: float | None, *, kind: str | None = None, error: str | None = None,
+         tokens: int = 0, cost: float | None = None) -> dict:
+    return {
+        "claim_id": claim_id, "system": "claire", "label": label, "score": score, "error": error,
+        "inconsistency_type": kind, "latency_s": 1.0,
+        "usage": {"calls": 1, "cached_calls": 0, "prompt_tokens": tokens, "completion_tokens": 0,
+                  "total_tokens": tokens, "cost_usd": cost},
+    }
+
+
+# Inconsistent 0.9, 0.6, 0.4 against consistent 0.6, 0.2, 0.1: of the 9 pairs, 0.9 wins 3, the
+# tied 0.6 wins 2 and ties 1 (counts 0.5), 0.4 wins 2 -> AUROC 7.5 / 9.
+TIES = [
+    pred("a", "inconsistent", 0.9, kind="NamedEntity"),
+    pred("b", "inconsistent", 0.6, kind="Numerical"),
+    pred("c", "inconsistent", 0.4, kind="NamedEntity"),
+    pred("d", "consistent", 0.6),
+    pred("e", "consistent", 0.2),
+    pred("f", "consistent", 0.1),
+]
+
+
+def test_hand_computed_values_with_ties():
+    m = compute_metrics(TIES, threshold=0.5, system="claire")
+    assert m["auroc"] == pytest.approx(7.5 / 9)
+    # At 0.5: a, b and d are called inconsistent -> TP 2, FP 1, FN 1, TN 2.
+    assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 2, "fn": 1}
+    assert m["accuracy"] == pytest.approx(4 / 6)
+    assert m["precision"] == pytest.approx(2 / 3)
+    assert m["recall"] == pytest.approx(2 / 3)
+    assert m["f1"] == pytest.approx(2 / 3)
+    assert m["recall_by_type"] == {
+        "NamedEntity": {"n": 2, "detected": 1, "recall": 0.5},
+        "Numerical": {"n": 1, "detected": 1, "recall": 1.0},
+    }
+    assert m["counts"] == {"total": 6, "scored": 6, "errors": 0, "unscored": 0, "inconsistent": 3, "consistent": 3}
+    assert m["note"] is None and m["covers"] == "6 of 6 claims"
+
+
+def test_a_score_equal_to_the_threshold_is_inconsistent():
+    m = compute_metrics(TIES, threshold=0.6, system="claire")
+    assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 2, "fn": 1}
+    m = compute_metrics(TIES, threshold=0.61, system="claire")
+    assert m["confusion"] == {"tp": 1, "fp": 0, "tn": 3, "fn": 2}
+
+
+def test_errors_and_missing_scores_are_left_out_and_counted():
+    extra = [
+        pred("g", "consistent", 0.95, error="LLMError: timeout", tokens=50, cost=0.01),
+        pred("h", "inconsistent", None, tokens=30),
+    ]
+    m = compute_metrics(TIES + extra, threshold=0.5, system="claire")
+    assert m["auroc"] == pytest.approx(7.5 / 9)
+    assert m["counts"]["total"] == 8 and m["counts"]["scored"] == 6
+    assert m["counts"]["errors"] == 1 and m["counts"]["unscored"] == 1
+    assert m["covers"] == "6 of 8 claims (1 error and 1 without a score or gold label left out)"
+    assert m["usage"]["total_tokens"] == 80 and m["usage"]["calls"] == 8
+    assert m["usage"]["cost_usd"] == pytest.approx(0.01)
+    assert m["latency_s"]["sum"] == pytest.approx(8.0)
+
+
+def test_one_class_has_a_clear_note_instead_of_auroc():
+    one_class = [pred("a", "consistent", 0.2), pred("b", "consistent", 0.7)]
+    m = compute_metrics(one_class, threshold=0.5, system="claire")
+    assert m["auroc"] is None and m["auroc_ci95"] is None
+    assert m["note"] == "AUROC needs both labels; this run has only 'consistent'"
+    assert m["accuracy"] == pytest.approx(0.5)
+    assert roc_points(one_class) is None
+
+
+def test_no_scored_predictions():
+    m = compute_metrics([pred("a", "consistent", None, error="boom")], threshold=0.5, system="claire")
+    assert m["auroc"] is None and m["accuracy"] is None and m["counts"]["errors"] == 1
+    assert "no scored predictions" in m["note"]
+    assert m["usage"]["cost_usd"] is None
+
+
+def test_nli_counts_refutes_against_a_count_threshold():
+    counts = [pred("a", "inconsistent", 3), pred("b", "inconsistent", 0), pred("c", "consistent", 1),
+              pred("d", "consistent", 0), pred("e", "inconsistent", 1)]
+    m = compute_metrics(counts, threshold=default_threshold("nli", None), system="nli")
+    assert m["threshold"] == 1.0
+    assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 1}
+    # Pairs (inconsistent, consistent): 3 beats both; 0 loses to 1 and ties 0; 1 beats 0, ties 1.
+    assert m["auroc"] == pytest.approx((2 + 0.5 + 1.5) / 6)
+
+
+def test_default_thresholds_follow_the_config():
+    assert default_threshold("claire", None) == 0.5
+    assert default_threshold("rav", {"agent": {"threshold": 0.3}}) == 0.3
+    assert default_threshold("nli", {"baselines": {"nli_threshold": 2}, "agent": {"threshold": 0.3}}) == 2.0
+
+
+def test_best_f1_threshold():
+    # F1 at 0.1: 3/(6+3)*2 = .667; 0.2: .75; 0.4: 6/7 = .857; 0.6: .667; 0.9: .5.
+    assert best_f1_threshold(TIES) == 0.4
+    # F1 is 2/3 both at 0.2 (all called inconsistent) and at 0.9; the lower one is taken.
+    tied = [pred("a", "inconsistent", 0.9), pred("b", "inconsistent", 0.2),
+            pred("c", "consistent", 0.5), pred("d", "consistent", 0.4)]
+    assert best_f1_threshold(tied) == 0.2
+    with pytest.raises(ConfigError, match="no scored 'inconsistent' claims"):
+        best_f1_threshold([pred("a", "consistent", 0.4)])
+
+
+def test_bootstrap_interval_is_fixed_and_order_free():
+    rng = random.Random(3)
+    many = [pred(f"c{i:03d}", "inconsistent" if i % 3 else "consistent", round(rng.random(), 2)) for i in range(90)]
+    first = compute_metrics(many, threshold=0.5, system="claire")
+    shuffled = many[:]
+    rng.shuffle(shuffled)
+    second = compute_metrics(shuffled, threshold=0.5, system="claire")
+    low, high = first["auroc_ci95"]
+    assert low < first["auroc"] < high and high - low < 0.5
+    assert second["auroc_ci95"] == first["auroc_ci95"]
+
+
+def test_rank_auroc_matches_scikit_learn():
+    rng = np.random.default_rng(5)
+    gold = rng.integers(0, 2, (20, 40))
+    gold[:, :2] = [0, 1]  # both classes in every row
+    scores = rng.integers(0, 6, (20, 40)) / 5  # many ties
+    expected = [roc_auc_score(g, s) for g, s in zip(gold, scores)]
+    assert rank_auroc(gold, scores) == pytest.approx(expected)

@@ -1,0 +1,51 @@
+"""An interactive check saved by the SQLite checkpointer and resumed by a new agent (as a new
+process would), after the person stopped at the review question."""
+
+from __future__ import annotations
+
+import pytest
+
+from claire.agent.runtime import build_system
+from claire.config import Config
+from claire.errors import ConfigError
+from claire.testing.doubles import CLAIM, KeywordRetriever, ScriptedModel, tool_call
+from claire.testing.scripted import scripted_client
+
+
+class Stopped(Exception):
+    """The person closed the terminal at the review question."""
+
+
+def agent_for(model, reviewer, path):
+    config = Config().with_overrides({"retrieval.rerank": False, "agent.review": True, "agent.checkpoints": str(path)})
+    return build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), name="claire", reviewer=reviewer)
+
+
+async def test_interrupted_review_resumes_from_the_checkpointer(tmp_path):
+    path = tmp_path / "checks.sqlite"
+    first_model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889")])
+
+    async def walks_away(request):
+        raise Stopped()
+
+    with pytest.raises(Stopped):
+        await agent_for(first_model, walks_away, path).assess(CLAIM, thread_id="t-1")
+    assert path.is_file() and len(first_model.requests("controller")) == 2 and not first_model.requests("verifier")
+
+    asked = []
+
+    async def accepts(request):
+        asked.append(request)
+        return "accepted: the reviewer agrees"
+
+    later_model = ScriptedModel([tool_call("finish")])
+    result = await agent_for(later_model, accepts, path).resume("t-1")
+    assert asked and asked[0]["evidence"] == "[1] says 1889"  # the pending question, asked again
+    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "human_review", "finish", "verifier"]
+    assert result.claim_id == CLAIM.claim_id and result.verdict is not None and result.details["thread_id"] == "t-1"
+    assert len(later_model.requests("controller")) == 1  # the research done before was not redone
+    assert "agrees" in later_model.requests("controller")[0].messages[1].content
+    assert [e.block_id for e in result.evidence]  # gathered before the interruption, kept
+
+    with pytest.raises(ConfigError, match="no saved check 'nope'"):
+        await agent_for(ScriptedModel(), accepts, path).resume("nope")

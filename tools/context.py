@@ -1,0 +1,25 @@
+"""What every tool reads from the run it serves: :class:`ToolContext`, the LangGraph run context
+the agent's graph is invoked with (the agent's own context extends it). Services (the LLM
+client, the search engine, the prompts) and the run settings the tools obey travel here, so the
+compiled graph and the tools themselves hold nothing of one run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from claire.llm.client import ChatClient
+from claire.prompts import PromptLibrary
+from claire.tools.search_engine import SearchEngine
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """The services and settings a tool call uses."""
+
+    llm: ChatClient
+    search: SearchEngine
+    prompts: PromptLibrary
+    docs_per_query: int = 15  # passages a search returns
+    clarify_k: int = 10  # passages clarify_entity reads
+    stop_on_report: bool = True  # a reported inconsistency ends the research (batch runs)
+    review: bool = False  # a person reviews each report (interactive runs): the research goes on

@@ -1,0 +1,72 @@
+"""Routes for checks (one fact) and scans (an article's facts): submit one to run in the
+background, read where it stands, and follow its live events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import Response
+from sse_starlette.sse import EventSourceResponse
+
+from claire.tasks.fact_limits import check_fact
+from claire.errors import ClaireError
+from claire.web.deps import ConfigDep, RenderedScansDep, RunnerDep, StoreDep, job_or_404
+from claire.web.events import event_stream
+from claire.web.schemas import CheckRequest, Created, ScanRequest, ScanView
+from claire.web.views import check_view
+
+checks = APIRouter(prefix="/api/check", tags=["checks"])
+scans = APIRouter(prefix="/api/scan", tags=["scans"])
+
+
+@checks.post("", response_model=Created, status_code=202)
+async def post_check(body: CheckRequest, config: ConfigDep, runner: RunnerDep) -> Created:
+    """Check one fact in the background; poll GET /api/check/{id} or follow its events."""
+    request = body.model_dump()
+    request["fact"] = request["fact"].strip()
+    if not request["fact"]:
+        raise HTTPException(422, "the fact is empty")
+    try:
+        check_fact(request["fact"], config.agent.max_fact_chars)
+    except ClaireError as error:
+        raise HTTPException(422, str(error)) from None
+    return Created(id=runner.submit_check(request))
+
+
+@checks.get("/{job_id}")
+async def get_check(job_id: str, store: StoreDep) -> dict[str, Any]:
+    """Status, the steps so far and, when done, the Assessment (as ``claire check --json`` prints it)."""
+    return check_view(store, job_or_404(store, job_id, "check"))
+
+
+@checks.get("/{job_id}/events")
+async def check_events(job_id: str, request: Request, store: StoreDep, runner: RunnerDep) -> EventSourceResponse:
+    """Server-sent events: ``step`` (one agent step), ``fact``, ``status``, then ``end``."""
+    job_or_404(store, job_id, "check")
+    return event_stream(request, store, runner, job_id)
+
+
+@scans.post("", response_model=Created, status_code=202)
+async def post_scan(body: ScanRequest, runner: RunnerDep) -> Created:
+    """Extract the facts of an article or passage and check each one in the background."""
+    if not body.text.strip() or not body.title.strip():
+        raise HTTPException(422, "the title and the text must not be blank")
+    return Created(id=runner.submit_scan(body.model_dump()))
+
+
+@scans.get("/{job_id}")
+async def get_scan(job_id: str, store: StoreDep, config: ConfigDep, rendered: RenderedScansDep,
+                   view: ScanView = "full") -> Response:
+    """Status, progress and every fact with its span in the text, score, verdict, assessment and
+    review. ``view=full`` gives assessments without their (large) trace, ``trace`` with it, and
+    ``summary`` none at all: what a client polling for progress needs."""
+    job = job_or_404(store, job_id, "scan")
+    return Response(rendered.get(store, job, view, config.agent.system), media_type="application/json")
+
+
+@scans.get("/{job_id}/events")
+async def scan_events(job_id: str, request: Request, store: StoreDep, runner: RunnerDep) -> EventSourceResponse:
+    """Server-sent events: ``facts`` (extracted, with spans), ``step``, ``fact_started``, ``fact`` (checked), ``status``, ``end``."""
+    job_or_404(store, job_id, "scan")
+    return event_stream(request, store, runner, job_id)

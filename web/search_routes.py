@@ -1,0 +1,57 @@
+"""Routes over the server's index: the search endpoint other CLAIRE installs can retrieve from,
+article titles matching a query, and an article's text as the index holds it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import JSONResponse
+
+from claire.config import Config
+from claire.indexes import http_search
+from claire.indexes.registry import Searcher
+from claire.web.deps import ConfigDep, RetrieverDep
+
+index = APIRouter(prefix="/api", tags=["index"])
+
+
+async def search_blocks(retriever: Searcher, config: Config, query: str, k: int) -> list[Any]:
+    """The top ``k`` hits for ``query``, searched on a worker thread the way the configuration says."""
+    retrieval = config.retrieval
+    return await asyncio.to_thread(retriever.search, query, exclude_title=None, k=k, mode=retrieval.mode,
+                                   candidates=max(retrieval.candidates, k))
+
+
+@index.post("/search")
+async def post_search(body: http_search.SearchRequest, retriever: RetrieverDep, config: ConfigDep) -> JSONResponse:
+    """Ranked blocks of the index (never from ``exclude_title``): the search-endpoint contract
+    that ``retrieval.url = "http://HOST:PORT/api/search"`` reads (indexes/http_search.py)."""
+    status, payload = await asyncio.to_thread(http_search.answer, retriever, body.model_dump(),
+                                              index=config.retrieval.index)
+    return JSONResponse(payload, status_code=status)
+
+
+@index.get("/articles")
+async def find_articles(retriever: RetrieverDep, config: ConfigDep,
+                        q: str = Query(min_length=1, max_length=300)) -> dict[str, Any]:
+    """Article titles of the index that match ``q`` (best first)."""
+    hits = await search_blocks(retriever, config, q, 30)
+    return {"titles": list(dict.fromkeys(h.block.document_title for h in hits))[:10]}
+
+
+@index.get("/article")
+async def get_article(retriever: RetrieverDep, config: ConfigDep,
+                      title: str = Query(min_length=1, max_length=300)) -> dict[str, Any]:
+    """The text of an article of the index, section by section (as far as search reaches it)."""
+    hits = await search_blocks(retriever, config, title, 100)
+    blocks = [h.block for h in hits if h.block.document_title == title]
+    if not blocks:
+        raise HTTPException(404, f"no article titled '{title}' in the index")
+    blocks.sort(key=lambda b: b.id)
+    sections: dict[str, list[str]] = {}
+    for block in blocks:
+        sections.setdefault(block.section_title, []).append(block.content)
+    text = "\n\n".join("\n\n".join(parts) for parts in sections.values())
+    return {"title": title, "text": text, "blocks": len(blocks)}

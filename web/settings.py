@@ -1,0 +1,37 @@
+"""How ``claire serve`` listens and guards itself: address, token, limits, where jobs are kept
+and which extra origins may call it. What a check does follows :class:`~claire.config.Config`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, Field, SecretStr
+
+from claire.config import data_dir
+from claire.web.security import is_loopback
+
+
+class ServeSettings(BaseModel):
+    """The server's own settings (the checking itself follows :class:`~claire.config.Config`)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    token: SecretStr | None = None
+    concurrency: int = Field(4, ge=1, le=256)
+    max_body_bytes: int = Field(1_000_000, ge=1024)
+    max_jobs: int = Field(200, ge=1)  # queued or running at once; more are refused with 429
+    data_dir: Path | None = None
+    cors_origins: list[str] = Field(default_factory=list)
+
+    def bearer_token(self) -> str | None:
+        """The token clients must send, as plain text; None when the API is open."""
+        return self.token.get_secret_value() if self.token else None
+
+    def store_path(self) -> Path:
+        """The SQLite file that holds the server's jobs and reviews."""
+        return (self.data_dir or data_dir() / "web") / "jobs.sqlite"
+
+    def own_origins(self) -> list[str]:
+        """The origins the server's own page is loaded from (loopback names count as one)."""
+        hosts = {self.host, "127.0.0.1", "localhost"} if is_loopback(self.host) else {self.host}
+        return [f"http://{host}:{self.port}" for host in sorted(hosts)]

@@ -1,0 +1,113 @@
+"""The JSON the API answers about stored jobs: a check, a scan with its facts (in three levels of
+detail, cached until the scan changes), and reviewed facts as WikiCollide records.
+
+Everything here reads a :class:`~claire.web.store.JobStore` and builds plain dicts; the routes
+in ``web/job_routes.py`` and ``web/review_routes.py`` decide what to answer with them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from claire.web.jobs import cited_numbers
+from claire.web.store import JobStore
+
+RENDERED_SCANS = 256  # scan views kept rendered; the oldest goes first
+
+
+def fact_view(fact: dict[str, Any], review: dict[str, Any] | None) -> dict[str, Any]:
+    """One stored fact of a scan as clients see it, with the editor's review if any."""
+    assessment = fact["assessment"]
+    return {
+        "index": fact["idx"], "id": fact["claim_id"], "fact": fact["fact"], "start": fact["span_start"],
+        "end": fact["span_end"], "status": fact["status"], "score": fact["score"], "verdict": fact["verdict"],
+        "error": fact["error"], "cited": cited_numbers((assessment or {}).get("reasoning")),
+        "assessment": assessment,
+        "review": {k: review[k] for k in ("decision", "comment", "created")} if review else None,
+    }
+
+
+def check_view(store: JobStore, job: dict[str, Any]) -> dict[str, Any]:
+    """A check's status, its steps so far and, when done, its Assessment and review."""
+    job_id = job["id"]
+    facts = store.facts(job_id)
+    fact = facts[0] if facts else None
+    steps = [e["data"] for e in store.events(job_id, kinds=("step",))]
+    return {"id": job_id, "status": job["status"], "error": job["error"] or (fact or {}).get("error"),
+            "request": job["request"], "steps": steps, "assessment": fact["assessment"] if fact else None,
+            "cited": cited_numbers(((fact or {}).get("assessment") or {}).get("reasoning")),
+            "review": next(iter(store.reviews(job_id)), None)}
+
+
+def scan_view(store: JobStore, job: dict[str, Any], view: str, default_system: str) -> bytes:
+    """A scan's status, progress and facts as JSON text; ``view`` says how much of each assessment
+    is included ("full" without the trace, "trace" with it, "summary" none)."""
+    job_id = job["id"]
+    reviews = {r["claim_id"]: r for r in store.reviews(job_id)}
+    facts = [fact_view(f, reviews.get(f["claim_id"])) for f in store.facts(job_id)]
+    for fact in facts:
+        if view == "summary":
+            fact["assessment"] = None
+        elif view == "full" and fact["assessment"]:
+            fact["assessment"].pop("trace", None)
+    done = sum(f["status"] in ("done", "error") for f in facts)
+    answer = {"id": job_id, "status": job["status"], "error": job["error"], "title": job["request"]["title"],
+              "text": job["request"]["text"], "system": job["request"].get("system") or default_system,
+              "progress": {"total": len(facts), "done": done, "errors": sum(f["status"] == "error" for f in facts),
+                           "flagged": sum(f["verdict"] == "inconsistent" for f in facts)},
+              "facts": facts}
+    return json.dumps(answer, ensure_ascii=False).encode()
+
+
+class RenderedScans:
+    """Scan views rendered once per change of the scan: clients polling for progress mostly ask
+    again before anything changed. Used from the event loop only."""
+
+    def __init__(self, limit: int = RENDERED_SCANS):
+        self.limit = limit
+        self._views: dict[tuple[str, str], tuple[tuple[Any, ...], bytes]] = {}
+
+    def get(self, store: JobStore, job: dict[str, Any], view: str, default_system: str) -> bytes:
+        """The scan view of ``job``, rendered again only if the job changed since it was last asked for."""
+        key = (job["id"], view)
+        version = (job["status"], *store.version(job["id"]))
+        cached = self._views.get(key)
+        if cached is None or cached[0] != version:
+            cached = self._views[key] = (version, scan_view(store, job, view, default_system))
+            if len(self._views) > self.limit:
+                self._views.pop(next(iter(self._views)))
+        return cached[1]
+
+
+def decision_label(verdict: str | None, decision: str) -> str | None:
+    """The label an editor's decision gives a fact: accept keeps the system's verdict, reject flips it."""
+    if verdict not in ("consistent", "inconsistent"):
+        return None
+    if decision == "accept":
+        return verdict
+    return "consistent" if verdict == "inconsistent" else "inconsistent"
+
+
+def review_record(store: JobStore, review: dict[str, Any]) -> dict[str, Any] | None:
+    """A reviewed fact as one WikiCollide record, or None when its job or fact is gone or its
+    verdict gives no label."""
+    job = store.job(review["job_id"])
+    fact = next((f for f in store.facts(review["job_id"]) if f["claim_id"] == review["claim_id"]), None)
+    if job is None or fact is None:
+        return None
+    label = decision_label(fact["verdict"], review["decision"])
+    if label is None:
+        return None
+    context = fact["claim"].get("context") or {}
+    assessment = fact["assessment"] or {}
+    return {
+        "claim": {"claim_id": f"{review['job_id']}-{fact['claim_id']}", "claim_text": fact["fact"],
+                  "claim_context_block": {"content": context.get("content") or fact["fact"],
+                                          "document_title": context.get("document_title") or job["request"].get("title") or "(none)",
+                                          "section_title": context.get("section_title") or "",
+                                          "last_edit_date": context.get("last_edit_date"), "url": context.get("url")}},
+        "label": label,
+        "label_reasoning": review["comment"] or f"editor {review['decision']}ed the {fact['verdict']} verdict",
+        "agent_trace": assessment.get("trace") or [],
+    }

@@ -1,0 +1,134 @@
+"""The AmbigQA dataset (open-domain questions with every plausible answer).
+
+The published files are a JSON array of records::
+
+    {"id": "-4469503464110108318", "question": "When did the simpsons first air on television?",
+     "annotations": [{"type": "singleAnswer", "answer": ["December 17, 1989"]},
+                     {"type": "multipleQAs", "qaPairs": [{"question": "...", "answer": ["...", ...]}, ...]}]}
+
+An audit takes each record's first annotation: a ``singleAnswer`` gives one question-answer
+pair, a ``multipleQAs`` one pair per disambiguated question (:func:`qa_pairs`); the first answer
+string is the gold answer, the others are its accepted variants. A malformed record raises
+:class:`claire.errors.DatasetError` naming the file, the record and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from claire.errors import DatasetError
+
+
+def _answers(value: list[str]) -> list[str]:
+    cleaned = [" ".join(a.split()) for a in value if isinstance(a, str) and a.strip()]
+    if not cleaned:
+        raise ValueError("needs at least one non-empty answer")
+    return cleaned
+
+
+class QAPair(BaseModel):
+    """One question with its answers."""
+    question: str
+    answer: list[str]
+
+    _check_answer = field_validator("answer")(_answers)
+
+
+class SingleAnswer(BaseModel):
+    """An annotation with a single answer."""
+    type: Literal["singleAnswer"]
+    answer: list[str]
+
+    _check_answer = field_validator("answer")(_answers)
+
+
+class MultipleQAs(BaseModel):
+    """An annotation that splits the question into several question-answer pairs."""
+    type: Literal["multipleQAs"]
+    qaPairs: list[QAPair] = Field(min_length=1)
+
+
+Annotation = Annotated[Union[SingleAnswer, MultipleQAs], Field(discriminator="type")]
+
+
+class AmbigQARecord(BaseModel):
+    """One AmbigQA record as published."""
+    id: str
+    question: str
+    annotations: list[Annotation] = Field(min_length=1)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("id", "question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class QAItem(BaseModel):
+    """One question with its gold answer, as an audit checks it."""
+
+    item_id: str
+    record_id: str
+    question: str
+    answer: str
+    variants: list[str] = Field(default_factory=list)
+
+
+def qa_pairs(record: AmbigQARecord) -> list[QAItem]:
+    """The question-answer pairs of a record's first annotation."""
+    annotation = record.annotations[0]
+    if isinstance(annotation, SingleAnswer):
+        return [QAItem(item_id=record.id, record_id=record.id, question=record.question,
+                       answer=annotation.answer[0], variants=annotation.answer[1:])]
+    return [QAItem(item_id=f"{record.id}#{n}", record_id=record.id, question=pair.question,
+                   answer=pair.answer[0], variants=pair.answer[1:])
+            for n, pair in enumerate(annotation.qaPairs)]
+
+
+def _describe(error: ValidationError) -> str:
+    item = error.errors()[0]
+    where = ".".join(str(part) for part in item["loc"]) or "record"
+    problem = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
+    return f"field '{where}' {problem}"
+
+
+def load_ambigqa(path: str | Path) -> list[AmbigQARecord]:
+    """Every record of an AmbigQA JSON file; the whole file or an error."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DatasetError(f"AmbigQA file {path} not found") from None
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path}: invalid JSON at line {error.lineno} ({error.msg})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(f"cannot read AmbigQA file {path}: {error}") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: expected a JSON array of AmbigQA records")
+    records: list[AmbigQARecord] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(data):
+        where = f"{path}: record {index}" + (f" (id {raw.get('id')})" if isinstance(raw, dict) and raw.get("id") else "")
+        if not isinstance(raw, dict):
+            raise DatasetError(f"{where}: expected a JSON object")
+        try:
+            record = AmbigQARecord.model_validate(raw)
+        except ValidationError as error:
+            raise DatasetError(f"{where}: {_describe(error)}") from None
+        if record.id in seen:
+            raise DatasetError(f"{where}: duplicate id")
+        seen.add(record.id)
+        records.append(record)
+    if not records:
+        raise DatasetError(f"{path} holds no AmbigQA records")
+    return records
