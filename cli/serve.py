@@ -20,6 +20,7 @@ def serve_command(
     concurrency: ConcurrencyOpt = None,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where jobs and reviews are kept (default: web/ in the user data folder).")] = None,
     cors_origin: Annotated[Optional[list[str]], typer.Option("--cors-origin", help="Another page origin allowed to call the API (repeatable).")] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option("--allowed-host", help="Another name clients may reach the server by (the Host header; repeatable). Requests naming any other host are refused, which stops DNS rebinding.")] = None,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
     system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
     index: IndexOpt = None,
@@ -35,5 +36,6 @@ def serve_command(
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
     settings = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
-                             data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body)
+                             data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body,
+                             allowed_hosts=allowed_host or [])
     serve(config, settings, console=err)

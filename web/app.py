@@ -16,6 +16,7 @@ from functools import partial
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from claire import __version__
@@ -61,6 +62,17 @@ async def running_services(app: FastAPI, *, llm: ChatClient | None, retriever: S
         store.close()
 
 
+async def invalid_request_response(_: Request, error: RequestValidationError) -> JSONResponse:
+    """422 with where and what for each problem, never the input itself: a body holding half a
+    surrogate pair or ``1e309`` must not break the answer that refuses it."""
+    def readable(value: object) -> str | int:
+        return value if isinstance(value, int) else str(value).encode("utf-8", "replace").decode("utf-8")
+
+    detail = [{"loc": [readable(part) for part in item.get("loc", ())], "msg": readable(item.get("msg", "")),
+               "type": readable(item.get("type", ""))} for item in error.errors()]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
 async def claire_error_response(_: Request, error: ClaireError) -> JSONResponse:
     """A :class:`ClaireError` out of a route as its one-line message: 429 for a full queue, else 400."""
     return JSONResponse({"detail": str(error)}, status_code=429 if isinstance(error, TooBusy) else 400)
@@ -77,8 +89,10 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: Ch
     app.state.settings = settings
     app.state.rendered_scans = RenderedScans()
     security.install(app, token=settings.bearer_token(), max_body=settings.max_body_bytes,
-                     extra_origins=settings.cors_origins, own_origins=settings.own_origins())
+                     extra_origins=settings.cors_origins, own_origins=settings.own_origins(),
+                     hosts=settings.trusted_hosts())
     app.add_exception_handler(ClaireError, claire_error_response)
+    app.add_exception_handler(RequestValidationError, invalid_request_response)
     for router in (checks, scans, reviews, index, server, pages):
         app.include_router(router)
     mount_files(app)

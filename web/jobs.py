@@ -161,7 +161,11 @@ class JobRunner:
             system = job["request"].get("system")
             todo = [fact for fact in facts if fact["status"] not in ("done", "error")]
             await asyncio.gather(*(self._check(job_id, fact, system) for fact in todo))
-            self._status(job_id, "done")
+            failed = [fact for fact in self.store.facts(job_id) if fact["status"] == "error"]
+            if facts and len(failed) == len(facts):  # nothing was checked: never a clean-looking "done"
+                self._status(job_id, "error", f"no fact could be checked: {failed[0]['error'] or 'error'}")
+            else:
+                self._status(job_id, "done")
         except asyncio.CancelledError:
             raise
         except ClaireError as error:

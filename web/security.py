@@ -15,6 +15,7 @@ import secrets
 from typing import Any, Iterable
 
 from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from claire.errors import ConfigError
@@ -147,8 +148,10 @@ class PageHeaders:
         await self.app(scope, receive, wrapped)
 
 
-def install(app: Any, *, token: str | None, max_body: int, extra_origins: list[str], own_origins: list[str]) -> None:
-    """Wrap ``app`` (a FastAPI app) in the guards, outermost last."""
+def install(app: Any, *, token: str | None, max_body: int, extra_origins: list[str], own_origins: list[str],
+            hosts: list[str] | None = None) -> None:
+    """Wrap ``app`` (a FastAPI app) in the guards, outermost last. ``hosts``: the names a request's
+    ``Host`` header may give (others get 400, which stops DNS rebinding); None admits any."""
     exact = set(own_origins) | set(extra_origins)
     pattern = re.compile(WIKIPEDIA_ORIGINS + r"$")
 
@@ -161,3 +164,5 @@ def install(app: Any, *, token: str | None, max_body: int, extra_origins: list[s
                        allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type", "Last-Event-ID"],
                        max_age=600)
     app.add_middleware(PageHeaders, origin_allowed=origin_allowed)
+    if hosts is not None:
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)

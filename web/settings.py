@@ -11,6 +11,9 @@ from claire.config import data_dir
 from claire.web.security import is_loopback
 
 
+WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
+
+
 class ServeSettings(BaseModel):
     """The server's own settings (the checking itself follows :class:`~claire.config.Config`)."""
 
@@ -22,6 +25,16 @@ class ServeSettings(BaseModel):
     max_jobs: int = Field(200, ge=1)  # queued or running at once; more are refused with 429
     data_dir: Path | None = None
     cors_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)  # more names the Host header may give
+
+    def trusted_hosts(self) -> list[str] | None:
+        """The names a request's Host header may give: the bound address, the loopback names and
+        ``allowed_hosts``; None (any) for a wildcard bind without ``allowed_hosts``, which already
+        needs a token."""
+        if self.host in WILDCARD_HOSTS and not self.allowed_hosts:
+            return None
+        names = {self.host, "localhost", "127.0.0.1", "::1", "[::1]"} if is_loopback(self.host) else {self.host}
+        return sorted((names - WILDCARD_HOSTS) | set(self.allowed_hosts))
 
     def bearer_token(self) -> str | None:
         """The token clients must send, as plain text; None when the API is open."""

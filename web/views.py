@@ -52,10 +52,11 @@ def scan_view(store: JobStore, job: dict[str, Any], view: str, default_system: s
         elif view == "full" and fact["assessment"]:
             fact["assessment"].pop("trace", None)
     done = sum(f["status"] in ("done", "error") for f in facts)
+    errors = sum(f["status"] == "error" for f in facts)
     answer = {"id": job_id, "status": job["status"], "error": job["error"], "title": job["request"]["title"],
               "text": job["request"]["text"], "system": job["request"].get("system") or default_system,
-              "progress": {"total": len(facts), "done": done, "errors": sum(f["status"] == "error" for f in facts),
-                           "flagged": sum(f["verdict"] == "inconsistent" for f in facts)},
+              "progress": {"total": len(facts), "done": done, "errors": errors, "checked": done - errors,
+                           "flagged": sum(f["verdict"] == "inconsistent" and f["status"] != "error" for f in facts)},
               "facts": facts}
     return json.dumps(answer, ensure_ascii=False).encode()
 

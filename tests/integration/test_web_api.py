@@ -182,6 +182,45 @@ def test_unknown_ids_bad_input_oversize_body_and_cors(app_server):
     assert client.get("/docs").status_code == 200 and "/api/scan" in client.get("/openapi.json").text
 
 
+def test_a_foreign_host_header_is_refused_and_malformed_bodies_get_a_clean_422(app_server):
+    client = httpx.Client(base_url=app_server.url, timeout=30)
+    for path in ("/api/reviews", "/api/health", "/"):
+        assert client.get(path, headers={"Host": "evil.example"}).status_code == 400, path  # DNS rebinding
+    port = app_server.url.rsplit(":", 1)[1]
+    assert client.get("/api/health", headers={"Host": f"localhost:{port}"}).status_code == 200
+    bodies = {
+        "/api/scan": b'{"title": "a", "text": "\\ud800"}',
+        "/api/check": b'{"fact": "\\ud800 half a pair"}',
+        "/api/search": b'{"query": "\\udfff"}',
+        "/api/reviews": b'{"job_id": "x", "fact": "\\ud800", "decision": "accept"}',
+    }
+    for path, body in bodies.items():
+        answer = client.post(path, content=body, headers={"content-type": "application/json"})
+        assert answer.status_code == 422, (path, answer.status_code, answer.text)
+        assert answer.json()["detail"][0]["msg"], path
+    huge_k = client.post("/api/search", content=b'{"query": "tower", "k": 1e309}', headers={"content-type": "application/json"})
+    assert huge_k.status_code == 422 and "k" in huge_k.json()["detail"][0]["loc"]
+
+
+def test_a_check_or_scan_that_checked_nothing_ends_in_error_not_done(index_root, retriever, tmp_path):
+    """With the LLM endpoint down nothing is checked: the job says so (status "error", the cause,
+    the facts counted as not checked, none flagged) instead of reading like a clean result."""
+    settings = ServeSettings(data_dir=tmp_path)
+    config = make_config(index_root, "http://127.0.0.1:9/v1")
+    with ServerThread(create_app(config, settings, retriever=retriever)) as server:
+        client = httpx.Client(base_url=server.url, timeout=30)
+        check = client.post("/api/check", json={"fact": "The Eiffel Tower was completed in 1890.", "title": "Paris",
+                                                "system": "rav"})
+        assert check.status_code in (200, 201, 202), check.text
+        data = wait_done(client, f"/api/check/{check.json()['id']}")
+        assert data["status"] == "error" and "cannot connect" in data["error"]
+        scan = client.post("/api/scan", json={"title": "Eiffel Tower", "text": "The tower was finished in 1889.", "system": "rav"})
+        finished = wait_done(client, f"/api/scan/{scan.json()['id']}")
+        assert finished["status"] == "error" and finished["error"]
+        progress = finished["progress"]
+        assert progress["flagged"] == 0 and progress.get("checked", 0) == 0
+
+
 def test_token_is_required_on_every_api_call(index_root, llm_server, retriever, tmp_path):
     settings = ServeSettings(data_dir=tmp_path, token="tok-123")
     with ServerThread(create_app(make_config(index_root, llm_server.base_url), settings, retriever=retriever)) as server:

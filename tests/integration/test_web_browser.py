@@ -95,7 +95,7 @@ def stack(tmp_path_factory):
         retriever = open_retrieval(config)
         settings = ServeSettings(data_dir=tmp_path_factory.mktemp("browser-data"), cors_origins=[page_origin])
         with ServerThread(create_app(config, settings, retriever=retriever)) as app:
-            yield {"app": app.url, "pages": page_origin}
+            yield {"app": app.url, "pages": page_origin, "index_root": str(root)}
         retriever.close()
     pages.shutdown()
     pages.server_close()
@@ -214,6 +214,29 @@ def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
     wait(browser).until(lambda d: "score 0.90" in panel.text)
     steps = browser.execute_script("return Array.from(document.querySelectorAll('#steps li')).map(li => li.textContent)")
     assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
+
+
+def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, tmp_path):
+    """The LLM endpoint is down: the progress line says the fact could not be checked (in its own
+    colour) and nothing counts as checked or flagged."""
+    root = Path(stack["index_root"])
+    config = load_config(None, {"llm.base_url": "http://127.0.0.1:9/v1", "llm.cache": False, "llm.api_key": "sk-x",
+                                "llm.max_attempts": 1, "retrieval.rerank": False, "retrieval.path": str(root)})
+    retriever = open_retrieval(config)
+    try:
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path), retriever=retriever)) as dead:
+            browser.get(dead.url + "/")
+            browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
+            browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was completed in 1890.")
+            browser.find_element(By.ID, "check-title").send_keys("Paris")
+            browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+            progress = wait(browser).until(EC.visibility_of_element_located((By.ID, "progress-text")))
+            wait(browser).until(lambda d: "could not be checked" in progress.text)
+            text = progress.text
+            assert text.startswith("Stopped") and "0 of 1 facts checked" in text and "0 flagged" in text, text
+            assert "claire-progress-error" in progress.get_attribute("class")
+    finally:
+        retriever.close()
 
 
 def test_extension_content_script_highlights_the_wikipedia_page(stack, browser, shots):

@@ -165,7 +165,12 @@
     $("progress-bar").style.width = (progress.total ? (100 * progress.done) / progress.total : 0) + "%";
     const state = data.status === "error" ? "Stopped: " + (data.error || "error")
       : data.status === "done" ? "Done" : progress.total ? "Checking" : "Extracting facts";
-    $("progress-text").textContent = state + " · " + progress.done + " of " + progress.total + " facts checked · " + progress.flagged + " flagged";
+    const errors = progress.errors || 0;
+    const parts = [state, (progress.done - errors) + " of " + progress.total + " facts checked"];
+    if (errors) parts.push(errors + " could not be checked");
+    parts.push(progress.flagged + " flagged");
+    $("progress-text").textContent = parts.join(" · ");
+    $("progress-text").classList.toggle("claire-progress-error", errors > 0 || data.status === "error");
     const sig = signature(data.facts) + "|" + panelKey;
     if (sig !== current.drawn) { // re-render only what changed (keeps the reader's place and selection)
       current.drawn = sig;
@@ -185,7 +190,10 @@
     };
     return {
       status: check.status, error: check.error, title: "Fact check", text: check.request.fact, facts: [fact],
-      progress: { total: 1, done: a || check.status === "error" ? 1 : 0, flagged: fact.verdict === "inconsistent" ? 1 : 0 },
+      progress: {
+        total: 1, done: a || check.status === "error" ? 1 : 0, errors: fact.status === "error" ? 1 : 0,
+        flagged: fact.status !== "error" && fact.verdict === "inconsistent" ? 1 : 0,
+      },
     };
   }
 
