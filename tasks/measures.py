@@ -11,6 +11,7 @@ import numpy as np
 PREDICTIONS = "predictions.jsonl"
 METRICS = "metrics.json"
 REPORT = "report.md"
+CALIBRATION = "calibration.png"
 ROC = "roc.png"
 DASH = "—"
 

@@ -2,7 +2,7 @@
 
 The report puts a run beside the paper's numbers for the same split (Table 3 of "Detecting
 Corpus-Level Knowledge Inconsistencies in Wikipedia with Large Language Models", EMNLP 2025,
-GPT-4o; only AUROC is quoted). Plots use matplotlib's object API (Agg), never pyplot state.
+GPT-4o: AUROC, accuracy and F1). Plots use matplotlib's object API (Agg), never pyplot state.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from claire.files import write_atomically
-from claire.tasks.measures import DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
+from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -98,6 +98,7 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         lines.append(f"- … and {len(failed) - 50} more (see {PREDICTIONS})")
     if failed:
         lines.append("")
+    lines += _calibration_section(metrics.get("calibration"))
     usage, latency = metrics["usage"], metrics["latency_s"]
     lines += [
         "## Usage",
@@ -112,6 +113,40 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
     if metrics.get("auroc") is not None:
         lines += [f"![ROC curve]({ROC})", ""]
     return "\n".join(lines)
+
+
+def _calibration_section(found: dict[str, Any] | None) -> list[str]:
+    if not found:
+        return []
+    lines = [
+        "## Calibration",
+        "",
+        f"Expected calibration error (ECE): {found['ece']:.3f} — how far, on average, a score is from the share of "
+        "inconsistent facts among claims scored like it (0 means a score of 0.7 is right 70% of the time).",
+        "",
+        "| score bin | claims | mean score | inconsistent |",
+        "|---|---|---|---|",
+    ]
+    for row in found["bins"]:
+        lines.append(f"| {row['low']:.1f}–{row['high']:.1f} | {row['count']} | {row['mean_score']:.2f} | {row['positive_rate']:.2f} |")
+    return lines + ["", f"![Reliability diagram]({CALIBRATION})", ""]
+
+
+def plot_calibration(found: dict[str, Any], path: Path, *, title: str) -> None:
+    """The reliability diagram of a run: the share of inconsistent claims against the mean score
+    of each bin (dot size: claims in it), beside the diagonal of perfect calibration."""
+    figure = Figure(figsize=(5.5, 5), layout="constrained")
+    axes = figure.subplots()
+    rows = found["bins"]
+    axes.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=0.8, label="calibrated")
+    axes.plot([r["mean_score"] for r in rows], [r["positive_rate"] for r in rows], marker="o", linewidth=1.4,
+              label=f"this run (ECE {found['ece']:.3f})")
+    axes.scatter([r["mean_score"] for r in rows], [r["positive_rate"] for r in rows],
+                 s=[20 + 8 * r["count"] for r in rows], alpha=0.3)
+    axes.set(xlabel="Mean inconsistency score in the bin", ylabel="Share of claims that are inconsistent", title=title,
+             xlim=(0, 1), ylim=(-0.02, 1.02))
+    axes.legend(loc="upper left", fontsize="small")
+    figure.savefig(path, dpi=120)
 
 
 def plot_roc(curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, title: str = "ROC") -> bool:
@@ -135,7 +170,8 @@ def plot_roc(curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, 
 
 
 def write_outputs(out_dir: str | Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
-    """Write metrics.json, report.md and (when AUROC is defined) roc.png into a run directory."""
+    """Write metrics.json, report.md, roc.png (when AUROC is defined) and calibration.png (when the
+    scores are in [0, 1]) into a run directory."""
     out_dir = Path(out_dir)
     write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     write_atomically(out_dir / REPORT, render_report(metrics, predictions))
@@ -143,5 +179,10 @@ def write_outputs(out_dir: str | Path, metrics: dict[str, Any], predictions: lis
     label = f"{metrics.get('system') or 'run'} (AUROC {pct(metrics.get('auroc'))})"
     if not plot_roc([(label, predictions)], roc, title=f"ROC — {metrics.get('system') or out_dir.name}"):
         roc.unlink(missing_ok=True)
+    reliability = out_dir / CALIBRATION
+    if metrics.get("calibration"):
+        plot_calibration(metrics["calibration"], reliability, title=f"Reliability — {metrics.get('system') or out_dir.name}")
+    else:
+        reliability.unlink(missing_ok=True)
 
 

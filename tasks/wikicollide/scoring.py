@@ -20,6 +20,7 @@ from claire.tasks.measures import covers, latency_summary, usage_totals
 POSITIVE = "inconsistent"
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20250
+CALIBRATION_BINS = 10
 
 
 def _scored(predictions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -88,6 +89,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         "f1": None,
         "confusion": None,
         "recall_by_type": {},
+        "calibration": None,
         "usage": usage_totals(predictions),
         "latency_s": latency_summary(predictions),
     }
@@ -99,6 +101,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         metrics["auroc_ci95"] = _bootstrap_auroc(gold, scores)
     else:
         metrics["note"] = f"AUROC needs both labels; this run has only '{labels[0]}'"
+    metrics["calibration"] = calibration(gold, scores)
     predicted = (scores >= threshold).astype(int)
     precision, recall, f1, _ = precision_recall_fscore_support(
         gold, predicted, average="binary", pos_label=1, zero_division=0
@@ -120,6 +123,27 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         for name, hits in sorted(by_type.items())
     }
     return metrics
+
+
+def calibration(gold: np.ndarray, scores: np.ndarray, bins: int = CALIBRATION_BINS) -> dict[str, Any] | None:
+    """How far scores are from being probabilities: ``bins`` equal-width bins over [0, 1], each
+    with its mean score and the share of its claims that are inconsistent, and the expected
+    calibration error (ECE: the count-weighted mean gap). None when the scores are not in [0, 1]
+    (the NLI pipeline's REFUTES counts) or there are none."""
+    if not len(scores) or scores.min() < 0 or scores.max() > 1:
+        return None
+    which = np.minimum((scores * bins).astype(int), bins - 1)  # a score of 1.0 goes to the top bin
+    table, ece = [], 0.0
+    for b in range(bins):
+        inside = which == b
+        count = int(inside.sum())
+        if not count:
+            continue
+        mean_score, positive_rate = float(scores[inside].mean()), float(gold[inside].mean())
+        ece += count / len(scores) * abs(positive_rate - mean_score)
+        table.append({"low": b / bins, "high": (b + 1) / bins, "count": count,
+                      "mean_score": mean_score, "positive_rate": positive_rate})
+    return {"ece": float(ece), "bins": table}
 
 
 def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[float]] | None:

@@ -136,3 +136,25 @@ def test_rank_auroc_matches_scikit_learn():
     scores = rng.integers(0, 6, (20, 40)) / 5  # many ties
     expected = [roc_auc_score(g, s) for g, s in zip(gold, scores)]
     assert rank_auroc(gold, scores) == pytest.approx(expected)
+
+
+def test_calibration_bins_and_expected_calibration_error(tmp_path):
+    # bins (10 wide): 0.9 -> [0.9, 1.0] 1 claim, 1 inconsistent; 0.6 x2 -> [0.6, 0.7) 1 of 2;
+    # 0.4 -> [0.4, 0.5) 1 of 1; 0.2 and 0.1 -> one claim each, none inconsistent.
+    found = compute_metrics(TIES, threshold=0.5)["calibration"]
+    rows = {round(row["low"], 1): row for row in found["bins"]}
+    assert sorted(rows) == [0.1, 0.2, 0.4, 0.6, 0.9]
+    assert rows[0.6]["count"] == 2 and rows[0.6]["positive_rate"] == 0.5 and rows[0.6]["mean_score"] == pytest.approx(0.6)
+    gaps = {0.9: 0.1, 0.6: 0.1, 0.4: 0.6, 0.2: 0.2, 0.1: 0.1}
+    expected = sum(rows[b]["count"] / 6 * gap for b, gap in gaps.items())
+    assert found["ece"] == pytest.approx(expected)
+    assert compute_metrics([pred("x", "inconsistent", 1.0), pred("y", "consistent", 0.0)], threshold=0.5)["calibration"]["ece"] == 0
+    nli = compute_metrics([pred("x", "inconsistent", 3), pred("y", "consistent", 0)], threshold=1)
+    assert nli["calibration"] is None  # REFUTES counts are not probabilities
+
+    from claire.tasks.wikicollide.report import render_report, write_outputs
+
+    metrics = compute_metrics(TIES, threshold=0.5, system="claire")
+    assert "## Calibration" in render_report(metrics, TIES) and "| 0.6–0.7 | 2 | 0.60 | 0.50 |" in render_report(metrics, TIES)
+    write_outputs(tmp_path, metrics, TIES)
+    assert (tmp_path / "calibration.png").stat().st_size > 1000 and (tmp_path / "roc.png").is_file()
