@@ -83,13 +83,15 @@ def metrics_command(
     threshold: Annotated[Optional[float], typer.Option("--threshold")] = None,
     threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
     split: Annotated[Optional[str], typer.Option("--split", help="validation or test (default: from the dataset name).")] = None,
+    calibrate_from: Annotated[Optional[Path], typer.Option("--calibrate-from", help="Calibrate this run's scores on a validation run (isotonic) and report the calibrated ECE.")] = None,
 ) -> None:
     """Recompute metrics, report and ROC plot from a run's predictions alone."""
     from claire.evals.predictions import read_run_config
     from claire.evals.reporting import compare_runs
     from claire.evals.runner import run_task, score_run
 
-    metrics = score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split)
+    metrics = score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split,
+                        calibrate_from=calibrate_from)
     task = run_task(read_run_config(run_dir))
     if task.sweepable:
         console.print(compare_runs([run_dir]))

@@ -115,6 +115,13 @@ def check_run_dir(out_dir: Path, *, task: Task, system: str, dataset: Path | Non
         )
 
 
+def check_source_run(path: Path, option: str) -> Path:
+    """``path`` when it is a run directory holding predictions, else a ConfigError naming ``option``."""
+    if not (path / "predictions.jsonl").is_file():
+        raise ConfigError(f"{option} {path} is not a run directory of `claire eval` (no predictions.jsonl)")
+    return path
+
+
 def pending(records: Sequence[Any], done: dict[str, str | None], retry_errors: bool) -> list[Any]:
     """Records with no line yet (``done`` maps claim ids to their line's error), plus, with
     ``retry_errors``, those whose line is an error."""
@@ -185,6 +192,7 @@ def _threshold(task: Task, system: str, config_public: dict[str, Any] | None, th
         raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
     return (threshold if threshold is not None else task.default_threshold(config_public)), None
 
+
 SPLITS: tuple[str, ...] = get_args(Split)
 
 
@@ -195,8 +203,10 @@ def score_run(
     threshold_from: str | Path | None = None,
     split: str | None = None,
     wall_time_s: float | None = None,
+    calibrate_from: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Recompute and rewrite the outputs (metrics.json, report.md, plots) of a run directory."""
+    """Recompute and rewrite the outputs (metrics.json, report.md, plots) of a run directory;
+    ``calibrate_from``: a validation run whose scores calibrate this run's (isotonic)."""
     out_dir = Path(out_dir)
     if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
         raise ConfigError(f"--threshold must be a finite number of at least 0, not {threshold}")
@@ -211,6 +221,13 @@ def score_run(
     value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
     metrics = task.score(predictions, threshold=value, system=system)
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
+    if calibrate_from is not None:
+        if not task.threshold_protocol:
+            raise ConfigError(f"--calibrate-from is for WikiCollide runs, not the {task.name} task")
+        from claire.tasks.wikicollide.scoring import recalibrate
+
+        validation = load_predictions(check_source_run(Path(calibrate_from), "--calibrate-from"), task.line_model)
+        metrics["calibrated"] = recalibrate(predictions, validation, source=str(calibrate_from))
     if source is not None:
         metrics["threshold_source"] = source
         if metrics["split"] == "test" and threshold is None and threshold_from is None:

@@ -98,7 +98,7 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         lines.append(f"- … and {len(failed) - 50} more (see {PREDICTIONS})")
     if failed:
         lines.append("")
-    lines += _calibration_section(metrics.get("calibration"))
+    lines += _calibration_section(metrics.get("calibration"), metrics.get("calibrated"))
     usage, latency = metrics["usage"], metrics["latency_s"]
     lines += [
         "## Usage",
@@ -115,9 +115,12 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
     return "\n".join(lines)
 
 
-def _calibration_section(found: dict[str, Any] | None) -> list[str]:
+def _calibration_section(found: dict[str, Any] | None, calibrated: dict[str, Any] | None = None) -> list[str]:
     if not found:
         return []
+    after = [] if not calibrated else [
+        f"After isotonic calibration fitted on `{calibrated['source']}` ({calibrated['fitted_on']} claims): "
+        f"ECE {calibrated['ece']:.3f} (raw scores: {calibrated['ece_before']:.3f}).", ""]
     lines = [
         "## Calibration",
         "",
@@ -129,7 +132,7 @@ def _calibration_section(found: dict[str, Any] | None) -> list[str]:
     ]
     for row in found["bins"]:
         lines.append(f"| {row['low']:.1f}–{row['high']:.1f} | {row['count']} | {row['mean_score']:.2f} | {row['positive_rate']:.2f} |")
-    return lines + ["", f"![Reliability diagram]({CALIBRATION})", ""]
+    return lines + ["", *after, f"![Reliability diagram]({CALIBRATION})", ""]
 
 
 def plot_calibration(found: dict[str, Any], path: Path, *, title: str) -> None:

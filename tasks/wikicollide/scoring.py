@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score, roc_curve
 
 from claire.errors import ConfigError
@@ -144,6 +145,21 @@ def calibration(gold: np.ndarray, scores: np.ndarray, bins: int = CALIBRATION_BI
         table.append({"low": b / bins, "high": (b + 1) / bins, "count": count,
                       "mean_score": mean_score, "positive_rate": positive_rate})
     return {"ece": float(ece), "bins": table}
+
+
+def recalibrate(predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str) -> dict[str, Any]:
+    """Calibration of ``predictions`` after mapping their scores through an isotonic regression
+    fitted on a validation run's (score, gold) pairs, as ``--threshold-from`` reuses a threshold."""
+    fit_gold, fit_scores = _arrays(_scored(validation))
+    if len(set(fit_gold.tolist())) < 2 or calibration(fit_gold, fit_scores) is None:
+        raise ConfigError(f"{source} cannot calibrate: it needs scored claims of both labels with scores in [0, 1]")
+    gold, scores = _arrays(_scored(predictions))
+    before = calibration(gold, scores)
+    if before is None:
+        raise ConfigError("this run's scores are not in [0, 1] (the NLI pipeline counts REFUTES): nothing to calibrate")
+    fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(fit_scores, fit_gold)
+    after = calibration(gold, np.clip(fitted.predict(scores), 0.0, 1.0))
+    return {"source": source, "method": "isotonic", "fitted_on": int(len(fit_scores)), "ece_before": before["ece"], **after}
 
 
 def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[float]] | None:

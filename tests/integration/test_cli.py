@@ -221,6 +221,11 @@ def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server,
     assert claire("metrics", str(test), cache=demo_cache).returncode == 0
     after = json.loads((test / "metrics.json").read_text())
     assert after["threshold"] == before["threshold"] == 0.05
+    assert after["calibration"]["bins"] and (test / "calibration.png").is_file()
+    calibrated = claire("metrics", str(test), "--calibrate-from", str(dev), cache=demo_cache)
+    assert calibrated.returncode == 0, calibrated.stderr
+    assert json.loads((test / "metrics.json").read_text())["calibrated"]["fitted_on"] == 4
+    assert "After isotonic calibration" in (test / "report.md").read_text()
 
 
 def test_a_run_directory_refuses_to_resume_with_other_settings(server, demo_cache, tmp_path):

@@ -158,3 +158,27 @@ def test_calibration_bins_and_expected_calibration_error(tmp_path):
     assert "## Calibration" in render_report(metrics, TIES) and "| 0.6–0.7 | 2 | 0.60 | 0.50 |" in render_report(metrics, TIES)
     write_outputs(tmp_path, metrics, TIES)
     assert (tmp_path / "calibration.png").stat().st_size > 1000 and (tmp_path / "roc.png").is_file()
+
+
+def test_isotonic_calibration_from_a_validation_run_lowers_the_error():
+    from claire.tasks.wikicollide.scoring import recalibrate
+
+    rng = random.Random(7)
+    def run(n):  # an over-confident system: it says 0.9 to facts that are inconsistent only half the time
+        return [pred(f"c{i}", "inconsistent" if rng.random() < (0.5 if i % 2 else 0.1) else "consistent",
+                     0.9 if i % 2 else 0.4) for i in range(n)]
+    validation, test = run(400), run(400)
+    calibrated = recalibrate(test, validation, source="val-run")
+    assert calibrated["method"] == "isotonic" and calibrated["fitted_on"] == 400
+    assert calibrated["ece_before"] > 0.25 and calibrated["ece"] < 0.08
+    with pytest.raises(ConfigError, match="both labels"):
+        recalibrate(test, [pred("x", "consistent", 0.3)], source="one-label")
+    with pytest.raises(ConfigError, match="not in \\[0, 1\\]"):
+        recalibrate([pred("x", "inconsistent", 3), pred("y", "consistent", 0)], validation, source="val-run")
+
+
+def test_calibrate_from_needs_a_run_directory(tmp_path):
+    from claire.evals.runner import check_source_run
+
+    with pytest.raises(ConfigError, match="--calibrate-from .* not a run directory"):
+        check_source_run(tmp_path, "--calibrate-from")
