@@ -3,6 +3,7 @@ this process for tests and benchmarks (``ServerThread``, which picks a free port
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -11,8 +12,10 @@ from typing import Any
 import uvicorn
 from rich.console import Console
 
+from claire.agent.runtime import open_retrieval
 from claire.config import Config
 from claire.errors import ClaireError
+from claire.llm.client import ChatClient
 from claire.web.app import create_app
 from claire.web.security import check_bind
 from claire.web.settings import ServeSettings
@@ -22,16 +25,44 @@ def serve(config: Config, settings: ServeSettings, console: Console | None = Non
     """Serve until interrupted. Refuses a non-loopback address without a token."""
     token = settings.bearer_token()
     check_bind(settings.host, token)
-    app = create_app(config, settings)
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
     if console is not None:
-        host = f"[{settings.host}]" if ":" in settings.host else settings.host
-        console.print(f"CLAIRE on http://{host}:{settings.port}/  (API docs at /docs; jobs in {settings.store_path()})"
-                      + ("; token required" if token else ""))
+        console.print("starting CLAIRE: opening the index, the embedder and the job store (the first start on a "
+                      "new data folder can take a minute)…")
+    # What can fail at start (a busy port, no API key, an unknown index) fails here, as one clear
+    # error, rather than inside the server's start-up.
+    _check_port(settings.host, settings.port)
+    asyncio.run(ChatClient.from_config(config.llm).aclose())
+    retriever = open_retrieval(config)
+    app = create_app(config, settings, retriever=retriever)
+    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                                           server_header=False, timeout_graceful_shutdown=5))
+
+    def announce() -> None:  # the address only once the port accepts connections
+        while not server.started and not server.should_exit:
+            time.sleep(0.05)
+        if server.started and console is not None:
+            console.print(f"CLAIRE on http://{host}:{settings.port}/  (API docs at /docs; jobs in {settings.store_path()})"
+                          + ("; token required" if token else ""))
+
+    threading.Thread(target=announce, name="claire-serve-ready", daemon=True).start()
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", server_header=False,
-                    timeout_graceful_shutdown=5)
-    except OSError as error:
-        raise ClaireError(f"cannot listen on {settings.host}:{settings.port}: {error.strerror or error}") from None
+        server.run()
+    except (OSError, SystemExit) as error:  # uvicorn exits when it cannot bind
+        raise ClaireError(f"cannot listen on {settings.host}:{settings.port}: "
+                          f"{getattr(error, 'strerror', None) or 'the address is in use or not this machine’s'}") from None
+    finally:
+        retriever.close()
+
+
+def _check_port(host: str, port: int) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise ClaireError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
 
 
 class ServerThread:

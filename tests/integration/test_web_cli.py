@@ -32,6 +32,19 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_serve_start_problems_are_one_line_before_anything_listens(tmp_path):
+    wikichat = ["--set", 'retrieval.backend="wikichat"', "--data-dir", str(tmp_path / "web")]
+    no_key = subprocess.run([sys.executable, "-m", "claire.cli", "serve", "--port", str(_free_port()), *wikichat],
+                            capture_output=True, text=True, env=_env(tmp_path), timeout=120)
+    assert no_key.returncode == 2 and "no API key" in no_key.stderr and "Traceback" not in no_key.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = subprocess.run([sys.executable, "-m", "claire.cli", "serve", "--port", str(busy.getsockname()[1]), *wikichat],
+                               capture_output=True, text=True, env=_env(tmp_path, OPENAI_API_KEY="sk-x"), timeout=120)
+    assert taken.returncode == 2 and "cannot listen on 127.0.0.1" in taken.stderr and "Traceback" not in taken.stderr
+
+
 def test_serve_starts_answers_with_its_token_and_stops_cleanly(tmp_path):
     port = _free_port()
     # The WikiChat backend opens nothing at start-up, so this test needs no index.
@@ -60,5 +73,6 @@ def test_serve_starts_answers_with_its_token_and_stops_cleanly(tmp_path):
         out, err = server.communicate(timeout=60)
     assert server.returncode in (0, 130), err
     assert "Traceback" not in err and "token required" in err
+    assert err.index("starting CLAIRE") < err.index("CLAIRE on http")  # the address is printed once it answers
 
 
