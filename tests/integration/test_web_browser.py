@@ -188,6 +188,15 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-decision")))
     assert decision.text == "You accepted this: 1889 per the tower's own article"
     assert "accepted" in browser.find_element(By.ID, "fact-list").text
+    # opened by its address, the scan shows what was checked and a legend says what the colours mean
+    address = browser.execute_script("return location.hash")
+    assert address.startswith("#scan=")
+    browser.get("about:blank")
+    browser.get(stack["app"] + "/" + address)
+    wait(browser).until(lambda d: d.find_element(By.ID, "scan-title").get_attribute("value") == "Paris")
+    assert browser.find_element(By.ID, "scan-text").get_attribute("value").startswith("Paris is the capital")
+    browser.find_element(By.CSS_SELECTOR, "#legend summary").click()
+    assert "a score of exactly 0.5 is flagged" in browser.find_element(By.ID, "legend").text
 
 
 def test_planted_markup_in_the_passage_and_model_output_stays_inert(stack, browser):
@@ -235,6 +244,10 @@ def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, b
             text = progress.text
             assert text.startswith("Stopped") and "0 of 1 facts checked" in text and "0 flagged" in text, text
             assert "claire-progress-error" in progress.get_attribute("class")
+        # the server is gone now: the page says so and what to do, not "Failed to fetch"
+        browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+        wait(browser).until(lambda d: "cannot reach the CLAIRE server" in d.find_element(By.ID, "message").text)
+        assert "claire serve" in browser.find_element(By.ID, "message").text
     finally:
         retriever.close()
 

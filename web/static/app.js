@@ -23,10 +23,18 @@
     options = options || {};
     const init = { method: options.method || "GET", headers: headers(options.body ? { "Content-Type": "application/json" } : {}) };
     if (options.body) init.body = JSON.stringify(options.body);
-    const response = await fetch(path, init);
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (error) { // the request never reached the server
+      throw new Error("cannot reach the CLAIRE server at " + location.origin + ": is `claire serve` still running? "
+        + "Start it again and retry.");
+    }
     if (response.status === 401) {
       $("token-form").hidden = false;
-      throw new Error("this server needs its access token");
+      throw new Error(localStorage.getItem(TOKEN_KEY)
+        ? "the server refused the saved access token: enter the token `claire serve` was started with"
+        : "this server needs its access token: enter the token `claire serve` was started with");
     }
     const data = await response.json().catch(() => ({}));
     if (!response.ok) {
@@ -214,6 +222,10 @@
       data = checkAsScan(await api(base));
     }
     if (job !== current) return;
+    if (!current.data && job.kind === "scan") { // opened by its #scan= address: show what was checked in the form
+      if (!$("scan-title").value) $("scan-title").value = data.title || "";
+      if (!$("scan-text").value) $("scan-text").value = data.text || "";
+    }
     current.data = data;
     draw();
   }
