@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from sse_starlette.sse import EventSourceResponse
 
@@ -53,6 +53,12 @@ async def post_scan(body: ScanRequest, runner: RunnerDep) -> Created:
     if not body.text.strip() or not body.title.strip():
         raise HTTPException(422, "the title and the text must not be blank")
     return Created(id=runner.submit_scan(body.model_dump()))
+
+
+@scans.get("")
+async def list_scans(store: StoreDep, limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
+    """The latest scans, newest first, with their status and how many facts were checked and flagged."""
+    return store.recent_scans(limit)
 
 
 @scans.get("/{job_id}")

@@ -103,6 +103,19 @@ class JobStore:
                 )
             self._db.execute("COMMIT")
 
+    def recent_scans(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The latest scans, newest first: id, title, status, when, and fact counts (no texts)."""
+        rows = self._rows(
+            "SELECT j.id, j.status, j.request, j.error, j.created, COUNT(f.idx) AS facts,"
+            " SUM(f.status IN ('done', 'error')) AS finished, SUM(f.status = 'error') AS errors,"
+            " SUM(f.status = 'done' AND f.verdict = 'inconsistent') AS flagged"
+            " FROM jobs j LEFT JOIN facts f ON f.job_id = j.id WHERE j.kind = 'scan'"
+            " GROUP BY j.id ORDER BY j.created DESC LIMIT ?", limit)
+        return [{"id": row["id"], "title": json.loads(row["request"]).get("title"), "status": row["status"],
+                 "error": row["error"], "created": row["created"], "facts": row["facts"],
+                 "checked": (row["finished"] or 0) - (row["errors"] or 0), "errors": row["errors"] or 0,
+                 "flagged": row["flagged"] or 0} for row in rows]
+
     def facts(self, job_id: str) -> list[dict[str, Any]]:
         """A job's facts in order, with their claim and assessment decoded."""
         facts = []

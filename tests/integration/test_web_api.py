@@ -138,6 +138,18 @@ def test_scan_gives_spans_scores_and_progress_then_reviews_export_as_wikicollide
     assert records[flagged["fact"]].context.document_title == "Paris"
 
 
+def test_recent_scans_are_listed_newest_first(app_server):
+    client = httpx.Client(base_url=app_server.url, timeout=30)
+    first = client.post("/api/scan", json={"title": "Eiffel Tower", "text": "The Eiffel Tower was completed in 1890."}).json()["id"]
+    wait_done(client, f"/api/scan/{first}")
+    second = client.post("/api/scan", json={"title": "Paris", "text": "The Eiffel Tower was completed in 1890."}).json()["id"]
+    wait_done(client, f"/api/scan/{second}")
+    listed = client.get("/api/scan", params={"limit": 2}).json()
+    assert [scan["id"] for scan in listed] == [second, first] and listed[0]["title"] == "Paris"
+    assert listed[0]["status"] == "done" and listed[0]["checked"] == listed[0]["facts"] >= 1 and "text" not in listed[0]
+    assert client.get("/api/scan", params={"limit": 0}).status_code == 422
+
+
 def test_search_endpoint_shape_and_article_lookup(app_server):
     client = httpx.Client(base_url=app_server.url, timeout=30)
     found = client.post("/api/search", json={"query": "Eiffel Tower completion", "k": 5, "exclude_title": "Eiffel Tower"})

@@ -197,6 +197,9 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     assert browser.find_element(By.ID, "scan-text").get_attribute("value").startswith("Paris is the capital")
     browser.find_element(By.CSS_SELECTOR, "#legend summary").click()
     assert "a score of exactly 0.5 is flagged" in browser.find_element(By.ID, "legend").text
+    browser.find_element(By.CSS_SELECTOR, "#recent summary").click()
+    earlier = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, f"#recent-list a[href='{address}']")))
+    assert earlier.text == "Paris" and "4 of 4 checked" in browser.find_element(By.ID, "recent-list").text
 
 
 def test_planted_markup_in_the_passage_and_model_output_stays_inert(stack, browser):

@@ -338,6 +338,26 @@
     route();
   });
 
+  /* Earlier scans, newest first, each a link to its #scan= address (read when the list is opened). */
+  async function listScans() {
+    const list = $("recent-list");
+    try {
+      const scans = await api("/api/scan?limit=30");
+      list.replaceChildren(...scans.map((scan) => {
+        const item = el("li", "recent-item");
+        const link = el("a", "", scan.title || scan.id);
+        link.href = "#scan=" + scan.id;
+        const when = new Date(scan.created * 1000).toLocaleString();
+        const counts = scan.errors ? ", " + scan.errors + " could not be checked" : "";
+        item.append(link, el("span", "recent-meta", " · " + when + " · " + scan.status + " · " + scan.checked + " of "
+          + scan.facts + " checked" + counts + ", " + scan.flagged + " flagged"));
+        return item;
+      }));
+      if (!scans.length) list.replaceChildren(el("li", "recent-meta", "No scans yet."));
+    } catch (error) { list.replaceChildren(el("li", "recent-meta", error.message)); }
+  }
+  $("recent").addEventListener("toggle", () => { if ($("recent").open) listScans(); });
+
   window.addEventListener("hashchange", route);
   route();
 })();
