@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import html
+import random
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -103,24 +105,46 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, confi
     return done
 
 
-async def _feverous_claims(dataset: Path, limit: int | None, **_: Any) -> tuple[list[dict[str, Any]], int]:
+@dataclass(frozen=True)
+class Selection:
+    """Which of a benchmark's records an audit checks: the first ``limit``, or a random ``sample``
+    of that many (reproducible with ``seed``; kept in file order), or all."""
+
+    limit: int | None = None
+    sample: int | None = None
+    seed: int = 0
+
+    def __call__(self, items: list[Any]) -> list[Any]:
+        """The chosen items."""
+        if self.sample is not None and self.sample < len(items):
+            chosen = sorted(random.Random(self.seed).sample(range(len(items)), self.sample))
+            return [items[i] for i in chosen]
+        return items[: self.limit]
+
+
+async def _feverous_claims(dataset: Path, pick: Selection, **_: Any) -> tuple[list[dict[str, Any]], int]:
     """FEVEROUS claims labelled SUPPORTS, with their evidence sets."""
-    records = [r for r in load_feverous(dataset) if r.label == "SUPPORTS"][:limit]
+    records = pick([r for r in load_feverous(dataset) if r.label == "SUPPORTS"])
     return [_claim_record(f"feverous-{r.id}", r.claim, r.id, title=first_page(r.evidence),
                           evidence=r.evidence, challenge=r.challenge) for r in records], 0
 
 
-async def _wikicollide_claims(dataset: Path, limit: int | None, **_: Any) -> tuple[list[dict[str, Any]], int]:
+async def _wikicollide_claims(dataset: Path, pick: Selection, **_: Any) -> tuple[list[dict[str, Any]], int]:
     """WikiCollide claims labelled consistent, with their passages."""
-    claims = [c for c in load_wikicollide(dataset) if c.label == "consistent"][:limit]
+    claims = pick([c for c in load_wikicollide(dataset) if c.label == "consistent"])
     return [_claim_record(c.claim_id, c.text, c.claim_id, title=c.context.document_title,
                           section=c.context.section_title, content=c.context.content) for c in claims], 0
 
 
-async def _ambigqa_claims(dataset: Path, limit: int | None, *, out_dir: Path, llm: ChatClient, config: Config,
+async def _ambigqa_claims(dataset: Path, pick: Selection, *, out_dir: Path, llm: ChatClient, config: Config,
                           console: Console | None) -> tuple[list[dict[str, Any]], int]:
-    """AmbigQA question-answer pairs turned into statements by the LLM (made once, kept in the run)."""
-    items = [item for record in load_ambigqa(dataset) for item in qa_pairs(record)][:limit]
+    """AmbigQA question-answer pairs turned into statements by the LLM (made once, kept in the run).
+    A random sample is drawn by example (as the paper counts), ``limit`` takes the first pairs."""
+    records = load_ambigqa(dataset)
+    if pick.sample is not None:
+        records = pick(records)
+        pick = Selection()
+    items = pick([item for record in records for item in qa_pairs(record)])
     made = await _statements(items, out_dir, llm, config, console)
     records, failed = [], 0
     for item in items:
@@ -145,6 +169,8 @@ async def run_audit(
     config: Config,
     out_dir: Path,
     limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
     confidence: float = 0.99,
     decision_files: list[Path] | None = None,
     show_progress: bool = True,
@@ -155,22 +181,27 @@ async def run_audit(
         raise ConfigError(f"unknown --format {fmt!r}; use one of {', '.join(FORMATS)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
+    if sample is not None and (sample < 1 or limit is not None):
+        raise ConfigError("--sample must be at least 1, and --sample and --limit cannot be combined")
     dataset = Path(dataset)
     if not dataset.is_file():
         raise DatasetError(f"dataset file {dataset} not found")
     out_dir = Path(out_dir)
     wanted = {"kind": "audit", "format": fmt, "dataset": dataset.name, "index": config.retrieval.index}
+    if sample is not None:  # a run made from another random sample would mix two samples
+        wanted.update(sample=sample, seed=seed)
     check_plan(out_dir, wanted)
     with job_lock(out_dir):
-        await _audit(dataset, fmt, config, out_dir, limit, confidence, wanted, show_progress, console)
+        await _audit(dataset, fmt, config, out_dir, Selection(limit, sample, seed), confidence, wanted, show_progress,
+                     console)
     return summarise(out_dir, confidence=confidence, decision_files=decision_files or [])
 
 
-async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, limit: int | None, confidence: float,
+async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, pick: Selection, confidence: float,
                  wanted: dict[str, Any], show_progress: bool, console: Console | None) -> None:
     llm = ChatClient.from_config(config.llm)
     try:
-        records, failed = await CLAIM_SOURCES[fmt](dataset, limit, out_dir=out_dir, llm=llm, config=config, console=console)
+        records, failed = await CLAIM_SOURCES[fmt](dataset, pick, out_dir=out_dir, llm=llm, config=config, console=console)
         if not records:
             raise DatasetError(f"{dataset} holds no claims the benchmark takes as true ({SELECTION[fmt]})")
         if failed and console is not None:

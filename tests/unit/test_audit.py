@@ -4,6 +4,7 @@ local OpenAI-compatible server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -131,3 +132,18 @@ def claire(*args: str, cache: Path, timeout: float = 300) -> subprocess.Complete
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+
+
+def test_a_random_sample_is_reproducible_kept_in_order_and_never_mixed_with_limit(tmp_path):
+    from claire.errors import ConfigError
+    from claire.workflows.audit import Selection, run_audit
+
+    items = list(range(100))
+    drawn = Selection(sample=10, seed=3)(items)
+    assert drawn == Selection(sample=10, seed=3)(items) and drawn == sorted(drawn) and len(set(drawn)) == 10
+    assert drawn != Selection(sample=10, seed=4)(items) and drawn != items[:10]
+    assert Selection(limit=5)(items) == items[:5] and Selection()(items) == items
+    assert Selection(sample=500)(items) == items  # a sample as large as the data is all of it
+    with pytest.raises(ConfigError, match="cannot be combined"):
+        asyncio.run(run_audit(dataset=tmp_path / "x.json", fmt="wikicollide", config=None, out_dir=tmp_path / "o",
+                              limit=3, sample=3))
