@@ -102,8 +102,10 @@ def _print_rates(summary: dict[str, Any], out: Path, as_json: bool) -> None:
     if extra:
         item = extra["confirmed"] or extra["flagged"]
         which = "confirmed" if extra["confirmed"] else "flagged"
+        span = (f" ({item['normal_low']:,.0f}–{item['normal_high']:,.0f}; Wilson {item['inconsistent_low']:,.0f}–"
+                f"{item['inconsistent_high']:,.0f})" if item.get("normal_low") is not None else "")
         console.print(f"corpus: ≈{item['corpus_facts']:,.0f} facts ({item['facts_per_unit']:.2f} per block), "
-                      f"≈{item['inconsistent']:,.0f} {which} inconsistent")
+                      f"≈{item['inconsistent']:,.0f} {which} inconsistent{span}")
     console.print(f"wrote {out}/{summary['kind']}.json and {summary['kind']}.md")
 
 

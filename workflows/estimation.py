@@ -124,11 +124,14 @@ class Extrapolation(BaseModel):
     inconsistent: float  # rate x corpus facts
     inconsistent_low: float  # Wilson bounds x corpus facts
     inconsistent_high: float
+    normal_low: float | None = None  # the normal-approximation interval x corpus facts (the paper's form)
+    normal_high: float | None = None
 
 
 def extrapolate(rate: RateEstimate, *, unit: str, units_sampled: int, facts_found: int, corpus_units: int) -> Extrapolation:
     """Estimated facts in the corpus (facts per sampled unit × units) and the inconsistent ones the
-    rate implies, with the Wilson bounds. The uncertainty of facts per unit is not included."""
+    rate implies, with the normal-approximation bounds (as the paper gives them) and the Wilson
+    bounds. The uncertainty of facts per unit is not included."""
     if units_sampled < 1:
         raise ConfigError("no sampled unit had its facts extracted, so nothing can be extrapolated")
     per_unit = facts_found / units_sampled
@@ -137,4 +140,5 @@ def extrapolate(rate: RateEstimate, *, unit: str, units_sampled: int, facts_foun
         unit=unit, units_sampled=units_sampled, facts_found=facts_found, facts_per_unit=per_unit,
         corpus_units=corpus_units, corpus_facts=facts, inconsistent=rate.rate * facts,
         inconsistent_low=rate.wilson_low * facts, inconsistent_high=rate.wilson_high * facts,
+        normal_low=rate.low * facts, normal_high=rate.high * facts,
     )

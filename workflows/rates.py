@@ -256,8 +256,10 @@ def render(summary: dict[str, Any], plan: dict[str, Any], rows: list[FactRow]) -
                   f"block × {f['corpus_units']:,} blocks ≈ {_count(f['corpus_facts'])} facts.", ""]
         for label, item in (("flagged", f), ("confirmed", extra.get("confirmed"))):
             if item:
+                normal = (f"normal approximation {conf}: {_count(item['normal_low'])} – {_count(item['normal_high'])}, as "
+                          "the paper gives it; " if item.get("normal_low") is not None else "")
                 lines.append(f"- {label}: about {_count(item['inconsistent'])} facts "
-                             f"(Wilson {conf}: {_count(item['inconsistent_low'])} – {_count(item['inconsistent_high'])}).")
+                             f"({normal}Wilson {conf}: {_count(item['inconsistent_low'])} – {_count(item['inconsistent_high'])}).")
         lines += ["", "(The uncertainty of facts per block is not included.)", ""]
     if summary["categories"]:
         lines += ["## By category", "", "| category | checked | flagged | rate (Wilson) | confirmed |", "|---|---:|---:|---|---:|"]

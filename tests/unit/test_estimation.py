@@ -73,6 +73,9 @@ def test_extrapolation_multiplies_facts_per_block_by_the_corpus():
     assert result.facts_per_unit == 5 and result.corpus_facts == 5_000_000
     assert result.inconsistent == pytest.approx(5_000_000 * 23 / 700)
     assert result.inconsistent_low == pytest.approx(5_000_000 * rate.wilson_low)
+    # the paper's own form: the normal-approximation interval (3.3% ± 1.7% of the facts)
+    assert result.normal_low == pytest.approx(5_000_000 * rate.low) and result.normal_high == pytest.approx(5_000_000 * rate.high)
+    assert result.normal_low < result.inconsistent < result.normal_high
 
 
 # -- sampling -----------------------------------------------------------------------------
