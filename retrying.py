@@ -66,8 +66,12 @@ def retrying(attempts: int, *, base: float, max_wait: float, cap: float,
 
 
 def async_retrying(attempts: int, *, base: float, max_wait: float, cap: float,
-                   sleep: Callable[[float], Awaitable[None]] | None = None) -> AsyncRetrying:
-    """The same policy for coroutines (``sleep``: how to wait between tries; asyncio's by default)."""
+                   sleep: Callable[[float], Awaitable[None]] | None = None,
+                   before_sleep: Callable[[RetryCallState], None] | None = None) -> AsyncRetrying:
+    """The same policy for coroutines (``sleep``: how to wait between tries; asyncio's by default;
+    ``before_sleep``: told of each failed try before the wait)."""
     options: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
+    if before_sleep is not None:
+        options["before_sleep"] = before_sleep
     return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait_policy(base, max_wait, cap),
                          retry=retry_if_exception_type(TransientError), reraise=True, **options)

@@ -164,7 +164,8 @@ class EdgeStore(IndexStore):
         return [r.payload for r in records], next_offset
 
     def _distinct_titles(self, limit: int) -> int:
-        return len(self._open_shard.facet(edge.FacetRequest(key=TITLE, limit=max(limit, 1), exact=True)))
+        found = self._open_shard.facet(edge.FacetRequest(key=TITLE, limit=max(limit, 1), exact=True))
+        return sum(1 for hit in found.hits if hit.count > 0)  # a title whose blocks were all deleted counts 0
 
     def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
         """Every stored point as ``(point id, payload)``; the payload holds only ``fields``."""

@@ -186,7 +186,8 @@ class ServerStore(IndexStore):
 
     def _distinct_titles(self, limit: int) -> int:
         with server_errors(self._where):
-            return len(self._client.facet(self.collection, TITLE, limit=max(limit, 1), exact=True).hits)
+            hits = self._client.facet(self.collection, TITLE, limit=max(limit, 1), exact=True).hits
+            return sum(1 for hit in hits if hit.count > 0)
 
     def iter_points(self, fields: list[str] | None = None, batch: int = 1024) -> Iterator[tuple[int, dict]]:
         """Every stored point as ``(point id, payload)``; the payload holds only ``fields``."""

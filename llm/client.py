@@ -14,6 +14,7 @@ itself (its ``cache`` and the callback of ``llm.usage``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
 
@@ -28,6 +29,8 @@ from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
 from claire.prompts import PROMPT_HEADER
 from claire.retrying import async_retrying
+
+log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER = 120.0
 T = TypeVar("T")
@@ -133,7 +136,7 @@ class ChatClient:
         messages = list(prompt)
         attempts = 1 if self.endpoint_down else self.max_attempts
         retrying = async_retrying(attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait, cap=MAX_RETRY_AFTER,
-                                  sleep=self.sleep)
+                                  sleep=self.sleep, before_sleep=self._say_waiting)
         try:
             async for attempt in retrying:
                 with attempt:
@@ -149,6 +152,13 @@ class ChatClient:
                 hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
             raise LLMError(f"LLM call to {self.endpoint} failed after {attempts} attempt(s): {error}{hint}") from None
         return answer
+
+    def _say_waiting(self, state: Any) -> None:
+        """While an endpoint does not answer, say so on each retry (a silent wait reads as a hang)."""
+        error = state.outcome.exception() if state.outcome is not None else None
+        if isinstance(error, TransientLLMError) and error.unresponsive:
+            log.warning("waiting for the LLM endpoint: %s; trying again (attempt %d of %d)", error,
+                        state.attempt_number + 1, self.max_attempts)
 
     async def _call(self, runnable: Any, messages: list[BaseMessage], options: dict[str, Any]) -> AIMessage:
         try:

@@ -199,6 +199,10 @@ def test_count_title_on_both_backends(tmp_path):
         store.upsert(blocks, dense)
         store.finalize()
         assert store.count_title("Alpha") == 2 and store.count_title("Beta") == 1 and store.count_title("Gamma") == 0
+        assert store.meta.documents == 2
+        store.delete(["b2"])  # Beta's only block: an article an update removed
+        store.finalize()
+        assert store.meta.documents == 1 and store.meta.blocks == 2  # the removed article is not counted
         store.close()
 
 

@@ -192,11 +192,13 @@ async def test_extraction_refuses_a_huge_passage_before_any_call():
     assert llm.model.requests == []
 
 
-async def test_a_hanging_endpoint_is_tried_once_per_later_call():
+async def test_a_hanging_endpoint_is_tried_once_per_later_call(caplog):
     hang = TimeoutError("read timed out")
     llm = scripted_client([hang] * 3 + [hang] + ["fine"], max_attempts=3)
     with pytest.raises(LLMError, match="after 3 attempt.*timeout.*server is running"):
         await llm.ainvoke([HumanMessage("first")])
+    waiting = [r.getMessage() for r in caplog.records if "waiting for the LLM endpoint" in r.getMessage()]
+    assert len(waiting) == 2 and "attempt 2 of 3" in waiting[0]  # said on each retry, not silent
     assert llm.endpoint_down
     with pytest.raises(LLMError, match="after 1 attempt"):
         await llm.ainvoke([HumanMessage("second")])
