@@ -106,7 +106,7 @@ def test_scan_gives_spans_scores_and_progress_then_reviews_export_as_wikicollide
     kinds = [kind for kind, _ in read_events(client, f"/api/scan/{job}/events")]
     assert kinds[0] == "status" and "facts" in kinds and kinds.count("fact") == 2 and kinds[-1] == "end"
     data = wait_done(client, f"/api/scan/{job}")
-    assert data["progress"] == {"total": 2, "done": 2, "errors": 0, "flagged": 1}
+    assert data["progress"] == {"total": 2, "done": 2, "errors": 0, "checked": 2, "flagged": 1}
     flagged = next(f for f in data["facts"] if f["verdict"] == "inconsistent")
     assert PASSAGE[flagged["start"]:flagged["end"]] == "The Eiffel Tower was completed in 1890."
     assert flagged["score"] == 0.9 and flagged["assessment"]["evidence"] and flagged["cited"] == [1]
