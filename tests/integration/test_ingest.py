@@ -131,7 +131,7 @@ def _cli(*args: str) -> list[str]:
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
-    dump = write_xml_dump(tmp_path / "wiki.xml", generated_pages(60))
+    dump = write_xml_dump(tmp_path / "wiki.xml", generated_pages(150))  # long enough to be stopped mid-way on a busy machine
     command = _cli("index", "build", "--from-dump", str(dump), "--name", "g", "--path", str(tmp_path / "idx"),
                    "--workers", "1", "--batch-size", "8", "--device", "cpu")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -141,8 +141,11 @@ def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
     committed = 0
     while time.monotonic() < deadline and process.poll() is None:
         if ledger.is_file():
-            with sqlite3.connect(ledger) as db:
-                committed = db.execute("SELECT count(*) FROM pages").fetchone()[0]
+            try:
+                with sqlite3.connect(ledger) as db:
+                    committed = db.execute("SELECT count(*) FROM pages").fetchone()[0]
+            except sqlite3.OperationalError:  # the build has created the file but not yet its tables
+                committed = 0
             if committed:
                 break
         time.sleep(0.2)
