@@ -187,7 +187,8 @@ class RetrievalConfig(_Section):
     qdrant_api_key: SecretStr | None = Field(None, description="API key of the Qdrant server")
     # None: query with the embedder the index was built with (new indexes default to minilm).
     embedder: str | None = Field(None, description="query embedder; unset: the one the index was built with")
-    mode: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="hybrid (dense + BM25), dense or bm25")
+    mode: Literal["hybrid", "dense", "bm25"] = Field(
+        "dense", description="dense (embeddings only, as the paper), hybrid (dense + BM25 fused) or bm25")
     query_runtime: Literal["auto", "onnx", "torch"] = Field(
         "auto", description="what embeds search queries: onnx (the embedder exported to ONNX Runtime; ~3x faster a "
                             "query on a CPU and off the interpreter lock), torch, or auto (onnx when the export works)",
@@ -229,7 +230,19 @@ class AgentConfig(_Section):
     docs_per_query: int = Field(15, ge=1, le=100, description="passages per search")
     clarify_k: int = Field(10, ge=1, le=100, description="passages clarify_entity reads")
     tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES), description="enabled tools (search and report_inconsistency are always on)")
-    stop_on_report: bool = Field(True, description="end the research at the first reported inconsistency")
+    stop_on_report: bool = Field(
+        False, description="end the research at the first reported inconsistency (the paper's agent keeps looking for "
+                           "contradictions elsewhere after a report; stopping saves calls)",
+    )
+    snippet_chars: int = Field(
+        0, ge=0, le=100_000,
+        description="characters of each new passage the controller is shown after a search; 0 shows it whole, as the "
+                    "paper does (the verifier always reads passages whole)",
+    )
+    finish_action: bool = Field(
+        True, description="offer the finish() action, the controller's way to stop early (WikiCollide's own traces end "
+                          "with such an action, give_up)",
+    )
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="inconsistency score from which the verdict is inconsistent")
     report: bool | None = Field(None, description="write the two-sided report; unset: on for claire check, off in batch runs")  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = Field(False, description="pause for a person to review reported inconsistencies")
@@ -298,8 +311,31 @@ class CiteConfig(_Section):
     max_source_bytes: int = Field(5_000_000, ge=1000, description="largest cited source read, in bytes")
 
 
+PRESETS: dict[str, dict[str, Any]] = {
+    # The paper's method: the built-in defaults themselves (only the embedder differs offline:
+    # MiniLM instead of mGTE, which needs a model hub; `--embedder mgte` at index build time).
+    "paper": {},
+    # This project's measured additions, for cheaper runs and small embedders (see
+    # evals/sweeps/fidelity.yaml): hybrid dense + BM25 search, the research ends at the first
+    # report, the controller reads 400-character snippets, and the verifier forgives differences
+    # of rounding, spelling and calendar.
+    "practical": {
+        "retrieval": {"mode": "hybrid"},
+        "agent": {"stop_on_report": True, "snippet_chars": 400},
+        "prompts": {"variants": {"verifier": "lenient"}},
+    },
+}
+"""Named starting points a configuration is resolved from (``--preset``, ``preset = ...`` in
+claire.toml, or ``CLAIRE_PRESET``): the preset's settings sit just above the built-in defaults,
+so claire.toml, the environment and flags still override each of them."""
+
+
 class Config(_Section):
     """The whole configuration of CLAIRE, one section per concern."""
+    preset: Literal["paper", "practical"] = Field(
+        "paper", description="the starting point the settings were resolved from: paper (the paper's method, the "
+                             "defaults) or practical (this project's cheaper additions)",
+    )
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
@@ -327,14 +363,24 @@ class Config(_Section):
         """A copy with dotted-key overrides applied (``{"agent.max_steps": 5}``), re-validated."""
         data = self.model_dump(mode="python")
         for key, value in overrides.items():
+            if key == "preset":
+                raise ConfigError("a preset applies when the configuration is resolved (--preset, CLAIRE_PRESET or "
+                                  "preset in claire.toml), not as an override of a resolved one")
             _set_dotted(data, key, value)
         return _validate(data, source="overrides")
 
 
+SECTIONS: tuple[str, ...] = tuple(name for name in Config.model_fields if name != "preset")
+"""The configuration's sections (``llm``, ``retrieval``, ...): what ``section.field`` settings name."""
+
+
 def describe(section: str, name: str) -> str:
     """What setting ``section.name`` means (its field's description; "" for an unknown setting)."""
-    model = Config.model_fields[section].annotation if section in Config.model_fields else None
-    field = model.model_fields.get(name) if model is not None else None  # type: ignore[union-attr]
+    if not section and name in Config.model_fields:
+        return Config.model_fields[name].description or ""
+    model = Config.model_fields[section].annotation if section in SECTIONS else None
+    fields = getattr(model, "model_fields", None)
+    field = fields.get(name) if fields is not None else None
     return (field.description or "") if field is not None else ""
 
 
@@ -353,8 +399,8 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     section, _, field = key.partition(".")
     if not field:
         raise ConfigError(f"setting '{key}' must look like section.field (e.g. llm.model)")
-    if section not in Config.model_fields:
-        raise ConfigError(f"unknown config section '{section}'; allowed: {', '.join(Config.model_fields)}")
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown config section '{section}'; allowed: {', '.join(SECTIONS)}")
     data.setdefault(section, {})
     if not isinstance(data[section], dict):
         data[section] = data[section].model_dump(mode="python")
@@ -378,7 +424,7 @@ def _format_errors(error: ValidationError, source: str) -> str:
             section = item["loc"][0] if len(item["loc"]) > 1 else None
             allowed = (
                 Config.model_fields[section].annotation.model_fields  # type: ignore[union-attr]
-                if section in Config.model_fields
+                if section in SECTIONS
                 else Config.model_fields
             )
             message = f"unknown setting; allowed: {', '.join(allowed)}"
@@ -414,12 +460,12 @@ def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
         if not name.startswith(ENV_PREFIX) or "__" not in name:
             continue
         section, _, field = name[len(ENV_PREFIX):].lower().partition("__")
-        if section in Config.model_fields:
+        if section in SECTIONS:
             data.setdefault(section, {})[field] = _toml_value(value)
         else:
             warnings.warn(
                 f"environment variable {name} is ignored: '{section}' is not a config section "
-                f"(sections: {', '.join(Config.model_fields)})",
+                f"(sections: {', '.join(SECTIONS)})",
                 ConfigWarning,
                 stacklevel=2,
             )
@@ -451,11 +497,19 @@ def load_config(
     overrides: dict[str, Any] | None = None,
     environ: dict[str, str] | None = None,
 ) -> Config:
-    """Resolve defaults < claire.toml < environment < overrides into one validated Config."""
+    """Resolve defaults < preset < claire.toml < environment < overrides into one validated Config.
+    The preset is named by the overrides (``{"preset": ...}``), else ``CLAIRE_PRESET``, else the
+    file's ``preset``, else it is ``paper``."""
+    environ = dict(os.environ if environ is None else environ)
+    overrides = dict(overrides or {})
     file_data, file_source = _file_layer(config_file)
     _validate(file_data, source=file_source)
-    env_data = _env_layer(dict(os.environ if environ is None else environ))
-    data = _merge(file_data, env_data)
+    env_data = _env_layer(environ)
+    preset = overrides.pop("preset", None) or environ.get(ENV_PREFIX + "PRESET") or file_data.get("preset") or "paper"
+    if preset not in PRESETS:
+        raise ConfigError(f"unknown preset {str(preset)!r}; allowed: {', '.join(PRESETS)}")
+    data = _merge(_merge(PRESETS[preset], file_data), env_data)
+    data["preset"] = preset
     config = _validate(data, source="environment" if env_data else file_source)
     if overrides:
         config = config.with_overrides(overrides)

@@ -50,6 +50,11 @@ class SearchOnce(ABC):
         self.parts = parts
         self.on_step = on_step
 
+    @property
+    def prompts(self) -> PromptLibrary:
+        """The prompt library the baseline renders (a run directory records its fingerprint)."""
+        return self.parts.prompts
+
     def _emit(self, item: TraceItem, documents: int) -> None:
         if self.on_step:
             self.on_step({"item": item.model_dump(mode="json"), "steps": 0, "documents": documents})

@@ -53,6 +53,11 @@ class ClaireAgent:
         self.on_step = on_step
         self.checkpoints = checkpoints
 
+    @property
+    def prompts(self) -> Any:
+        """The prompt library the research renders (a run directory records its fingerprint)."""
+        return self.context.prompts
+
     def checkpoint_path(self) -> Path:
         """Where interactive checks are saved (``agent.checkpoints``, else the user data folder)."""
         return self.checkpoints or data_dir() / "checkpoints.sqlite"

@@ -88,7 +88,8 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
 
     def render(history: list[dict[str, str]]) -> Any:
         return context.prompts.render("controller", claim=claim.text, context=claim.context, tools=shown,
-                                      history=history, steps_left=steps_left, text_actions=not native)
+                                      history=history, steps_left=steps_left, text_actions=not native,
+                                      finish="finish" in context.tool_names)
 
     history = research_history(state.messages)
     prompt, fit = fit_history(render, history, count=lambda messages: llm.count_tokens(messages, tools),

@@ -79,8 +79,9 @@ def build_system(
         reviewer = reviewer if agent.review else None
         context = ResearchContext(
             llm=llm, search=search, prompts=prompts, docs_per_query=agent.docs_per_query, clarify_k=agent.clarify_k,
-            stop_on_report=agent.stop_on_report, review=reviewer is not None, task=task,
-            tools=tuple(tools_for(agent.tools)), max_steps=agent.max_steps, keep_observations=agent.keep_observations,
+            stop_on_report=agent.stop_on_report, review=reviewer is not None, task=task, snippet_chars=agent.snippet_chars,
+            tools=tuple(tools_for(agent.tools, finish=agent.finish_action)), max_steps=agent.max_steps,
+            keep_observations=agent.keep_observations,
             report=bool(agent.report),
         )
         return ClaireAgent(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=on_step,

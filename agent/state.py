@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from langchain_core.messages import AnyMessage
-from langchain_core.tools import BaseTool
 
 from claire.indexes.evidence import Evidence
 from claire.tasks.base import Task, Verdict
@@ -47,7 +46,6 @@ class ResearchContext(ToolContext):
     verifier's own settings."""
 
     task: Task | None = None
-    tools: tuple[BaseTool, ...] = ()  # the enabled actions, in the order the controller is shown them
     max_steps: int = 10
     keep_observations: int = 2  # latest observations kept whole when older ones are condensed
     report: bool = False  # write the two-sided report after the verdict

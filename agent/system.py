@@ -11,7 +11,7 @@ from typing import Any, Callable, Protocol
 from pydantic import BaseModel, Field
 
 from claire.indexes.evidence import Evidence
-from claire.tasks.records import Claim, Consistency, TraceItem
+from claire.tasks.records import Claim, Consistency, TraceItem, flags
 
 SYSTEM_NAMES = ("claire", "rav", "nli")
 StepListener = Callable[[dict[str, Any]], None]
@@ -45,8 +45,12 @@ class Assessment(BaseModel):
     evidence_elements: list[str] = Field(default_factory=list)
 
     def decide(self) -> None:
-        """Set the verdict from the score and threshold (no verdict without a score)."""
-        self.verdict = None if self.score is None else ("inconsistent" if self.score >= self.threshold else "consistent")
+        """Set the verdict from the score and threshold (no verdict without a score): inconsistent when
+        the score is above the threshold (for nli, when the REFUTES count reaches it)."""
+        if self.score is None:
+            self.verdict = None
+        else:
+            self.verdict = "inconsistent" if flags(self.score, self.threshold, self.system) else "consistent"
 
 
 class System(Protocol):

@@ -36,7 +36,7 @@ async def verifier(state: ResearchState, runtime: Runtime[ResearchContext]) -> d
     assert context.task is not None
     try:
         verdict = await context.task.judge(state.claim, state.evidence, clarifications=state.clarifications,
-                                           llm=context.llm, prompts=context.prompts)
+                                           explanations=state.explanations, llm=context.llm, prompts=context.prompts)
     except ClaireError as error:
         return {"errors": [f"verifier: {error}"]}
     errors = [f"verifier: {verdict.error}"] if verdict.error else []
@@ -44,11 +44,14 @@ async def verifier(state: ResearchState, runtime: Runtime[ResearchContext]) -> d
 
 
 async def two_sided_report(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
-                           llm: ChatClient, prompts: PromptLibrary) -> tuple[dict[str, str], list[FitNote]]:
+                           llm: ChatClient, prompts: PromptLibrary, *, explanations: Sequence[dict[str, str]] = (),
+                           ) -> tuple[dict[str, str], list[FitNote]]:
     """The strongest case for each verdict, each citing [n]; the two calls run concurrently.
     Returns the report and what the context budget left out of each prompt."""
-    consistent, consistent_fit = judging_prompt("report_consistent", claim, documents, clarifications, llm, prompts)
-    inconsistent, inconsistent_fit = judging_prompt("report_inconsistent", claim, documents, clarifications, llm, prompts)
+    consistent, consistent_fit = judging_prompt("report_consistent", claim, documents, clarifications, llm, prompts,
+                                                explanations=explanations)
+    inconsistent, inconsistent_fit = judging_prompt("report_inconsistent", claim, documents, clarifications, llm, prompts,
+                                                    explanations=explanations)
     answers = await asyncio.gather(llm.ainvoke(consistent), llm.ainvoke(inconsistent))
     report = {"consistent": text_of(answers[0]).strip(), "inconsistent": text_of(answers[1]).strip()}
     return report, [consistent_fit, inconsistent_fit]
@@ -59,7 +62,7 @@ async def report(state: ResearchState, runtime: Runtime[ResearchContext]) -> dic
     context = runtime.context
     try:
         written, notes = await two_sided_report(state.claim, state.evidence, state.clarifications, context.llm,
-                                                context.prompts)
+                                                context.prompts, explanations=state.explanations)
     except ClaireError as error:
         return {"errors": [f"report: {error}"]}
     return {"report": written, "trace": [TraceItem.model_validate(n.trace_item()) for n in notes if n.changed]}

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, RefreshOpt, SetOpt,
+    BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
     check_writable, common, console, err, passage_text, resolve, run,
 )
 from claire.errors import ConfigError
@@ -36,6 +36,7 @@ def check_command(
     resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
     index: IndexOpt = None,
+    preset: PresetOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     no_cache: NoCacheOpt = False,
@@ -68,6 +69,7 @@ def check_command(
             "agent.report": False if no_report else None,
             "agent.review": interactive,
             "agent.task": task,
+            "preset": preset,
         },
     )
     if config.agent.report is None:  # the two-sided report is on by default for a single check

@@ -8,14 +8,14 @@ from typing import Annotated
 import typer
 
 from claire.cli.options import (
-    ConfigOpt, SetOpt,
+    ConfigOpt, PresetOpt, SetOpt,
     console, resolve,
 )
 
 
-def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, preset: PresetOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Print the resolved configuration (secrets masked)."""
-    config = resolve(config_file, sets)
+    config = resolve(config_file, sets, preset=preset)
     data = config.public_dict()
     if as_json:
         print(json.dumps(data, indent=2))
@@ -25,6 +25,7 @@ def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, as_json: Ann
 
     from claire.config import describe
 
+    console.print(f"preset  {data.pop('preset')}  [dim]{describe('', 'preset') or ''}[/]")
     for section, values in data.items():
         table = Table(title=f"\\[{section}]", title_justify="left", show_header=False, box=None, padding=(0, 2))
         for key, value in values.items():

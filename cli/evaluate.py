@@ -9,8 +9,8 @@ import typer
 from rich.markup import escape
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, IndexOpt, ModelOpt, NoCacheOpt, RefreshOpt, SetOpt,
-    console, err, eval_config, run,
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
+    console, err, eval_config, require_index, run,
 )
 
 
@@ -30,6 +30,7 @@ def eval_command(
     tools: Annotated[Optional[str], typer.Option("--tools")] = None,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), or citations (WAFER-style records; --index names the sources index).")] = None,
     index: IndexOpt = None,
+    preset: PresetOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     no_cache: NoCacheOpt = False,
@@ -44,7 +45,7 @@ def eval_command(
     from claire.tasks.registry import get_task
 
     chosen = get_task(task)
-    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, system, concurrency,
+    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, system, concurrency, preset,
                          **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools,
                             chosen.index_setting: index, **({"agent.task": task} if chosen.agent_task and task else {})})
@@ -52,11 +53,8 @@ def eval_command(
     records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
     for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):
         err.print(f"[yellow]warning:[/] {escape(warning)}")
-    if (chosen.index_setting == "retrieval.index" and config.retrieval.index == "demo" and config.retrieval.backend == "qdrant"
-            and not config.retrieval.url):
-        err.print("[bold yellow]warning:[/] no --index given: this run searches the bundled demo corpus (about 200 "
-                  "passages), not Wikipedia, so its figures are not comparable with the paper's; build an index of "
-                  "the benchmark's corpus with `claire index build` and pass --index NAME")
+    if chosen.index_setting == "retrieval.index":
+        require_index(config, index is not None, f"evaluating {dataset.name}")
     refuse_if_in_use(out)
 
     async def go():
@@ -117,6 +115,7 @@ def sweep_command(
     retry_errors: Annotated[bool, typer.Option("--retry-errors")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells without running them.")] = False,
     index: IndexOpt = None,
+    preset: PresetOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     no_cache: NoCacheOpt = False,
@@ -128,13 +127,14 @@ def sweep_command(
     from claire.agent.runtime import open_system
     from claire.evals.sweep import plan_sweep, run_sweep
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, None, concurrency)
+    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, None, concurrency, preset)
     if dry_run:
         plan = plan_sweep(sweep_file, config)
         console.print(f"sweep {plan.name}: {len(plan.cells)} cells")
         for cell in plan.cells:
             console.print(f"  {out / cell.dir_name}  ({cell.name})")
         return
+    require_index(config, index is not None, f"sweeping over {dataset.name}")
     summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
                             limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
     console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")

@@ -19,6 +19,9 @@ from claire.errors import ConfigError
 console = terminal_console()
 err = terminal_console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
 
+PresetOpt = Annotated[Optional[str], typer.Option(
+    "--preset", help="Start from a named preset: paper (the paper's method, the default) or practical (cheaper: "
+                     "hybrid search, stop at the first report, snippets, a lenient verifier).")]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="A claire.toml to read (default: ./claire.toml).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override any setting: section.field=value (repeatable).")]
 ModelOpt = Annotated[Optional[str], typer.Option("--model", help="LLM model name (llm.model).")]
@@ -59,16 +62,27 @@ def common(model: str | None, base_url: str | None, no_cache: bool, refresh: boo
 
 def eval_config(config_file: Path | None, sets: list[str] | None, model: str | None, base_url: str | None,
                 no_cache: bool, refresh_cache: bool, index: str | None, system: str | None = None,
-                concurrency: int | None = None, **more: Any) -> Config:
+                concurrency: int | None = None, preset: str | None = None, **more: Any) -> Config:
     """The configuration of a batch command, with a note when the LLM limit is below the claims in flight."""
     flags = {**common(model, base_url, no_cache, refresh_cache, index), "agent.system": system,
-             "eval.concurrency": concurrency}
+             "eval.concurrency": concurrency, "preset": preset}
     flags.update(more)  # a later setting wins (e.g. --index naming cite.index for the citations task)
     config = resolve(config_file, sets, **flags)
     if config.llm.max_concurrency < config.eval.concurrency:
         err.print(f"[yellow]note:[/] {config.eval.concurrency} claims in flight but at most {config.llm.max_concurrency} "
                   "LLM calls at once (llm.max_concurrency); raise it if your endpoint allows")
     return config
+
+
+def require_index(config: Config, index_given: bool, what: str) -> None:
+    """Refuse a benchmark run that would search the bundled demo corpus because no index was named:
+    its figures would look like results but mean nothing against the benchmark."""
+    retrieval = config.retrieval
+    if index_given or retrieval.index != "demo" or retrieval.backend != "qdrant" or retrieval.url:
+        return
+    raise ConfigError(f"{what} needs --index NAME, an index of the corpus the claims come from (build one with "
+                      "`claire index build`); --index demo searches the ~200-passage demo corpus, which only makes "
+                      "sense for trying the command out")
 
 
 def run(coro: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt,
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, PresetOpt, SetOpt,
     UrlOpt, common, console, err, eval_config, passage_text, resolve, run,
 )
 from claire.errors import ConfigError
@@ -63,6 +63,7 @@ def scan_command(
     out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
     concurrency: ConcurrencyOpt = None,
     index: IndexOpt = None,
+    preset: PresetOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     no_cache: NoCacheOpt = False,
@@ -75,7 +76,7 @@ def scan_command(
     from claire.workflows.scan import run_scan
 
     passage = passage_text(text, file)
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset)
     result = run(run_scan(title=title, section=section, text=passage, config=config, out_dir=out,
                           max_facts=max_facts, console=err))
     table = Table(title=f"facts of {title}, most suspicious first", title_justify="left", expand=True)

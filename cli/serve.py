@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, SetOpt,
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt,
     err, eval_config,
 )
 
@@ -24,6 +24,7 @@ def serve_command(
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
     system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
     index: IndexOpt = None,
+    preset: PresetOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     no_cache: NoCacheOpt = False,
@@ -34,7 +35,7 @@ def serve_command(
     from claire.web.settings import ServeSettings
     from claire.web.serve import serve
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
+    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset)
     settings = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
                              data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body,
                              allowed_hosts=allowed_host or [])

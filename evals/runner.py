@@ -66,7 +66,23 @@ NEUTRAL_SETTINGS = {
     "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
     "agent.max_fact_chars",
     "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
+    "preset",  # a name for the settings, which are compared one by one
 }
+
+# Settings an older CLAIRE did not record, with the value its runs behaved as if they had: a run
+# directory written before a setting existed resumes when the setting keeps that value.
+_LEGACY_VALUES = {"agent.snippet_chars": 400, "agent.finish_action": True}
+
+
+def _upgraded(stored: dict[str, Any]) -> dict[str, Any]:
+    """A run's stored config as it reads today: before presets, the default verifier was today's
+    ``lenient`` variant, and settings added since keep the values those runs used."""
+    if "preset" in stored:
+        return stored
+    prompts = dict(stored.get("prompts") or {})
+    variants = dict(prompts.get("variants") or {})
+    variants.setdefault("verifier", "lenient")
+    return {**stored, "prompts": {**prompts, "variants": variants}}
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -83,7 +99,12 @@ def config_differences(stored: dict[str, Any] | None, current: dict[str, Any] | 
     """Settings that changed between a run directory's config and this one (neutral ones ignored)."""
     if not stored or not current:
         return []
-    old, new = _flatten(stored), _flatten(current)
+    old, new = _flatten(_upgraded(stored) if "prompts" in current else stored), _flatten(current)
+    for key, value in _LEGACY_VALUES.items():
+        if key in new:
+            old.setdefault(key, value)
+    if "prompts_digest" not in old:  # runs from before prompt fingerprints: their texts are unknown
+        new.pop("prompts_digest", None)
     return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
             if key not in NEUTRAL_SETTINGS and old.get(key) != new.get(key)]
 
@@ -268,6 +289,9 @@ async def run_eval(
     out_dir = Path(out_dir)
     dataset = Path(dataset) if dataset is not None else None
     split = split or (infer_split(dataset) if dataset else None)
+    library = getattr(system, "prompts", None)
+    if config_public is not None and hasattr(library, "digest"):  # the prompt texts the run renders
+        config_public = {**config_public, "prompts_digest": library.digest()}
     check_run_dir(out_dir, task=task, system=system.name, dataset=dataset, config_public=config_public)
     if threshold is not None or threshold_from is not None:  # fail before the run, not after it
         _threshold(task, system.name, config_public, threshold, threshold_from)

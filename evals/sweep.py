@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.console import Console
 
 from claire.agent.system import System
-from claire.config import Config
+from claire.config import SECTIONS, Config
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
 from claire.evals.reporting import plot_heatmap, read_metrics
@@ -113,7 +113,7 @@ class SweepSummary:
 def _dotted(key: str, where: str) -> str:
     if "." in key:
         return key
-    sections = [name for name, info in Config.model_fields.items() if key in info.annotation.model_fields]  # type: ignore[union-attr]
+    sections = [name for name in SECTIONS if key in Config.model_fields[name].annotation.model_fields]  # type: ignore[union-attr]
     if len(sections) != 1:
         raise ConfigError(
             f"{where}: '{key}' is not a setting name; write it as section.field (e.g. agent.max_steps) "

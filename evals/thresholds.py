@@ -43,7 +43,7 @@ def resolve_threshold(
                 f"{threshold_from} is a run of '{dev_config['system']}', not '{system}': "
                 "take the threshold from a validation run of the same system"
             )
-        value = best_f1_threshold(load_predictions(threshold_from))
+        value = best_f1_threshold(load_predictions(threshold_from), system)
         return value, f"best F1 on {threshold_from}"
     if system == "nli":
         return default_threshold(system, config_public), "a count of REFUTES passages, baselines.nli_threshold"

@@ -17,6 +17,7 @@ Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -122,6 +123,17 @@ class PromptLibrary:
         self._infos: dict[str, TemplateInfo] = {}
         for name, variant in self.variants.items():
             self.info(name)  # fail early on a variant that does not exist
+
+    def digest(self) -> str:
+        """A short fingerprint of every template this library renders (its set and variants
+        resolved, partials included): a run directory records it, so a run never resumes with
+        other prompt texts than it began with."""
+        names = sorted({path.stem for folder in self.folders for path in folder.glob("*.j2")})
+        hasher = hashlib.sha256()
+        for name in names:
+            source, _, _ = self._env.loader.get_source(self._env, self.file_name(name))  # type: ignore[union-attr]
+            hasher.update(f"{name}\0{source}\0".encode("utf-8"))
+        return hasher.hexdigest()[:16]
 
     def file_name(self, name: str) -> str:
         """The file a template name renders from (its variant's, when one is chosen)."""

@@ -55,12 +55,15 @@ class NLIJudgement:
 
 
 def judging_prompt(name: str, claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
-                   llm: ChatClient, prompts: PromptLibrary, *, reserve: int = 0) -> tuple[list[BaseMessage], FitNote]:
-    """Render template ``name`` over the claim and its passages, fitted to the model's window with
-    room for the answer (and ``reserve`` more tokens)."""
+                   llm: ChatClient, prompts: PromptLibrary, *, explanations: Sequence[dict[str, str]] = (),
+                   reserve: int = 0) -> tuple[list[BaseMessage], FitNote]:
+    """Render template ``name`` over the claim, the research's notes (entity clarifications and
+    background explanations) and its passages, fitted to the model's window with room for the
+    answer (and ``reserve`` more tokens)."""
 
     def render(docs: list[Evidence]) -> list[BaseMessage]:
-        return prompts.render(name, claim=claim.text, context=claim.context, clarifications=clarifications, documents=docs)
+        return prompts.render(name, claim=claim.text, context=claim.context, clarifications=clarifications,
+                              explanations=list(explanations), documents=docs)
 
     _, messages, note = fit_documents(render, list(documents), claim=claim.text, count=llm.count_tokens,
                                       budget=llm.prompt_budget() - reserve, prompt=name)
@@ -79,8 +82,8 @@ class Task(ABC):
         """The records of one of this task's data files (their published format)."""
 
     async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
-                    llm: ChatClient, prompts: PromptLibrary) -> Verdict:
-        """The verifier's verdict on a claim given the gathered passages."""
+                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
+        """The verifier's verdict on a claim given the gathered passages and notes."""
         raise ConfigError(f"the {self.name} task has no verifier")
 
     def nli_outcome(self, judgements: list[NLIJudgement]) -> tuple[str | None, list[str]]:

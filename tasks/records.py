@@ -14,6 +14,16 @@ from claire.indexes.corpus import Passage
 
 Consistency = Literal["consistent", "inconsistent"]
 
+COUNTING_SYSTEMS = frozenset({"nli"})
+"""Systems whose score is a count (the NLI pipeline's REFUTES passages), not a score in [0, 1]."""
+
+
+def flags(score: float, threshold: float, system: str | None = None) -> bool:
+    """Whether a score makes a claim inconsistent. As in the paper, a score flags a claim when it is
+    *above* the threshold (0.5 is not flagged at 0.5); a REFUTES count flags it from the threshold
+    on (one REFUTES passage at threshold 1)."""
+    return score >= threshold if system in COUNTING_SYSTEMS else score > threshold
+
 
 class Claim(BaseModel):
     """One fact to check, with the passage it comes from (its own article is excluded from search)."""

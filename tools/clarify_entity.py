@@ -10,6 +10,7 @@ from langgraph.types import Command
 
 from claire.indexes.evidence import Evidence
 from claire.llm.answers import text_of
+from claire.llm.budget import fit_documents
 from claire.tools.context import ToolContext
 from claire.tools.results import step_result
 
@@ -27,11 +28,14 @@ async def clarify_entity(name_and_description: str, runtime: ToolRuntime[ToolCon
     hits = await context.search.search(name_and_description, exclude_title=claim.context.document_title or None,
                                        k=context.clarify_k)
     documents = [Evidence.from_hit(hit, n) for n, hit in enumerate(hits, start=1)]
-    prompt = context.prompts.render("clarify_entity", entity=name_and_description, claim=claim.text, documents=documents)
-    # Long passages could overflow a small model's window: leave out the least relevant (the last).
-    while len(documents) > 1 and context.llm.count_tokens(prompt) > context.llm.prompt_budget():
-        documents.pop()
-        prompt = context.prompts.render("clarify_entity", entity=name_and_description, claim=claim.text, documents=documents)
+
+    def render(shown: list[Evidence]) -> Any:
+        return context.prompts.render("clarify_entity", entity=name_and_description, claim=claim.text,
+                                      context=claim.context, documents=shown)
+
+    # Long passages could overflow a small model's window: the one fitting rule of every judging prompt.
+    _, prompt, _ = fit_documents(render, documents, claim=name_and_description, count=context.llm.count_tokens,
+                                 budget=context.llm.prompt_budget(), prompt="clarify_entity")
     note = text_of(await context.llm.ainvoke(prompt)).strip()
     return step_result(runtime, "clarify_entity", name_and_description, note,
                        clarifications=[{"entity": name_and_description, "text": note}])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from langchain_core.tools import BaseTool
+
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tools.search_engine import SearchEngine
@@ -21,5 +23,12 @@ class ToolContext:
     prompts: PromptLibrary
     docs_per_query: int = 15  # passages a search returns
     clarify_k: int = 10  # passages clarify_entity reads
-    stop_on_report: bool = True  # a reported inconsistency ends the research (batch runs)
+    stop_on_report: bool = False  # a reported inconsistency ends the research (batch runs)
+    snippet_chars: int = 0  # how much of a new passage a search shows the controller (0: all of it)
+    tools: tuple[BaseTool, ...] = ()  # the enabled actions, in the order the controller is shown them
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The names of the enabled actions."""
+        return tuple(tool.name for tool in self.tools)
     review: bool = False  # a person reviews each report (interactive runs): the research goes on

@@ -20,6 +20,7 @@ async def explain(topic: str, runtime: ToolRuntime[ToolContext, Any]) -> Command
         topic: the term or topic to explain
     """
     context = runtime.context
-    prompt = context.prompts.render("explain", topic=topic, claim=runtime.state.claim.text)
+    claim = runtime.state.claim
+    prompt = context.prompts.render("explain", topic=topic, claim=claim.text, context=claim.context)
     note = text_of(await context.llm.ainvoke(prompt)).strip()
     return step_result(runtime, "explain", topic, note, explanations=[{"topic": topic, "text": note}])

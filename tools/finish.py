@@ -11,6 +11,6 @@ from claire.tools.results import step_result
 
 
 @tool
-def finish(runtime: ToolRuntime[Any, Any]) -> Command:
+async def finish(runtime: ToolRuntime[Any, Any]) -> Command:
     """Stop researching when you have looked properly and found no contradiction."""
     return step_result(runtime, "finish", "", "Research finished.", stop_reason="the model finished")

@@ -15,9 +15,9 @@ TOOLS: dict[str, BaseTool] = {tool.name: tool for tool in (search, clarify_entit
 """Every action the controller can take, by name, in the order it is shown them."""
 
 
-def tools_for(enabled: list[str]) -> list[BaseTool]:
-    """The enabled tools in their fixed order, always ending with ``finish``."""
-    return [tool for name, tool in TOOLS.items() if name in enabled or name == "finish"]
+def tools_for(enabled: list[str], *, finish: bool = True) -> list[BaseTool]:
+    """The enabled tools in their fixed order, ending with ``finish`` when it is offered."""
+    return [tool for name, tool in TOOLS.items() if name in enabled or (name == "finish" and finish)]
 
 
 def argument_of(name: str) -> str:

@@ -12,7 +12,7 @@ from claire.tools.results import step_result
 
 
 @tool(parse_docstring=True)
-def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
+async def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
     """Report that a retrieved passage contradicts the fact; quote the passage and say what differs.
 
     Args:
@@ -28,6 +28,7 @@ def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, Any]) 
         observation = "Inconsistency recorded. The research ends here and the evidence goes to the final judgement."
         return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence],
                            stop_reason="an inconsistency was reported")
-    observation = "Inconsistency recorded. Continue researching, or call finish() when you are done."
+    observation = ("Inconsistency recorded. Keep looking for other places in Wikipedia that could contradict the fact"
+                   + (", or call finish() when you are done." if "finish" in runtime.context.tool_names else "."))
     return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence],
                        awaiting_review=context.review)

@@ -12,10 +12,6 @@ from claire.indexes.evidence import Evidence
 from claire.tools.context import ToolContext
 from claire.tools.results import step_result
 
-SNIPPET_CHARS = 400
-"""How much of a new passage the controller is shown (the verifier sees it whole)."""
-
-
 @tool(parse_docstring=True)
 async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
     """Search Wikipedia outside the fact's own article. Returns numbered passages.
@@ -35,8 +31,10 @@ async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
         if evidence is None:
             evidence = known[hit.block.id] = Evidence.from_hit(hit, len(known) + 1)
             found.append(evidence)
-            snippet = " ".join(hit.block.content.split())[:SNIPPET_CHARS]
-            lines.append(f"[{evidence.n}] {hit.block.document_title} > {hit.block.section_title}: {snippet}")
+            text = " ".join(hit.block.content.split())
+            if context.snippet_chars and len(text) > context.snippet_chars:  # agent.snippet_chars; the verifier reads it whole
+                text = text[: context.snippet_chars] + "…"
+            lines.append(f"[{evidence.n}] {hit.block.document_title} > {hit.block.section_title}: {text}")
         else:
             lines.append(f"[{evidence.n}] (seen before) {hit.block.document_title} > {hit.block.section_title}")
         passages.append(evidence.trace_view())

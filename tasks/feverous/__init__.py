@@ -34,9 +34,9 @@ class Feverous(Task):
         return load_feverous_claims(path)
 
     async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
-                    llm: ChatClient, prompts: PromptLibrary) -> Verdict:
+                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
         """A label with the element ids it rests on."""
-        return await judge_label(claim, documents, clarifications, llm, prompts)
+        return await judge_label(claim, documents, clarifications, llm, prompts)  # FEVEROUS's verifier reads no background notes
 
     def nli_outcome(self, judgements: list[NLIJudgement]) -> tuple[str | None, list[str]]:
         """The NLI pipeline's label and evidence, combined from its per-passage labels."""

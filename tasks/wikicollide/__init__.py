@@ -34,9 +34,9 @@ class WikiCollide(Task):
         return load_wikicollide(path)
 
     async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
-                    llm: ChatClient, prompts: PromptLibrary) -> Verdict:
+                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
         """The inconsistency score of the claim given the passages."""
-        return await judge_score(claim, documents, clarifications, llm, prompts)
+        return await judge_score(claim, documents, clarifications, llm, prompts, explanations=explanations)
 
     def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None) -> dict[str, Any]:
         """AUROC with its bootstrap interval, accuracy, P, R, F1 and recall per inconsistency type."""

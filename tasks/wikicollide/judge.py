@@ -23,13 +23,14 @@ def read_score(text: str) -> float | None:
 
 
 async def judge_score(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
-                      llm: ChatClient, prompts: PromptLibrary) -> Verdict:
+                      llm: ChatClient, prompts: PromptLibrary, *, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
     """Ask for the score; a missing or malformed score is asked for once more, then an error."""
-    prompt, fit = judging_prompt("verifier", claim, documents, clarifications, llm, prompts)
+    prompt, fit = judging_prompt("verifier", claim, documents, clarifications, llm, prompts, explanations=explanations)
     refits = []
 
     def refit(reserve: int) -> list:
-        smaller, note = judging_prompt("verifier", claim, documents, clarifications, llm, prompts, reserve=reserve)
+        smaller, note = judging_prompt("verifier", claim, documents, clarifications, llm, prompts,
+                                       explanations=explanations, reserve=reserve)
         refits.append(note)
         return smaller
 

@@ -17,6 +17,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 
 from claire.errors import ConfigError
 from claire.tasks.measures import covers, latency_summary, usage_totals
+from claire.tasks.records import COUNTING_SYSTEMS
 
 POSITIVE = "inconsistent"
 BOOTSTRAP_RESAMPLES = 1000
@@ -64,7 +65,10 @@ def _bootstrap_auroc(gold: np.ndarray, scores: np.ndarray) -> list[float] | None
 
 def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, system: str | None = None) -> dict[str, Any]:
     """AUROC (with a bootstrap 95% CI), accuracy, P, R, F1 and per-type recall at ``threshold``
-    (score >= threshold means inconsistent), with counts, usage and latency."""
+    (a score above it means inconsistent; a REFUTES count from it on), with counts, usage and
+    latency. The same figures over the full set — a claim that ended in an error counted as a
+    score of 0, read as consistent — stand beside them in ``full_set``, as the paper's tables
+    cover every claim."""
     scored = _scored(predictions)
     errors = sum(1 for p in predictions if p.get("error") is not None)
     gold, scores = _arrays(scored)
@@ -103,7 +107,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
     else:
         metrics["note"] = f"AUROC needs both labels; this run has only '{labels[0]}'"
     metrics["calibration"] = calibration(gold, scores)
-    predicted = (scores >= threshold).astype(int)
+    predicted = _flagged(scores, threshold, system).astype(int)
     precision, recall, f1, _ = precision_recall_fscore_support(
         gold, predicted, average="binary", pos_label=1, zero_division=0
     )
@@ -123,7 +127,28 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         name: {"n": len(hits), "detected": sum(hits), "recall": sum(hits) / len(hits)}
         for name, hits in sorted(by_type.items())
     }
+    metrics["full_set"] = _full_set(predictions, threshold, system) if errors else None
     return metrics
+
+
+def _flagged(scores: np.ndarray, threshold: float, system: str | None) -> np.ndarray:
+    """:func:`claire.tasks.records.flags` over an array of scores."""
+    return scores >= threshold if system in COUNTING_SYSTEMS else scores > threshold
+
+
+def _full_set(predictions: list[dict[str, Any]], threshold: float, system: str | None) -> dict[str, Any] | None:
+    """AUROC, accuracy and F1 over every claim with a gold label, a claim that ended in an error
+    (or without a score) counted as a score of 0."""
+    labelled = sorted((p for p in predictions if p.get("label")), key=lambda p: p["claim_id"])
+    gold = np.array([p["label"] == POSITIVE for p in labelled], dtype=int)
+    scores = np.array([float(p["score"]) if p.get("error") is None and p.get("score") is not None else 0.0
+                       for p in labelled], dtype=float)
+    if len(set(gold.tolist())) < 2:
+        return None
+    predicted = _flagged(scores, threshold, system).astype(int)
+    _, _, f1, _ = precision_recall_fscore_support(gold, predicted, average="binary", pos_label=1, zero_division=0)
+    return {"claims": len(labelled), "auroc": float(roc_auc_score(gold, scores)),
+            "accuracy": float(accuracy_score(gold, predicted)), "f1": float(f1)}
 
 
 def calibration(gold: np.ndarray, scores: np.ndarray, bins: int = CALIBRATION_BINS) -> dict[str, Any] | None:
@@ -171,14 +196,19 @@ def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[flo
     return fpr.tolist(), tpr.tolist()
 
 
-def best_f1_threshold(predictions: list[dict[str, Any]]) -> float:
-    """The score threshold (one of the distinct scores) with the highest F1; ties go to the
-    lowest such threshold."""
+def best_f1_threshold(predictions: list[dict[str, Any]], system: str | None = None) -> float:
+    """The threshold with the highest F1; ties go to the lowest. For a REFUTES count it is one of
+    the counts seen (flagging from it on); for scores, which flag above the threshold, it lies
+    halfway below each distinct score (half of the lowest score for the lowest)."""
     gold, scores = _arrays(_scored(predictions))
     if not gold.sum():
         raise ConfigError("cannot pick a best-F1 threshold: the run has no scored 'inconsistent' claims")
-    candidates = np.unique(scores)
-    predicted = scores[None, :] >= candidates[:, None]
+    distinct = np.unique(scores)
+    if system in COUNTING_SYSTEMS:
+        candidates = distinct
+    else:
+        candidates = np.round(np.concatenate([[distinct[0] / 2], (distinct[:-1] + distinct[1:]) / 2]), 6)
+    predicted = _flagged(scores[None, :], candidates[:, None], system)
     tp = (predicted & (gold == 1)).sum(axis=1)
     f1 = 2 * tp / (predicted.sum(axis=1) + gold.sum())
     return float(candidates[int(np.argmax(f1))])

@@ -48,7 +48,7 @@ async def test_documents_are_deduplicated_and_numbered_in_first_seen_order():
     assert "(seen before)" in second
 
 
-async def test_clarifications_reach_the_verifier_and_explanations_the_controller():
+async def test_clarifications_and_explanations_reach_the_verifier_and_the_controller():
     model = ScriptedModel([tool_call("clarify_entity", "Paris (city in France)"), tool_call("explain", "wrought iron")])
     agent, _ = make_agent(model)
     result = await agent.assess(CLAIM)
@@ -56,9 +56,12 @@ async def test_clarifications_reach_the_verifier_and_explanations_the_controller
     assert result.explanations[0]["topic"] == "wrought iron"
     verifier_prompt = model.requests("verifier")[0].messages[1].content
     assert "not Paris, Texas" in verifier_prompt
-    # background notes steer the research; the verdict rests on evidence and clarifications only
+    # background notes steer the research and, as in the paper, the verifier reads them too
     assert "low-carbon iron alloy" in model.requests("controller")[2].messages[1].content
-    assert "low-carbon iron alloy" not in verifier_prompt
+    assert "Background notes" in verifier_prompt and "low-carbon iron alloy" in verifier_prompt
+    # explain and clarify_entity see the passage the fact comes from
+    assert BLOCKS[2].content in model.requests("explain")[0].messages[1].content
+    assert BLOCKS[2].content in model.requests("clarify")[0].messages[1].content
     clarify_prompt = model.requests("clarify")[0].messages[1].content
     assert "Paris, Texas" in clarify_prompt  # it retrieved the similarly named entity
 
@@ -70,9 +73,26 @@ async def test_report_goes_to_the_verifier():
     )
     agent, _ = make_agent(model)
     result = await agent.assess(CLAIM)
-    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "verifier"]
+    # as in the paper, the research goes on after a report (here the model then finishes)
+    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "finish", "verifier"]
+    assert "Keep looking" in result.trace[1].action_output
     assert result.reported == ["[1] says March 1889, not 1890"]
     assert result.verdict == "inconsistent" and result.score == pytest.approx(0.9)
+
+
+async def test_early_stop_snippets_and_no_finish_are_options():
+    model = ScriptedModel(
+        [tool_call("search", "Eiffel Tower completed"), tool_call("report_inconsistency", "[1] says March 1889, not 1890")],
+        verifier="<analysis>[1] says 1889.</analysis><inconsistency_score>0.9</inconsistency_score>",
+    )
+    agent, _ = make_agent(model, stop_on_report=True, snippet_chars=20, finish_action=False)
+    result = await agent.assess(CLAIM)
+    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "verifier"]
+    first = model.requests("controller")[1].messages[1].content
+    assert "…" in first and "World's Fair in Paris" not in first  # 20-character snippets
+    assert "finish()" not in model.requests("controller")[0].messages[0].content
+    assert [tool["function"]["name"] for tool in model.requests("controller")[0].tools] == [
+        "search", "clarify_entity", "explain", "report_inconsistency"]
 
 
 async def test_step_budget_is_enforced_by_the_graph():

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typer.testing import CliRunner
 
 from claire.cli.app import app
-from claire.config import Config, describe
+from claire.config import SECTIONS, Config, describe
 
 
 def test_every_setting_describes_itself():
-    for section, field in Config.model_fields.items():
-        for name in field.annotation.model_fields:
+    for section in SECTIONS:
+        for name in Config.model_fields[section].annotation.model_fields:
             assert describe(section, name), f"{section}.{name} has no description"
     assert "known default" in describe("llm", "context_window")
     assert describe("agent", "max_steps") == "research steps per claim"

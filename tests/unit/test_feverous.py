@@ -220,13 +220,14 @@ def test_feverous_prompts_render_ids_and_keep_data_delimited():
     def wire(messages):
         return {"messages": [{"role": m.type, "content": m.content} for m in messages]}
 
-    messages = library.render("verifier", claim="c", clarifications=[], documents=[doc])
+    messages = library.render("verifier", claim="c", clarifications=[], explanations=[], documents=[doc])
     assert kind_of(wire(messages)) == "feverous_verifier"
     assert "[P_cell_0_1_0] Golem Grad | [P_cell_0_1_1] " in messages[1].content
     assert messages[1].content.count("</documents>") == 1 and "<label>SUPPORTS" not in messages[1].content
     nli = library.render("nli", claim="c", document=doc)
     assert kind_of(wire(nli)) == "feverous_nli" and "[P_cell_0_1_0] Golem Grad" in nli[1].content
-    controller = library.render("controller", claim="c", tools=[], history=[], steps_left=2, text_actions=False)
+    controller = library.render("controller", claim="c", tools=[], history=[], steps_left=2, text_actions=False,
+                                finish=True)
     assert kind_of(wire(controller)) == "controller" and "three" not in controller[0].content
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
+from claire.indexes.corpus import Passage
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.llm.client import ChatClient
@@ -41,14 +42,14 @@ def test_price_table():
 
 async def test_scripted_model_sees_the_template_name():
     client = scripted_client(["ok", "ok"])
-    await client.ainvoke(library().render("explain", topic="iron", claim="c"))
+    await client.ainvoke(library().render("explain", topic="iron", claim="c", context=Passage()))
     await client.ainvoke(HELLO)
     assert [r.prompt for r in client.model.requests] == ["explain", None]
 
 
 async def test_ask_asks_once_more_when_the_answer_cannot_be_read():
     client = scripted_client(["no number here", "<score>0.4</score>"])
-    asked = await client.ask(library().render("explain", topic="iron", claim="c"),
+    asked = await client.ask(library().render("explain", topic="iron", claim="c", context=Passage()),
                              lambda text: 0.4 if "0.4" in text else None, follow_up="Give the score.")
     assert asked.value == 0.4 and asked.asked == 2
     second = client.model.requests[1]

@@ -52,11 +52,25 @@ def test_hand_computed_values_with_ties():
     assert m["note"] is None and m["covers"] == "6 of 6 claims"
 
 
-def test_a_score_equal_to_the_threshold_is_inconsistent():
+def test_a_score_equal_to_the_threshold_is_consistent_as_in_the_paper():
+    # the paper flags scores "above 0.5": at 0.6, the two claims scoring exactly 0.6 are not flagged
     m = compute_metrics(TIES, threshold=0.6, system="claire")
-    assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 2, "fn": 1}
-    m = compute_metrics(TIES, threshold=0.61, system="claire")
     assert m["confusion"] == {"tp": 1, "fp": 0, "tn": 3, "fn": 2}
+    m = compute_metrics(TIES, threshold=0.59, system="claire")
+    assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 2, "fn": 1}
+    # a REFUTES count flags from the threshold on: one REFUTES passage at threshold 1
+    counts = [pred("x", "inconsistent", 1.0), pred("y", "consistent", 0.0)]
+    assert compute_metrics(counts, threshold=1, system="nli")["confusion"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 0}
+
+
+def test_errors_are_left_out_and_counted_in_the_full_set_figures():
+    with_errors = TIES + [pred("g", "inconsistent", None, error="boom"), pred("h", "consistent", None, error="boom")]
+    m = compute_metrics(with_errors, threshold=0.5, system="claire")
+    assert m["counts"]["scored"] == 6 and m["counts"]["errors"] == 2 and m["auroc"] == pytest.approx(7.5 / 9)
+    full = m["full_set"]
+    assert full["claims"] == 8  # the errors count as a score of 0 (read as consistent)
+    assert full["accuracy"] == pytest.approx(5 / 8) and 0 < full["auroc"] < m["auroc"]
+    assert compute_metrics(TIES, threshold=0.5, system="claire")["full_set"] is None  # nothing to add without errors
 
 
 def test_errors_and_missing_scores_are_left_out_and_counted():
@@ -107,12 +121,18 @@ def test_default_thresholds_follow_the_config():
 
 
 def test_best_f1_threshold():
-    # F1 at 0.1: 3/(6+3)*2 = .667; 0.2: .75; 0.4: 6/7 = .857; 0.6: .667; 0.9: .5.
-    assert best_f1_threshold(TIES) == 0.4
-    # F1 is 2/3 both at 0.2 (all called inconsistent) and at 0.9; the lower one is taken.
+    # F1 flagging from 0.1 up: 3/(6+3)*2 = .667; from 0.2: .75; from 0.4: 6/7 = .857; from 0.6: .667;
+    # 0.9 only: .5. Scores flag above the threshold, so it lies halfway below 0.4: 0.3.
+    assert best_f1_threshold(TIES) == pytest.approx(0.3)
+    assert compute_metrics(TIES, threshold=best_f1_threshold(TIES), system="claire")["f1"] == pytest.approx(6 / 7)
+    # F1 is 2/3 both flagging everything (from 0.2) and 0.9 alone; the lower threshold is taken,
+    # half of the lowest score.
     tied = [pred("a", "inconsistent", 0.9), pred("b", "inconsistent", 0.2),
             pred("c", "consistent", 0.5), pred("d", "consistent", 0.4)]
-    assert best_f1_threshold(tied) == 0.2
+    assert best_f1_threshold(tied) == pytest.approx(0.1)
+    # REFUTES counts flag from the threshold on, so the threshold is a count seen
+    counts = [pred("a", "inconsistent", 3), pred("b", "inconsistent", 2), pred("c", "consistent", 1), pred("d", "consistent", 0)]
+    assert best_f1_threshold(counts, "nli") == 2
     with pytest.raises(ConfigError, match="no scored 'inconsistent' claims"):
         best_f1_threshold([pred("a", "consistent", 0.4)])
 

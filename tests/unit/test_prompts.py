@@ -16,14 +16,14 @@ CONTEXT = Passage(document_title="Paris", section_title="Landmarks", content="A 
 DOCS = [Evidence(n=1, block_id="b1", document_title="Eiffel Tower", section_title="History", content="Built 1887-1889.")]
 VALUES = {
     "controller": dict(claim="c", context=CONTEXT, tools=[{"name": "search", "argument": "query", "description": "d"}],
-                       history=[], steps_left=3, text_actions=False),
-    "verifier": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
-    "clarify_entity": dict(entity="Paris (France)", claim="c", documents=DOCS),
-    "explain": dict(topic="wrought iron", claim="c"),
+                       history=[], steps_left=3, text_actions=False, finish=True),
+    "verifier": dict(claim="c", context=CONTEXT, clarifications=[], explanations=[], documents=DOCS),
+    "clarify_entity": dict(entity="Paris (France)", claim="c", context=CONTEXT, documents=DOCS),
+    "explain": dict(topic="wrought iron", claim="c", context=CONTEXT),
     "nli": dict(claim="c", context=CONTEXT, document=DOCS[0]),
     "rankgpt": dict(query="q", passages=DOCS, max_chars=600),
-    "report_consistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
-    "report_inconsistent": dict(claim="c", context=CONTEXT, clarifications=[], documents=DOCS),
+    "report_consistent": dict(claim="c", context=CONTEXT, clarifications=[], explanations=[], documents=DOCS),
+    "report_inconsistent": dict(claim="c", context=CONTEXT, clarifications=[], explanations=[], documents=DOCS),
     "fact_extraction": dict(title="Paris", section="", text="Paris is in France."),
     "cite_support": dict(claim="c", title="Paris", section="", context="", source={"title": "t", "url": "https://x.example"},
                          passages=[Evidence(n=1, block_id="s1", content="A passage.")]),
@@ -68,8 +68,11 @@ def test_a_set_folder_overrides_by_name_and_falls_back_to_builtins(tmp_path):
 def test_variants_are_chosen_by_name_and_unknown_ones_fail_early():
     strict = PromptLibrary(variants={"verifier": "strict"}).render("verifier", **VALUES["verifier"])
     assert "strict judge" in strict[0].content
-    with pytest.raises(PromptError, match="verifier.lenient.j2"):
-        PromptLibrary(variants={"verifier": "lenient"})
+    lenient = PromptLibrary(variants={"verifier": "lenient"}).render("verifier", **VALUES["verifier"])
+    assert "rounding, spelling or calendar" in lenient[0].content
+    assert "Examples of scores" in PromptLibrary().render("verifier", **VALUES["verifier"])[0].content
+    with pytest.raises(PromptError, match="verifier.sloppy.j2"):
+        PromptLibrary(variants={"verifier": "sloppy"})
 
 
 def test_retrieved_text_cannot_close_or_fake_the_delimiters():
@@ -126,7 +129,8 @@ def hostile_values(name: str, library: PromptLibrary) -> dict:
                         elements=[element])
     every = {
         "claim": HOSTILE, "context": context, "documents": [document], "document": document, "passages": [document],
-        "clarifications": [{"entity": HOSTILE, "text": HOSTILE}], "entity": HOSTILE, "topic": HOSTILE,
+        "clarifications": [{"entity": HOSTILE, "text": HOSTILE}], "explanations": [{"topic": HOSTILE, "text": HOSTILE}],
+        "entity": HOSTILE, "topic": HOSTILE, "finish": True,
         "query": HOSTILE, "title": HOSTILE, "section": HOSTILE, "text": HOSTILE, "question": HOSTILE, "answer": HOSTILE,
         "source": {"title": HOSTILE, "url": HOSTILE},
         "history": [{"action": HOSTILE, "argument": HOSTILE, "observation": HOSTILE}],
@@ -145,7 +149,7 @@ def outside_fences(text: str) -> str:
     return text
 
 
-@pytest.mark.parametrize("variants", [{}, {"verifier": "strict", "controller": "thorough"},
+@pytest.mark.parametrize("variants", [{}, {"verifier": "strict", "controller": "thorough"}, {"verifier": "lenient"},
                                       {"verifier": "feverous", "nli": "feverous", "controller": "feverous"}])
 def test_no_inserted_value_stands_outside_its_fence(variants):
     library = PromptLibrary(variants=variants)

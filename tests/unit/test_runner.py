@@ -227,16 +227,18 @@ def test_threshold_from_a_validation_run(tmp_path, claims):
     dev = tmp_path / "dev"
     run(claims, FakeSystem(), dev, dataset=tmp_path / "dev.json")
     value, source = resolve_threshold("claire", threshold_from=dev)
-    assert value == 0.45 and source == f"best F1 on {dev}"  # F1 10/11: every inconsistent claim, one false alarm
+    # F1 10/11: every inconsistent claim (the lowest scores 0.45), one false alarm; scores flag above
+    # the threshold, so it lies halfway between 0.45 and the next lower score, 0.4
+    assert value == 0.425 and source == f"best F1 on {dev}"
     test = run(claims, FakeSystem(), tmp_path / "test", dataset=tmp_path / "test.json", threshold_from=dev)
-    assert test.metrics["split"] == "test" and test.metrics["threshold"] == 0.45 and test.metrics["recall"] == 1.0
+    assert test.metrics["split"] == "test" and test.metrics["threshold"] == 0.425 and test.metrics["recall"] == 1.0
     with pytest.raises(ConfigError, match="is a run of 'claire', not 'nli'"):
         resolve_threshold("nli", threshold_from=dev)
     default = run(claims, FakeSystem(), tmp_path / "test-default", dataset=tmp_path / "test.json")
     assert "threshold_from" in default.metrics["threshold_hint"]
     rescored = score_run(tmp_path / "test-default", threshold_from=dev)
-    assert rescored["threshold"] == 0.45 and rescored["wall_time_s"] == default.metrics["wall_time_s"]
-    assert json.loads((tmp_path / "test-default" / "metrics.json").read_text())["threshold"] == 0.45
+    assert rescored["threshold"] == 0.425 and rescored["wall_time_s"] == default.metrics["wall_time_s"]
+    assert json.loads((tmp_path / "test-default" / "metrics.json").read_text())["threshold"] == 0.425
 
 
 def test_one_class_run_reports_instead_of_crashing(tmp_path, claims):
@@ -281,3 +283,20 @@ def test_a_run_directory_is_used_by_one_process_at_a_time(tmp_path):
         PredictionLog(tmp_path / "run")
     first.close()
     PredictionLog(tmp_path / "run").close()  # free again once the first is closed
+
+
+def test_a_run_from_before_presets_resumes_with_the_practical_preset_and_prompt_changes_are_refused():
+    from claire.config import load_config
+    from claire.evals.runner import config_differences
+
+    practical = load_config(None, {"preset": "practical"}, environ={}).public_dict()
+    old = json.loads(json.dumps(practical))  # as an earlier CLAIRE wrote it: no preset, no new settings
+    del old["preset"], old["agent"]["snippet_chars"], old["agent"]["finish_action"]
+    old["prompts"]["variants"] = {}  # its default verifier is today's "lenient" variant
+    assert config_differences(old, practical) == []
+    paper = load_config(None, {}, environ={}).public_dict()
+    changed = " ".join(config_differences(old, paper))
+    assert "agent.stop_on_report" in changed and "retrieval.mode" in changed and "verifier" in changed
+    # a run that recorded its prompt texts refuses to resume with others; one that did not, cannot tell
+    assert config_differences({**paper, "prompts_digest": "a"}, {**paper, "prompts_digest": "b"})
+    assert config_differences(paper, {**paper, "prompts_digest": "b"}) == []
