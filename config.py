@@ -127,6 +127,10 @@ class LLMConfig(_Section):
     cache: bool = Field(True, description="keep answers in the SQLite response cache")
     refresh_cache: bool = Field(False, description="ignore cached answers and store fresh ones")
     cache_path: Path | None = Field(None, description="the response cache file (default: llm-cache.sqlite in the cache directory)")
+    record: Path | None = Field(
+        None, description="append every call to this JSONL cassette: the request as fingerprints (no prompt text, no "
+                          "key) and the model's raw answer, for replay tests (claire.testing.cassette)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -224,7 +228,9 @@ class RetrievalConfig(_Section):
 
 class AgentConfig(_Section):
     """The system that answers and how the CLAIRE agent researches."""
-    system: Literal["claire", "rav", "nli"] = Field("claire", description="claire (the agent), rav (retrieve and verify) or nli (the NLI pipeline)")
+    system: Literal["claire", "rav", "nli", "cascade"] = Field(
+        "claire", description="claire (the agent), rav (retrieve and verify), nli (the NLI pipeline) or cascade "
+                              "(a baseline first, claire only for facts its score does not clear)")
     task: Literal["wikicollide", "feverous"] = Field("wikicollide", description="what the systems answer: wikicollide (an inconsistency score) or feverous (a three-way label with cited element ids)")
     max_steps: int = Field(10, ge=1, le=100, description="research steps per claim")
     docs_per_query: int = Field(15, ge=1, le=100, description="passages per search")
@@ -255,6 +261,14 @@ class AgentConfig(_Section):
         description="latest controller observations always kept whole when older ones are condensed to fit the context window",
     )
     max_fact_chars: int = Field(2000, ge=50, description="longer facts are refused: `claire scan` is for passages")
+    cascade_first: Literal["rav", "nli"] = Field("rav", description="the cascade's cheap first pass")
+    cascade_cut: float = Field(
+        0.2, ge=0.0, le=1.0,
+        description="facts whose first-pass score (for nli, the share of REFUTES passages) is below this keep it; "
+                    "the rest go to claire (choose it on validation: eval --cut-from)",
+    )
+    cascade_recall: float = Field(
+        0.95, gt=0.0, le=1.0, description="with eval --cut-from: the share of inconsistent facts the cut must send to claire")
 
     @field_validator("tools", mode="before")
     @classmethod

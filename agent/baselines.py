@@ -117,12 +117,14 @@ class NLIPipeline(SearchOnce):
 
     async def _judge(self, claim: Claim, document: Evidence) -> NLIJudgement:
         parts = self.parts
-        try:
-            answer = text_of(await parts.llm.ainvoke(parts.prompts.render("nli", claim=claim.text, context=claim.context,
-                                                                            document=document)))
+        prompt = parts.prompts.render("nli", claim=claim.text, context=claim.context, document=document)
+        try:  # an unreadable label is asked for once more
+            asked = await parts.llm.ask(
+                prompt, nli_label,
+                follow_up=lambda problem: parts.prompts.render("follow_up", wanted="nli_label", problem=problem))
         except ClaireError as error:
             return NLIJudgement(n=document.n, label=None, reason=None, error=str(error))
-        label = nli_label(answer)
+        answer, label = asked.text, asked.value
         reasons = _REASON_TAG.findall(answer)
         return NLIJudgement(
             n=document.n, label=label, reason=reasons[-1].strip() if reasons else answer.strip()[:300],

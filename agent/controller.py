@@ -1,11 +1,14 @@
-"""The controller: at each step the LLM chooses one action from the research so far.
+"""The controller: at each step the LLM chooses an action from the research so far.
 
 The prompt shows the claim, its passage and the history of steps — derived from the state's
 messages (:func:`research_history`) and fitted to the context window (older observations
-condensed, then left out; each change is a ``context_budget`` trace item). The answer's action is
-read (:mod:`.actions`); a valid one goes to the tools node as an ``AIMessage`` with one tool call,
-while an invalid or repeated one is answered here, with an observation that says what was wrong,
-and costs a step. When the step budget is spent, the research ends.
+condensed, then left out; each change is a ``context_budget`` trace item). The answer's actions
+are read (:mod:`.actions`); a valid one goes to the tools node as an ``AIMessage`` with one tool
+call, while an invalid or repeated one is answered here, with an observation that says what was
+wrong, and costs a step. An answer with several calls runs them one step each (the rest wait in
+``queued`` and need no new LLM call). An answer with no call at all ends the research when it
+says something after some research (many models finish that way); an empty answer, or prose
+before any research, is told to choose an action. When the step budget is spent, the research ends.
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from claire.agent.actions import Action, read_action
+from claire.agent.actions import Action, read_actions
 from claire.agent.state import ResearchContext, ResearchState
 from claire.errors import ClaireError
+from claire.llm.answers import text_of
 from claire.llm.budget import fit_history
+from claire.llm.usage import record_event
 from claire.tasks.records import TraceItem
 from claire.tools.registry import argument_of
 
@@ -71,6 +76,25 @@ def _answered_here(action: Action, observation: str) -> dict[str, Any]:
     }
 
 
+def _dispatch(action: Action, history: list[dict[str, str]], update: dict[str, Any], content: Any = "") -> Command:
+    """Send a checked action to the tools node, or answer it here when it is invalid or repeated."""
+    repeated = next((number for number, step in enumerate(history, start=1)
+                     if (step["action"], step["argument"]) == (action.name, action.argument)), None)
+    if action.problem:
+        record_event("invalid_action")
+        observation = f"Invalid action: {action.problem}."
+    elif repeated is not None:
+        record_event("repeated_action")
+        observation = (f"You already ran {action.name}({action.argument}); its result is in step {repeated} above. "
+                       "Choose a different action.")
+    else:
+        update["messages"] = [AIMessage(content=content, tool_calls=[_tool_call(action)])]
+        return Command(update=update, goto="tools")
+    step = _answered_here(action, observation)
+    update.update(messages=step["messages"], trace=update.get("trace", []) + step["trace"])
+    return Command(update=update, goto="controller")
+
+
 async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) -> Command:
     """Choose the next action, or end the research when the step budget is spent."""
     context = runtime.context
@@ -79,7 +103,11 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     if steps_left <= 0:
         item = TraceItem(action_name="budget_exhausted", action_argument=None,
                          action_output=f"the step budget of {context.max_steps} is spent")
-        return Command(update={"stop_reason": "step budget spent", "trace": [item]}, goto="verifier")
+        return Command(update={"stop_reason": "step budget spent", "trace": [item], "queued": []}, goto="verifier")
+    history = research_history(state.messages)
+    if state.queued:  # the next of several calls one answer made: no new LLM call
+        action = Action(**state.queued[0])
+        return _dispatch(action, history, {"trace": [], "queued": state.queued[1:]})
     claim, llm = state.claim, context.llm
     native = llm.native_tools
     tools = list(context.tools) if native else None
@@ -91,7 +119,6 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
                                       history=history, steps_left=steps_left, text_actions=not native,
                                       finish="finish" in context.tool_names)
 
-    history = research_history(state.messages)
     prompt, fit = fit_history(render, history, count=lambda messages: llm.count_tokens(messages, tools),
                               budget=llm.prompt_budget(), keep_latest=context.keep_observations)
     update: dict[str, Any] = {"trace": []}
@@ -103,17 +130,19 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     except ClaireError as error:
         update.update(stop_reason="LLM error in the controller", errors=[f"controller: {error}"])
         return Command(update=update, goto="verifier")
-    action = read_action(answer, [tool.name for tool in context.tools])
-    repeated = next((number for number, step in enumerate(history, start=1)
-                     if (step["action"], step["argument"]) == (action.name, action.argument)), None)
-    if action.problem:
-        observation = f"Invalid action: {action.problem}."
-    elif repeated is not None:
-        observation = (f"You already ran {action.name}({action.argument}); its result is in step {repeated} above. "
-                       "Choose a different action.")
-    else:
-        update["messages"] = [AIMessage(content=answer.content, tool_calls=[_tool_call(action)])]
-        return Command(update=update, goto="tools")
-    step = _answered_here(action, observation)
-    update.update(messages=step["messages"], trace=update["trace"] + step["trace"])
-    return Command(update=update, goto="controller")
+    actions = read_actions(answer, list(context.tool_names), native=native)
+    if not actions:
+        said = text_of(answer).strip()
+        if said and steps > 0:  # a final answer in prose: the research is over
+            record_event("plain_text_end")
+            item = TraceItem(action_name="finish", action_argument=None,
+                             action_output=f"The model ended the research without an action: {said[:500]}")
+            update.update(stop_reason="the model answered without an action", trace=update["trace"] + [item])
+            return Command(update=update, goto="verifier")
+        valid = ", ".join(f"{name}()" for name in context.tool_names)
+        problem = "your answer was empty" if not said else "no action found"
+        return _dispatch(Action("invalid", said[:300], f"{problem}; choose one of: {valid}"), history, update)
+    first, rest = actions[0], actions[1:]
+    if rest:
+        update["queued"] = [vars(action) for action in rest[: steps_left - 1]]
+    return _dispatch(first, history, update, answer.content if not rest else "")

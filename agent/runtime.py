@@ -1,6 +1,7 @@
 """Assembling a runnable system from the resolved configuration: the LLM client, the prompt
 library (with the task's prompt variants), the retriever and search engine, and the chosen
-system (claire, rav or nli) — or, for a task that brings its own system (citations), that one.
+system (claire, rav, nli or the cascade of a baseline and claire) — or, for a task that brings its
+own system (citations), that one.
 
 ``open_system(config)`` is an async context manager that yields a System and closes what it
 opened; evaluation, sweeps, the web app and the CLI all go through it.
@@ -12,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from claire.agent.baselines import BaselineParts, NLIPipeline, RetrieveAndVerify
+from claire.agent.cascade import Cascade
 from claire.agent.claire_agent import ClaireAgent, Reviewer
 from claire.agent.state import ResearchContext
 from claire.agent.system import SYSTEM_NAMES, StepListener, System
@@ -86,6 +88,10 @@ def build_system(
         )
         return ClaireAgent(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=on_step,
                            checkpoints=agent.checkpoints)
+    if name == "cascade":
+        first = build_system(config, llm=llm, retriever=retriever, name=agent.cascade_first, on_step=on_step)
+        full = build_system(config, llm=llm, retriever=retriever, name="claire", reviewer=reviewer, on_step=on_step)
+        return Cascade(first, full, cut=agent.cascade_cut, threshold=agent.threshold)
     if name in ("rav", "nli"):
         threshold = agent.threshold if name == "rav" else float(config.baselines.nli_threshold)
         parts = BaselineParts(llm=llm, search=search, prompts=prompts, task=task, k=config.baselines.k, threshold=threshold)

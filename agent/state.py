@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 
@@ -36,6 +36,7 @@ class ResearchState:
     stop_reason: str | None = None  # set when the research is over
     awaiting_review: bool = False  # a report waits for a person's answer (interactive runs)
     condensed: list[int] = field(default_factory=list)  # steps the context budget has shortened so far
+    queued: list[dict[str, Any]] = field(default_factory=list)  # further tool calls of one answer, run one a step
     verdict: Verdict | None = None
     report: dict[str, str] | None = None  # the two-sided report: {"consistent": ..., "inconsistent": ...}
 

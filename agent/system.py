@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from claire.indexes.evidence import Evidence
 from claire.tasks.records import Claim, Consistency, TraceItem, flags
 
-SYSTEM_NAMES = ("claire", "rav", "nli")
+SYSTEM_NAMES = ("claire", "rav", "nli", "cascade")
 StepListener = Callable[[dict[str, Any]], None]
 """Called with ``{"item": trace item, "steps": n, "documents": n}`` as each step is taken."""
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
+    SystemOpt, BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
     check_writable, common, console, err, passage_text, resolve, run,
 )
 from claire.errors import ConfigError
@@ -24,7 +24,7 @@ def check_command(
     section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
     context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
     context_file: Annotated[Optional[Path], typer.Option("--context-file", help="Read the passage from a file.")] = None,
-    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    system: SystemOpt = None,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget (agent.max_steps).")] = None,
     docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query", help="Passages per search (agent.docs_per_query).")] = None,
     no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Turn RankGPT reranking off.")] = False,

@@ -8,8 +8,9 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
+from claire.errors import ConfigError
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
+    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
     console, err, eval_config, require_index, run,
 )
 
@@ -17,13 +18,14 @@ from claire.cli.options import (
 def eval_command(
     dataset: DatasetOpt,
     out: Annotated[Path, typer.Option("--out", help="Run directory (re-running the same command resumes it).")],
-    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    system: SystemOpt = None,
     limit: Annotated[Optional[int], typer.Option("--limit", min=1, help="Only the first N claims.")] = None,
     ids: Annotated[Optional[str], typer.Option("--ids", help="Only these claim ids (comma-separated).")] = None,
     concurrency: ConcurrencyOpt = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Re-run only the claims that failed.")] = False,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Decision threshold (default 0.5; nli: a REFUTES count).")] = None,
     threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
+    cut_from: Annotated[Optional[Path], typer.Option("--cut-from", help="--system cascade: choose the first-pass cut on this validation run (of the cascade or of its first-pass system) so that agent.cascade_recall of the inconsistent facts reach claire.")] = None,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps")] = None,
     docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
     no_rerank: Annotated[bool, typer.Option("--no-rerank")] = False,
@@ -50,6 +52,16 @@ def eval_command(
                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools,
                             chosen.index_setting: index, **({"agent.task": task} if chosen.agent_task and task else {})})
     config = with_threshold(chosen, config, threshold, threshold_from)
+    if cut_from is not None:
+        from claire.agent.cascade import cut_for_recall
+        from claire.evals.predictions import load_predictions
+        from claire.evals.runner import check_source_run
+
+        if config.agent.system != "cascade":
+            raise ConfigError("--cut-from chooses the cascade's cut: use it with --system cascade")
+        cut = cut_for_recall(load_predictions(check_source_run(cut_from, "--cut-from")), config.agent.cascade_recall)
+        config = config.with_overrides({"agent.cascade_cut": cut})
+        err.print(f"cascade cut {cut:g}: {config.agent.cascade_recall:.0%} of {cut_from}'s inconsistent facts reach claire")
     records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
     for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):
         err.print(f"[yellow]warning:[/] {escape(warning)}")

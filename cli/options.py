@@ -32,6 +32,8 @@ IndexOpt = Annotated[Optional[str], typer.Option("--index", help="Index name (re
 PathOpt = Annotated[Optional[Path], typer.Option("--path", help="Folder holding embedded indexes (retrieval.path).")]
 UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL, or a `claire serve` .../api/search endpoint, instead of the embedded engine (retrieval.url).")]
 DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json; with --task feverous a FEVEROUS JSONL file.")]
+SystemOpt = Annotated[Optional[str], typer.Option(
+    "--system", help="claire (default), rav, nli or cascade (a baseline first, claire only where needed).")]
 ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
 
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, PresetOpt, SetOpt,
+    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, PresetOpt, SetOpt,
     UrlOpt, common, console, err, eval_config, passage_text, resolve, run,
 )
 from claire.errors import ConfigError
@@ -58,7 +58,7 @@ def scan_command(
     section: Annotated[str, typer.Option("--section")] = "",
     text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
     file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
-    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    system: SystemOpt = None,
     max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
     concurrency: ConcurrencyOpt = None,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt,
+    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt,
     console, err, eval_config, run,
 )
 from claire.errors import ConfigError
@@ -32,7 +32,7 @@ def estimate_command(
     p: Annotated[float, typer.Option("--p", help="Expected proportion for --sample-size.")] = 0.5,
     population: Annotated[Optional[int], typer.Option("--population", help="Finite population size (correction).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    system: SystemOpt = None,
     concurrency: ConcurrencyOpt = None,
     path: PathOpt = None,
     model: ModelOpt = None,
@@ -119,7 +119,7 @@ def audit_command(
     confidence: Annotated[float, typer.Option("--confidence")] = 0.99,
     decisions: Annotated[Optional[list[Path]], typer.Option("--decisions", help="More decisions (reviews JSONL); repeatable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    system: SystemOpt = None,
     concurrency: ConcurrencyOpt = None,
     index: IndexOpt = None,
     path: PathOpt = None,

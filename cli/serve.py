@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt,
+    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt,
     err, eval_config,
 )
 
@@ -22,7 +22,7 @@ def serve_command(
     cors_origin: Annotated[Optional[list[str]], typer.Option("--cors-origin", help="Another page origin allowed to call the API (repeatable).")] = None,
     allowed_host: Annotated[Optional[list[str]], typer.Option("--allowed-host", help="Another name clients may reach the server by (the Host header; repeatable). Requests naming any other host are refused, which stops DNS rebinding.")] = None,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
-    system: Annotated[Optional[str], typer.Option("--system", help="claire (default), rav or nli.")] = None,
+    system: SystemOpt = None,
     index: IndexOpt = None,
     preset: PresetOpt = None,
     model: ModelOpt = None,

@@ -53,16 +53,36 @@ def comparison_rows(dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
     return rows
 
 
+def per_claim_costs(metrics: dict[str, Any]) -> dict[str, float | None]:
+    """LLM calls (cached ones included), prompt and completion tokens and seconds per claim of a run."""
+    total = (metrics.get("counts") or {}).get("total") or 0
+    usage = metrics.get("usage") or {}
+    if not total:
+        return {"calls": None, "prompt_tokens": None, "completion_tokens": None, "seconds": None}
+    calls = (usage.get("calls") or 0) + (usage.get("cached_calls") or 0)
+    return {"calls": calls / total, "prompt_tokens": (usage.get("prompt_tokens") or 0) / total,
+            "completion_tokens": (usage.get("completion_tokens") or 0) / total,
+            "seconds": (metrics.get("latency_s") or {}).get("mean")}
+
+
+def _number(value: float | None, digits: int) -> str:
+    return DASH if value is None else f"{value:,.{digits}f}"
+
+
 def compare_runs(dirs: Sequence[str | Path]) -> Table:
     """Runs side by side (×100, differences from the first run in brackets)."""
     if not dirs:
         raise ConfigError("compare needs at least one run directory")
     rows = comparison_rows(dirs)
     table = Table(title="Runs compared (scores ×100; brackets: difference from the first run)")
-    for column in ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "Tokens", "Cost"):
+    columns = ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "Repaired",
+               "Bad calls", "Calls/claim", "Tokens/claim (prompt+compl.)", "s/claim", "Cost")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right")
     for row in rows:
         m, delta = row["metrics"], row["delta"]
+        per_claim = per_claim_costs(m)
+        robust = m.get("robustness") or {}
         table.add_row(
             row["run"],
             m.get("system") or DASH,
@@ -71,7 +91,11 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             _with_delta(auroc_text(m), delta["auroc"]),
             *(_with_delta(pct(m.get(k)), delta[k]) for k in ("accuracy", "precision", "recall", "f1")),
             str(m["counts"]["errors"]),
-            f"{m['usage']['total_tokens']:,}",
+            str(robust.get("repaired_or_reasked", DASH)),
+            str(robust.get("invalid_or_repeated_calls", DASH)),
+            _number(per_claim["calls"], 1),
+            f"{_number(per_claim['prompt_tokens'], 0)}+{_number(per_claim['completion_tokens'], 0)}",
+            _number(per_claim["seconds"], 1),
             money(m["usage"]["cost_usd"]),
         )
     if any(row["claim_ids"] != rows[0]["claim_ids"] for row in rows):

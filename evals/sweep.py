@@ -11,6 +11,16 @@ A sweep file (YAML)::
         none: [search, report_inconsistency]
         clarify: [search, clarify_entity, report_inconsistency]
 
+Instead of a grid, ``cells`` names each configuration outright (one cell per entry, each a map of
+overrides; the cells form one axis, ``variant``) — for comparing one baseline with a set of
+single changes::
+
+    cells:
+      paper: {}
+      hybrid: {retrieval.mode: hybrid}
+      early_stop: {agent.stop_on_report: true}
+    limit: {claire: 6}            # optional: at most N claims for the named cells
+
 Keys are dotted settings (``agent.max_steps``), a bare setting name that only one section has
 (``max_steps``, ``rerank``, ``model``, ``system``, ``tools``...), or ``prompt_variant.TEMPLATE``
 (a prompt variant; ``default`` means none). Each cell runs in ``OUT/<cell name>/``; all cells
@@ -38,7 +48,7 @@ from claire.agent.system import System
 from claire.config import SECTIONS, Config
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
-from claire.evals.reporting import plot_heatmap, read_metrics
+from claire.evals.reporting import per_claim_costs, plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
 from claire.tasks.measures import DASH, pct
 from claire.tasks.records import Claim
@@ -47,8 +57,10 @@ from claire.tasks.wikicollide.report import auroc_text, plot_roc
 
 SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
 VARIANT_PREFIX = "prompt_variant."
+CELLS_AXIS = "variant"
 COLUMNS = ("claims", "scored", "errors", "auroc", "auroc_low", "auroc_high", "accuracy", "precision", "recall", "f1",
-           "threshold", "total_tokens", "cost_usd", "wall_time_s")
+           "threshold", "total_tokens", "cost_usd", "wall_time_s", "repaired_or_reasked", "invalid_or_repeated_calls",
+           "calls_per_claim", "prompt_tokens_per_claim", "completion_tokens_per_claim", "seconds_per_claim")
 
 
 class SweepFile(BaseModel):
@@ -57,7 +69,9 @@ class SweepFile(BaseModel):
 
     name: str | None = None
     base: dict[str, Any] = {}
-    grid: dict[str, list[Any] | dict[str, Any]]
+    grid: dict[str, list[Any] | dict[str, Any]] = {}
+    cells: dict[str, dict[str, Any]] = {}
+    limit: dict[str, int] = {}
 
 
 @dataclass
@@ -81,6 +95,7 @@ class Cell:
     labels: dict[str, str]  # axis label -> value label
     values: dict[str, Any]  # axis label -> value
     config: Config
+    limit: int | None = None  # at most this many claims (the sweep file's ``limit``)
 
 
 @dataclass
@@ -166,9 +181,9 @@ def _read(sweep_file: Path) -> SweepFile:
         spec = SweepFile.model_validate(data)
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in error.errors())
-        raise ConfigError(f"{sweep_file}: {problems} (expected keys: name, base, grid)") from None
-    if not spec.grid:
-        raise ConfigError(f"{sweep_file}: grid: needs at least one axis with a list of values")
+        raise ConfigError(f"{sweep_file}: {problems} (expected keys: name, base, grid or cells, limit)") from None
+    if bool(spec.grid) == bool(spec.cells):
+        raise ConfigError(f"{sweep_file}: give either grid (axes with lists of values) or cells (named overrides)")
     return spec
 
 
@@ -177,9 +192,10 @@ def plan_sweep(sweep_file: str | Path, base_config: Config) -> SweepPlan:
     sweep_file = Path(sweep_file)
     spec = _read(sweep_file)
     base = apply_overrides(base_config, spec.base, f"{sweep_file}: base")
-    short = [key.rsplit(".", 1)[-1] for key in spec.grid]
+    grid: dict[str, Any] = spec.grid or {CELLS_AXIS: spec.cells}
+    short = [key.rsplit(".", 1)[-1] for key in grid]
     axes = []
-    for key, values in spec.grid.items():
+    for key, values in grid.items():
         pairs = [(str(k), v) for k, v in values.items()] if isinstance(values, dict) else [(_label(v), v) for v in values]
         if not pairs:
             raise ConfigError(f"{sweep_file}: grid.{key}: needs at least one value")
@@ -192,9 +208,12 @@ def plan_sweep(sweep_file: str | Path, base_config: Config) -> SweepPlan:
     cells, seen = [], {}
     for combination in itertools.product(*(axis.values for axis in axes)):
         name = ",".join(f"{axis.label}={label}" for axis, (label, _) in zip(axes, combination))
-        config = apply_overrides(
-            base, {axis.key: value for axis, (_, value) in zip(axes, combination)}, f"{sweep_file}: cell {name}"
-        )
+        if spec.cells:
+            name = combination[0][0]
+            overrides = dict(combination[0][1] or {})
+        else:
+            overrides = {axis.key: value for axis, (_, value) in zip(axes, combination)}
+        config = apply_overrides(base, overrides, f"{sweep_file}: cell {name}")
         dir_name = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", name)
         if dir_name in seen:
             raise ConfigError(f"{sweep_file}: cells {seen[dir_name]} and {name} would share the directory {dir_name}")
@@ -205,7 +224,11 @@ def plan_sweep(sweep_file: str | Path, base_config: Config) -> SweepPlan:
             labels={axis.label: label for axis, (label, _) in zip(axes, combination)},
             values={axis.label: value for axis, (_, value) in zip(axes, combination)},
             config=config,
+            limit=spec.limit.get(name),
         ))
+    unknown = sorted(set(spec.limit) - {cell.name for cell in cells})
+    if unknown:
+        raise ConfigError(f"{sweep_file}: limit names no cell: {', '.join(unknown)}")
     return SweepPlan(name=spec.name or sweep_file.stem, axes=axes, cells=cells)
 
 
@@ -245,7 +268,9 @@ async def run_sweep(
     console = console or Console(quiet=not show_progress)
     start = time.perf_counter()
     results = []
+    all_claims = claims
     for index, cell in enumerate(plan.cells, start=1):
+        claims = all_claims[: cell.limit] if cell.limit else all_claims
         cell_dir = out_dir / cell.dir_name
         console.print(f"[bold]{plan.name}[/] cell {index}/{len(plan.cells)}: {cell.name}")
         if _is_complete(claims, cell_dir, cell.config.agent.system, retry_errors, cell.config.public_dict()):
@@ -287,7 +312,15 @@ def _row(result: CellResult) -> dict[str, Any]:
         "total_tokens": m["usage"]["total_tokens"],
         "cost_usd": m["usage"]["cost_usd"],
         "wall_time_s": m.get("wall_time_s"),
+        "repaired_or_reasked": (m.get("robustness") or {}).get("repaired_or_reasked"),
+        "invalid_or_repeated_calls": (m.get("robustness") or {}).get("invalid_or_repeated_calls"),
+        **{f"{key}_per_claim" if key != "seconds" else "seconds_per_claim": value
+           for key, value in per_claim_costs(m).items()},
     }
+
+
+def _dash(value: Any, spec: str = "") -> str:
+    return DASH if value is None else format(value, spec)
 
 
 def _write_heatmap(sweep: SweepSummary, path: Path) -> bool:
@@ -338,17 +371,22 @@ def write_sweep_outputs(sweep: SweepSummary) -> None:
         f"{len(sweep.cells)} cells; scores ×100; AUROC with its bootstrap 95% interval. "
         f"Each cell's run directory holds its config, predictions and report.",
         "",
-        "| Cell | " + " | ".join(labels) + " | AUROC (95% CI) | Acc | F1 | Scored | Errors | Tokens | Cost |",
-        "|---|" + "---|" * len(labels) + "---|---|---|---|---|---|---|",
+        "| Cell | " + " | ".join(labels) + " | AUROC (95% CI) | Acc | F1 | Scored | Errors | Repaired or re-asked "
+        "| Invalid or repeated calls | Calls/claim | Tokens/claim (prompt+completion) | s/claim | Cost |",
+        "|---|" + "---|" * len(labels) + "---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in sweep.cells:
         m = result.metrics
+        row = _row(result)
         cost = DASH if m["usage"]["cost_usd"] is None else f"${m['usage']['cost_usd']:,.4f}"
+        tokens = (DASH if row["prompt_tokens_per_claim"] is None else
+                  f"{row['prompt_tokens_per_claim']:,.0f}+{row['completion_tokens_per_claim']:,.0f}")
         lines.append(
             f"| [{result.cell.name}]({result.cell.dir_name}/report.md) | "
             + " | ".join(result.cell.labels[label] for label in labels)
             + f" | {auroc_text(m)} | {pct(m['accuracy'])} | {pct(m['f1'])} | {m['counts']['scored']}/{m['counts']['total']}"
-            f" | {m['counts']['errors']} | {m['usage']['total_tokens']:,} | {cost} |"
+            f" | {m['counts']['errors']} | {_dash(row['repaired_or_reasked'])} | {_dash(row['invalid_or_repeated_calls'])}"
+            f" | {_dash(row['calls_per_claim'], '.1f')} | {tokens} | {_dash(row['seconds_per_claim'], '.1f')} | {cost} |"
         )
     ranked = [r for r in sweep.cells if r.metrics["auroc"] is not None]
     if ranked:

@@ -4,7 +4,10 @@ score in [0, 1] read leniently (0.7, 70%, 7/10, "7 out of 10"), and a three-way 
 
 The LAST tag wins everywhere, so a passage the model quotes earlier (which could contain a
 planted tag) cannot decide the result. Answers written with HTML entities (``&lt;tag&gt;``, as
-small models sometimes do) are read as if they were plain.
+small models sometimes do) are read as if they were plain. What real models add around an answer
+is set aside first (:func:`without_reasoning`: ``<think>`` blocks and reasoning-only answers);
+an answer cut at the token limit loses its last, possibly cut, word (:func:`without_cut_tail`);
+scores written in words (high, low) and labels in other languages or cases are read too.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import html
 import re
 from typing import Any
 
+from claire.llm.usage import record_event
+
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _FRACTION = re.compile(rf"({_NUMBER})\s*(?:/|out\s+of)\s*({_NUMBER})", re.IGNORECASE)
 _PERCENT = re.compile(rf"({_NUMBER})\s*%")
@@ -20,11 +25,31 @@ _PLAIN = re.compile(_NUMBER)
 
 NLI_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 _EXACT = re.compile(r"NOT ENOUGH INFO|SUPPORTS|REFUTES")
+# English first, then the forms models answering in French, German, Spanish, Italian, Portuguese
+# or Chinese use (lower case; a label's case never matters).
 _SYNONYMS = [
-    ("NOT ENOUGH INFO", re.compile(r"not\s*enough|insufficient|unknown|neutral|cannot\s+(?:be\s+)?(?:determined|verified)|\bnei\b|unrelated|irrelevant", re.I)),
-    ("REFUTES", re.compile(r"refute|contradict|\bfalse\b|disprove|inconsistent|conflict", re.I)),
-    ("SUPPORTS", re.compile(r"support|entail|confirm|\btrue\b|consistent|agree", re.I)),
+    ("NOT ENOUGH INFO", re.compile(
+        r"not\s*enough|insufficient|unknown|neutral|cannot\s+(?:be\s+)?(?:determined|verified)|\bnei\b|unrelated|"
+        r"irrelevant|pas\s+assez|insuffisant|nicht\s+genug|unzureichend|keine\s+ausreichend|no\s+hay\s+suficiente|"
+        r"insuficiente|informa[cç][aã]o\s+insuficiente|non\s+abbastanza|信息不足|无法确定|不足", re.I)),
+    ("REFUTES", re.compile(
+        r"refute|contradict|\bfalse\b|disprove|inconsistent|conflict|r[ée]fut|contredi|widerleg|widerspr|"
+        r"refuta|contradi[cz]|smentisc|confuta|反驳|矛盾|驳斥", re.I)),
+    ("SUPPORTS", re.compile(
+        r"support|entail|confirm|\btrue\b|consistent|agree|soutien|soutient|appuie|st[üu]tzt|unterst[üu]tzt|"
+        r"best[äa]tigt|apoya|respalda|sostiene|conferma|supporta|apoia|支持|证实", re.I)),
 ]
+_SCORE_WORDS = [  # a score written in words, most specific first
+    (re.compile(r"\bvery\s+high\b|\bcertain(?:ly)?\b", re.I), 0.9),
+    (re.compile(r"\bvery\s+low\b|\bnone\b|\bno\s+contradiction\b", re.I), 0.05),
+    (re.compile(r"\bhigh\b|\blikely\b", re.I), 0.8),
+    (re.compile(r"\bmedium\b|\bmoderate\b|\buncertain\b", re.I), 0.5),
+    (re.compile(r"\blow\b|\bunlikely\b", re.I), 0.2),
+]
+_REASONING_TAGS = ("think", "thinking", "reasoning", "reflection")
+_REASONING_BLOCK = re.compile(r"<\s*(%s)\s*>.*?<\s*/\s*\1\s*>" % "|".join(_REASONING_TAGS), re.I | re.S)
+_REASONING_OPEN = re.compile(r"^\s*<\s*(?:%s)\s*>" % "|".join(_REASONING_TAGS), re.I)
+_REASONING_CLOSE = re.compile(r"<\s*/\s*(?:%s)\s*>" % "|".join(_REASONING_TAGS), re.I)
 _NEGATED = re.compile(r"\b(?:not|no|never|neither|nor|doesn'?t|isn'?t|cannot|can'?t)\W+(?:\w+\W+){0,2}$", re.I)
 _NEGATED_LABEL = re.compile(r"\b(?:NOT|NO|NEVER)\W*$")
 
@@ -35,6 +60,29 @@ def text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content or [])
+
+
+def without_reasoning(text: str) -> tuple[str, bool]:
+    """The answer without the reasoning some models write before it (``<think>...</think>`` and
+    its kin), and whether there was any. An answer that opens a reasoning block and never closes it
+    is all reasoning (nothing is left); one that closes a block it never opened (the chat template
+    opened it) keeps what follows the close."""
+    if not text or "<" not in text:
+        return text or "", False
+    visible = _REASONING_BLOCK.sub("", text)
+    closing = list(_REASONING_CLOSE.finditer(visible))
+    if closing:  # the opening tag was in the prompt's template
+        visible = visible[closing[-1].end():]
+    elif _REASONING_OPEN.match(visible):
+        visible = ""
+    return visible.strip() if visible != text else text, visible != text
+
+
+def without_cut_tail(text: str) -> str:
+    """An answer that stopped at the token limit, less its last word, which may itself be cut
+    (``<score>0.`` of ``<score>0.85``): what is left can be read without guessing."""
+    cut = max(text.rfind(" "), text.rfind("\n"), text.rfind(">"))
+    return text[: cut + 1] if cut >= 0 else ""
 
 
 def _tags(text: str, name: str) -> list[str]:
@@ -49,8 +97,10 @@ def tag_text(text: str, name: str) -> str | None:
 
 
 def to_score(raw: str) -> float | None:
-    """0.7, 70%, 7/10 and "7 out of 10" all read as 0.7; anything else outside [0, 1] is unusable
-    (None: asked again) rather than guessed at. Slightly negative values clamp to 0."""
+    """0.7, 70%, 7/10 and "7 out of 10" all read as 0.7; a score in words reads as a fixed value
+    (very high 0.9, high 0.8, medium 0.5, low 0.2, very low 0.05; counted as a ``score_words``
+    event); anything else outside [0, 1] is unusable (None: asked again) rather than guessed at.
+    Slightly negative values clamp to 0."""
     if match := _FRACTION.search(raw):
         numerator, denominator = float(match.group(1)), float(match.group(2))
         value = numerator / denominator if denominator > 0 else None
@@ -59,6 +109,10 @@ def to_score(raw: str) -> float | None:
     elif match := _PLAIN.search(raw):
         value = float(match.group())
     else:
+        for pattern, worded in _SCORE_WORDS:
+            if pattern.search(raw):
+                record_event("score_words")
+                return worded
         return None
     if value is None or value > 1.0:
         return None

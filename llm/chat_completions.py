@@ -91,6 +91,9 @@ def chat_result(data: Any, model: str) -> ChatResult:
             usage_metadata=UsageMetadata(input_tokens=prompt_tokens, output_tokens=completion_tokens,
                                          total_tokens=prompt_tokens + completion_tokens),
             response_metadata={"model_name": data.get("model") or model, "finish_reason": choice.get("finish_reason")},
+            # what some servers send beside the content: a refusal (OpenAI) and the model's reasoning
+            # (vLLM, llama.cpp, DeepSeek), kept as LangChain's ChatOpenAI keeps them
+            additional_kwargs={key: message[key] for key in ("refusal", "reasoning_content") if message.get(key)},
             id=data.get("id"),
         )
     except (KeyError, IndexError, TypeError, AttributeError) as error:

@@ -7,6 +7,12 @@ process-wide limit on calls in flight, failing fast once the endpoint is known t
 prompt's template name sent as a header, and the model's context window for fitting prompts.
 :meth:`ChatClient.ask` is the one "ask again when the answer cannot be read" helper.
 
+Every answer is tidied before anyone reads it, for what real models emit: reasoning before the
+answer (``<think>`` blocks) is set aside, an empty answer is tried once more and then handed on
+as empty (the caller asks again or says so), a refusal is an error of its own, and an answer cut
+at the token limit is marked so :meth:`ask` does not read its last, possibly cut, word. Each of
+these is counted (``llm.usage.record_event``).
+
 Answers are LangChain ``AIMessage`` objects; the cache and usage accounting hang on the chat model
 itself (its ``cache`` and the callback of ``llm.usage``).
 """
@@ -16,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -23,10 +30,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from claire.config import LLMConfig
 from claire.errors import ClaireError, LLMError
-from claire.llm.answers import text_of
+from claire.llm.answers import text_of, without_cut_tail, without_reasoning
+from claire.llm.cassette import Recorder
 from claire.llm.errors import TransientLLMError, classify_error
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
+from claire.llm.usage import record_event
 from claire.prompts import PROMPT_HEADER
 from claire.retrying import async_retrying
 
@@ -34,6 +43,35 @@ log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER = 120.0
 T = TypeVar("T")
+
+
+class ModelRefusal(LLMError):
+    """The model declined to answer (an OpenAI ``refusal``): asking again would not help."""
+
+
+FollowUp = Callable[[str], Sequence[BaseMessage]]
+"""Renders the message that asks again, given what was wrong: ``unreadable``, ``cut`` or ``empty``."""
+
+
+def is_cut(answer: AIMessage) -> bool:
+    """Whether the answer stopped at the token limit."""
+    return (answer.response_metadata or {}).get("finish_reason") == "length"
+
+
+def _tidied(answer: AIMessage) -> AIMessage:
+    """The answer with any reasoning set aside (the text the caller reads), a refusal raised."""
+    refusal = (answer.additional_kwargs or {}).get("refusal")
+    text = text_of(answer)
+    visible, had_reasoning = without_reasoning(text)
+    if had_reasoning:
+        record_event("reasoning_removed")
+        answer = answer.model_copy(update={"content": visible})
+    if is_cut(answer):
+        record_event("cut_answer")
+    if refusal and not visible.strip() and not answer.tool_calls:
+        record_event("refusal")
+        raise ModelRefusal(f"the model declined to answer: {str(refusal)[:200]}")
+    return answer
 
 
 @dataclass
@@ -52,7 +90,7 @@ class ChatClient:
 
     def __init__(self, setup: ChatModelSetup, *, max_tokens: int = 1500, timeout: float = 60.0, max_attempts: int = 6,
                  max_concurrency: int = 8, retry_base_wait: float = 0.5, retry_max_wait: float = 30.0,
-                 tool_calling: str = "native", context_window: int | None = None):
+                 tool_calling: str = "native", context_window: int | None = None, record: Path | None = None):
         self.setup = setup
         self.model: BaseChatModel = setup.model
         self.model_name = setup.model_name
@@ -66,6 +104,7 @@ class ChatClient:
         self.tool_calling = tool_calling
         self.context_window = context_window or known_context_window(setup.model_name)
         self.counter = TokenCounter(setup.model_name)
+        self.recorder = Recorder(record) if record is not None else None  # llm.record: a cassette of every call
         # Set when a call gave up because the endpoint could not be reached or never answered in
         # time: later calls try once instead of a full retry cycle each, until one gets through again.
         self.endpoint_down = False
@@ -82,6 +121,7 @@ class ChatClient:
             max_concurrency=config.max_concurrency, retry_base_wait=config.retry_base_wait,
             retry_max_wait=config.retry_max_wait, tool_calling=config.tool_calling,
             context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
+            record=config.record,
         )
 
     @property
@@ -137,14 +177,21 @@ class ChatClient:
         attempts = 1 if self.endpoint_down else self.max_attempts
         retrying = async_retrying(attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait, cap=MAX_RETRY_AFTER,
                                   sleep=self.sleep, before_sleep=self._say_waiting)
+        empties = 0
         try:
             async for attempt in retrying:
                 with attempt:
                     async with self._semaphore():
                         answer = await self._call(runnable, messages, options)
                     self.endpoint_down = False
+                    if self.recorder is not None:
+                        self.recorder.record(messages, name, tools, answer)
+                    answer = _tidied(answer)
                     if not text_of(answer).strip() and not answer.tool_calls and not answer.invalid_tool_calls:
-                        raise TransientLLMError("the model returned an empty answer")
+                        empties += 1
+                        if empties == 1 and attempt.retry_state.attempt_number < attempts:
+                            raise TransientLLMError("the model returned an empty answer")  # once more: a server hiccup?
+                        record_event("empty_answer")  # empty twice: the caller asks differently or says so
         except TransientLLMError as error:
             hint = ""
             if error.unresponsive:  # unreachable or hanging: later calls try once, not a full cycle each
@@ -174,21 +221,28 @@ class ChatClient:
             raise TransientLLMError(f"the chat model returned {type(answer).__name__}, not an answer")
         return answer
 
-    async def ask(self, prompt: Sequence[BaseMessage], read: Callable[[str], T | None], *, follow_up: str,
+    async def ask(self, prompt: Sequence[BaseMessage], read: Callable[[str], T | None], *, follow_up: FollowUp | str,
                   refit: Callable[[int], Sequence[BaseMessage]] | None = None) -> Asked[T]:
-        """Ask, and read the answer with ``read``; when it reads as None, ask once more in the same
-        conversation with ``follow_up``. If the conversation would no longer fit the context window,
+        """Ask, and read the answer with ``read``; when it reads as None (or was empty), ask once
+        more in the same conversation with the ``follow_up`` message for what was wrong (an
+        ``unreadable``, ``cut`` or ``empty`` answer). An answer cut at the token limit is read
+        without its last word. If the conversation would no longer fit the context window,
         ``refit(tokens)`` renders the prompt again with that many tokens less room."""
-        first = text_of(await self.ainvoke(prompt))
-        value = read(first)
+        answer = await self.ainvoke(prompt)
+        first = text_of(answer)
+        value = read(without_cut_tail(first) if is_cut(answer) else first)
         if value is not None:
             return Asked(value, first, list(prompt), 1)
-        extra = [AIMessage(content=first), HumanMessage(content=follow_up)]
+        record_event("reasked")
+        problem = "empty" if not first.strip() else ("cut" if is_cut(answer) else "unreadable")
+        asking = list(follow_up(problem)) if callable(follow_up) else [HumanMessage(content=follow_up)]
+        extra = [AIMessage(content=first or "(no answer)"), *asking]
         if refit is not None and self.count_tokens(list(prompt) + extra) > self.prompt_budget():
             prompt = refit(self.count_tokens(extra))  # the first answer needs room too
         conversation = prompt + extra if hasattr(prompt, "name") else list(prompt) + extra
-        second = text_of(await self.ainvoke(conversation))
-        return Asked(read(second), first + "\n" + second, list(prompt), 2)
+        again = await self.ainvoke(conversation)
+        second = text_of(again)
+        return Asked(read(without_cut_tail(second) if is_cut(again) else second), first + "\n" + second, list(prompt), 2)
 
     async def aclose(self) -> None:
         """Close the model's HTTP clients and its cache."""

@@ -6,13 +6,18 @@ LangChain callback handler (:class:`UsageCallback`, reading each answer's ``usag
 that LangChain attaches to every call made while a scope is open (``register_configure_hook``).
 An answer served from CLAIRE's cache counts as a cached call, without tokens or cost. Prices are
 USD per million tokens.
+
+Beside the tokens, a scope counts what had to be done to read real models' answers
+(:func:`record_event`): an answer asked again, a reasoning block removed, a cut or empty answer,
+a tool call written as text, a misspelt tool name or malformed arguments repaired, an invalid or
+repeated action, a refusal (the kinds are listed in :data:`EVENTS`).
 """
 
 from __future__ import annotations
 
 import contextvars
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
 from langchain_core.callbacks import BaseCallbackHandler
@@ -45,15 +50,39 @@ def price_for(model: str) -> tuple[float, float] | None:
     return PRICES[best] if best else None
 
 
+EVENTS: dict[str, str] = {
+    "reasked": "an answer that could not be read was asked for once more",
+    "reasoning_removed": "a <think> block (or a reasoning-only answer) was set aside before reading",
+    "cut_answer": "the answer stopped at the token limit (finish_reason length)",
+    "empty_answer": "the answer was empty",
+    "refusal": "the model declined to answer",
+    "text_tool_call": "a tool call came as text (JSON or name(argument)) instead of a native call",
+    "tool_name_fixed": "a tool name in another spelling or case was mapped to the real one",
+    "arguments_fixed": "malformed or wrongly typed tool arguments were repaired",
+    "parallel_calls": "several tool calls came at once (each ran as its own step)",
+    "plain_text_end": "the controller answered in plain text, which ended the research",
+    "score_words": "a score written in words (high, low) was read as a number",
+    "invalid_action": "an action that could not be run (unknown tool, missing argument, no action)",
+    "repeated_action": "an action already taken was asked for again",
+}
+"""What :func:`record_event` counts, by kind."""
+
+REPAIRS = ("reasoning_removed", "cut_answer", "empty_answer", "text_tool_call", "tool_name_fixed", "arguments_fixed",
+           "parallel_calls", "plain_text_end", "score_words")
+"""Event kinds that mean an answer was read only after a repair."""
+
+
 @dataclass
 class Usage:
-    """Calls, cached calls, tokens and cost (None when the model's price is unknown)."""
+    """Calls, cached calls, tokens and cost (None when the model's price is unknown), and the
+    events of reading the answers (:data:`EVENTS`)."""
 
     calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    events: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -81,6 +110,8 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         if other.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+        for kind, count in other.events.items():
+            self.events[kind] = self.events.get(kind, 0) + count
 
     def to_dict(self) -> dict:
         """The tally as plain data, with the total tokens."""
@@ -92,7 +123,8 @@ class Usage:
     def from_dict(cls, data: dict | None) -> "Usage":
         """A tally from its plain data (missing fields are zero)."""
         data = data or {}
-        return cls(**{k: data[k] for k in ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd") if k in data})
+        keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "events")
+        return cls(**{k: data[k] for k in keys if k in data})
 
 
 _scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("claire_usage_scopes", default=())
@@ -138,3 +170,9 @@ def record_call(model: str, prompt_tokens: int, completion_tokens: int, cached: 
     """Add one call to every open scope."""
     for usage in _scopes.get():
         usage.record(model, prompt_tokens, completion_tokens, cached)
+
+
+def record_event(kind: str) -> None:
+    """Count one event of reading an answer (a kind of :data:`EVENTS`) in every open scope."""
+    for usage in _scopes.get():
+        usage.events[kind] = usage.events.get(kind, 0) + 1

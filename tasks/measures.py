@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from claire.llm.usage import REPAIRS
+
 PREDICTIONS = "predictions.jsonl"
 METRICS = "metrics.json"
 REPORT = "report.md"
@@ -22,7 +24,30 @@ def usage_totals(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     totals: dict[str, Any] = {key: sum(int((p.get("usage") or {}).get(key) or 0) for p in predictions) for key in keys}
     costs = [(p.get("usage") or {}).get("cost_usd") for p in predictions]
     totals["cost_usd"] = sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
+    events: dict[str, int] = {}
+    for prediction in predictions:
+        for kind, count in ((prediction.get("usage") or {}).get("events") or {}).items():
+            events[kind] = events.get(kind, 0) + int(count)
+    totals["events"] = dict(sorted(events.items()))
     return totals
+
+
+def robustness(predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """What reading a real model's answers took over a run: answers read only after a repair or a
+    re-ask, invalid or repeated tool calls, refusals, and the claims that needed any of it."""
+    def count(prediction: dict[str, Any], kinds: tuple[str, ...]) -> int:
+        events = (prediction.get("usage") or {}).get("events") or {}
+        return sum(int(events.get(kind) or 0) for kind in kinds)
+
+    repaired = tuple(REPAIRS) + ("reasked",)
+    bad_calls = ("invalid_action", "repeated_action")
+    return {
+        "repaired_or_reasked": sum(count(p, repaired) for p in predictions),
+        "reasked": sum(count(p, ("reasked",)) for p in predictions),
+        "invalid_or_repeated_calls": sum(count(p, bad_calls) for p in predictions),
+        "refusals": sum(count(p, ("refusal",)) for p in predictions),
+        "claims_affected": sum(1 for p in predictions if count(p, repaired + bad_calls + ("refusal",))),
+    }
 
 
 def latency_summary(predictions: list[dict[str, Any]]) -> dict[str, float | None]:

@@ -60,6 +60,7 @@ class Prediction(BaseModel):
     latency_s: float | None = None
     error: str | None = None
     reasoning: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)  # the system's own (nli counts, a cascade's stage, steps)
     trace: list[dict[str, Any]] = Field(default_factory=list)
     # task "feverous": the predicted three-way label and evidence element ids, and the gold answer
     predicted_label: str | None = None
@@ -83,6 +84,7 @@ def prediction_from(assessment: Any, claim: Claim) -> Prediction:
         latency_s=assessment.latency_s,
         error=assessment.error,
         reasoning=assessment.reasoning,
+        details=assessment.details,
         trace=[step.model_dump(mode="json") for step in assessment.trace],
         predicted_label=assessment.label,
         predicted_evidence=list(assessment.evidence_elements),

@@ -78,6 +78,8 @@ def kind_of(request: ScriptedRequest | dict) -> str:
 def _kind_from_phrases(request: ScriptedRequest | dict) -> str:
     """The prompt kind read from the wording of the system message (requests without a template name)."""
     system = request["messages"][0]["content"] if isinstance(request, dict) else text_of(request.messages[0])
+    if system.startswith(("I could not read your answer", "Your answer was")):
+        return "follow_up"
     if "give one of three verdicts" in system:
         return "feverous_verifier"
     if "relates to a claim" in system:
@@ -160,10 +162,13 @@ def http_responder(verifier_score: float = 0.9, search_query: str = "Eiffel Towe
             if body.get("tools"):
                 if first:
                     return {"tool_calls": [{"name": "search", "arguments": {"query": search_query}}]}
+                if "report_inconsistency(" in user:  # reported already: done
+                    return {"tool_calls": [{"name": "finish", "arguments": {}}]}
                 return {"tool_calls": [{"name": "report_inconsistency", "arguments": {"evidence": "[1] gives a different year"}}]}
             return {"content": f'search("{search_query}")' if first else "finish()"}
         if kind == "verifier":  # the planted 1890 contradiction scores high, anything else low
-            fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+            asked = next((m["content"] for m in body["messages"] if "<fact>" in (m.get("content") or "")), user)
+            fact = asked.split("<fact>", 1)[-1].split("</fact>", 1)[0]  # a follow-up: the fact is further up
             score = verifier_score if "1890" in fact else 0.1
             return {"content": f"<restated_claim>r</restated_claim><analysis>[1] disagrees.</analysis><inconsistency_score>{score}</inconsistency_score>"}
         if kind == "rankgpt":

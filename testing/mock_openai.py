@@ -12,6 +12,12 @@ from a responder function of the request body; items can inject faults:
     {"fault": "malformed"}                                a 200 whose body is not JSON
     {"fault": "empty"}                                    a 200 with empty content
     {"fault": "401"} / {"fault": "404"}                   bad key / unknown model
+    {"reasoning": "text"}                                  a ``reasoning_content`` field beside the content
+    {"refusal": "text"}                                    a ``refusal`` field (OpenAI's way to decline)
+    {"finish_reason": "length"}                            another finish reason (a cut answer)
+
+:mod:`claire.testing.quirks` wraps a responder so that it answers the way real models do
+(reasoning blocks, calls written as text, cut answers, refusals, ...).
 
 ``latency`` seconds are added to every answer (to measure concurrency and throughput).
 ``max_prompt_tokens`` plays a model with a small context window: a longer prompt is rejected
@@ -146,12 +152,16 @@ class MockOpenAIServer:
         message: dict[str, Any] = {"role": "assistant", "content": content if content is not None else (None if calls else "")}
         if calls:
             message["tool_calls"] = calls
+        for key, field in (("reasoning", "reasoning_content"), ("refusal", "refusal")):
+            if item.get(key):
+                message[field] = item[key]
+        finish_reason = item.get("finish_reason") or ("tool_calls" if calls else "stop")
         return {
             "id": "chatcmpl-mock",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.model,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
             "usage": {
                 "prompt_tokens": prompt_size,
                 "completion_tokens": _tokens((content or "") + json.dumps(calls)),

@@ -10,7 +10,7 @@ from pydantic import AliasChoices, BaseModel, Field
 
 MAX_TEXT = 200_000  # characters of an article; a long Wikipedia article is ~100k
 
-SystemName = Literal["claire", "rav", "nli"]
+SystemName = Literal["claire", "rav", "nli", "cascade"]
 ScanView = Literal["full", "summary", "trace"]
 
 

@@ -217,9 +217,9 @@ class CitationChecker:
             "cite_support", claim=citation.claim, title=citation.title, section=citation.section,
             context=_truncate(citation.context, 1500), source=source, passages=view,
         )
-        asked = await self.llm.ask(prompt, lambda answer: tagged_score(answer, "support_score"), follow_up=(
-            "Your answer has no usable <support_score>. Reply with the tag and a number from 0 to 1, "
-            "for example <support_score>0.3</support_score>."))
+        asked = await self.llm.ask(
+            prompt, lambda answer: tagged_score(answer, "support_score"),
+            follow_up=lambda problem: self.prompts.render("follow_up", wanted="support_score", problem=problem))
         text, score = asked.text, asked.value
         sentence = tag_text(text, "supporting_sentence")
         best = passages[_best_passage_number(text, len(passages)) - 1] if passages else None

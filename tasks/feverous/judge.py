@@ -22,8 +22,6 @@ MAX_SENTENCES = 5
 MAX_CELLS = 25
 # element types FEVEROUS's scorer counts against the table budget; the rest count as sentences
 TABLE_KINDS = ("cell", "header_cell", "table_caption", "item")
-FOLLOW_UP = ("Your answer has no usable <label>. Reply with <label>SUPPORTS</label>, <label>REFUTES</label> or "
-             "<label>NOT ENOUGH INFO</label>, then <evidence> with the element ids you rely on.")
 
 
 def limit_evidence(ids: Iterable[str], *, max_sentences: int = MAX_SENTENCES, max_cells: int = MAX_CELLS) -> list[str]:
@@ -52,7 +50,8 @@ async def judge_label(claim: Claim, documents: Sequence[Evidence], clarification
                       llm: ChatClient, prompts: PromptLibrary) -> Verdict:
     """The FEVEROUS verifier: a label and cited element ids; an unreadable label is asked for once more."""
     prompt = prompts.render("verifier", claim=claim.text, clarifications=clarifications, documents=list(documents))
-    asked = await llm.ask(prompt, read_label, follow_up=FOLLOW_UP)
+    asked = await llm.ask(prompt, read_label,
+                          follow_up=lambda problem: prompts.render("follow_up", wanted="label", problem=problem))
     return Verdict(
         label=asked.value,
         analysis=tag_text(asked.text, "analysis") or asked.text.strip(),

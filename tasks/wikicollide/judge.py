@@ -13,8 +13,6 @@ from claire.tasks.base import Verdict, judging_prompt
 from claire.tasks.records import Claim
 
 SCORE_TAG = "inconsistency_score"
-FOLLOW_UP = ("Your answer has no usable <inconsistency_score>. Reply with the tag and a number from 0 to 1, "
-             "for example <inconsistency_score>0.2</inconsistency_score>.")
 
 
 def read_score(text: str) -> float | None:
@@ -34,7 +32,8 @@ async def judge_score(claim: Claim, documents: Sequence[Evidence], clarification
         refits.append(note)
         return smaller
 
-    asked = await llm.ask(prompt, read_score, follow_up=FOLLOW_UP, refit=refit)
+    asked = await llm.ask(prompt, read_score, refit=refit,
+                          follow_up=lambda problem: prompts.render("follow_up", wanted=SCORE_TAG, problem=problem))
     return Verdict(
         score=asked.value,
         restated_claim=tag_text(asked.text, "restated_claim"),

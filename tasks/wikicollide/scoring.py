@@ -16,7 +16,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score, roc_curve
 
 from claire.errors import ConfigError
-from claire.tasks.measures import covers, latency_summary, usage_totals
+from claire.tasks.measures import covers, latency_summary, robustness, usage_totals
 from claire.tasks.records import COUNTING_SYSTEMS
 
 POSITIVE = "inconsistent"
@@ -96,6 +96,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         "recall_by_type": {},
         "calibration": None,
         "usage": usage_totals(predictions),
+        "robustness": robustness(predictions),
         "latency_s": latency_summary(predictions),
     }
     if not scored:

@@ -244,7 +244,9 @@ async def test_step_listener_sees_every_step():
         ("<inconsistency_score>-0.2</inconsistency_score>", 0.0),
         ("Inconsistency score: 0.6", 0.6),
         ("<inconsistency_score>0.1</inconsistency_score> ... <inconsistency_score>0.9</inconsistency_score>", 0.9),
-        ("<inconsistency_score>high</inconsistency_score>", None),
+        ("<inconsistency_score>high</inconsistency_score>", 0.8),  # words read as fixed values
+        ("<inconsistency_score>very low</inconsistency_score>", 0.05),
+        ("<inconsistency_score>n/a</inconsistency_score>", None),
         ("nothing", None),
     ],
 )

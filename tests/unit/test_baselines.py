@@ -10,7 +10,7 @@ from claire.llm.answers import nli_label as parse_nli_label
 from claire.agent.runtime import build_system
 from claire.config import Config
 from claire.errors import LLMError
-from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, kind_of
+from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, kind_of, tool_call
 from claire.testing.scripted import scripted_client
 
 
@@ -46,7 +46,7 @@ async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
         "eiffel-1": "<label>REFUTES</label><reason>says 1889</reason>",
         "fair-1": "Contradicts the claim.",  # no tags: read leniently
         "eiffel-2": "<label>supports</label>",
-        "texas-1": "banana",  # unreadable: counted as NOT ENOUGH INFO and recorded
+        "texas-1": "banana",  # unreadable: asked once more, then counted as NOT ENOUGH INFO and recorded
     }
 
     def nli(request):
@@ -59,7 +59,7 @@ async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
 
     async def gathered(prompt, **kwargs):  # the NLI calls must overlap: each waits until all four are in
         arrived.append(prompt)
-        if len(arrived) == 4:
+        if len(arrived) >= 4:
             everyone.set()
         await asyncio.wait_for(everyone.wait(), timeout=10)
         return await answer(prompt, **kwargs)
@@ -71,7 +71,8 @@ async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
     assert result.details["refutes_fraction"] == pytest.approx(0.5)
     assert len(result.details["unparsed"]) == 1
     assert [t.action_name for t in result.trace] == ["search"] + ["nli"] * 4
-    assert len(arrived) == 4
+    assert len(arrived) == 5  # four passages, and the unreadable answer asked once more
+    assert "I could not read your answer" in arrived[-1][-1].content and result.usage["events"] == {"reasked": 1}
 
 
 async def test_nli_threshold_is_a_count():
@@ -112,3 +113,30 @@ def test_kind_detection_covers_the_nli_template():
     messages = library().render("nli", claim="c", context=Passage(document_title="t"),
                                 document=Evidence(n=1, block_id="b", document_title="d", content="x"))
     assert kind_of(ScriptedRequest(messages=list(messages))) == "nli"  # by its wording, without the name
+
+
+async def test_the_cascade_keeps_low_first_pass_scores_and_sends_the_rest_to_claire():
+    from claire.agent.cascade import cut_for_recall
+    from claire.config import Config
+    from claire.agent.runtime import build_system
+    from claire.testing.scripted import scripted_client
+
+    scores = iter(["0.05", "0.6", "0.9"])  # rav's verdict, then claire's verifier
+    model = ScriptedModel([tool_call("search", "Eiffel Tower completed")],
+                          verifier=lambda request: f"<analysis>[1]</analysis><inconsistency_score>{next(scores)}</inconsistency_score>")
+    config = Config().with_overrides({"retrieval.rerank": False, "agent.cascade_cut": 0.2})
+    cascade = build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), name="cascade")
+    low = await cascade.assess(CLAIM)  # rav says 0.05: below the cut, claire never runs
+    assert low.system == "cascade" and low.score == pytest.approx(0.05) and low.details["stage"] == "first pass"
+    assert [t.action_name for t in low.trace] == ["search", "verifier"] and low.usage["calls"] == 1
+    high = await cascade.assess(CLAIM)  # rav says 0.6: claire researches and decides
+    assert high.details["stage"] == "claire" and high.details["first_score"] == pytest.approx(0.6)
+    assert high.score == pytest.approx(0.9) and high.verdict == "inconsistent"
+    assert [t.action_name for t in high.trace][:2] == ["search", "verifier"] and "finish" in [t.action_name for t in high.trace]
+    assert high.usage["calls"] == 4  # rav's verifier, claire's two controller steps and its verifier
+    # the cut keeps the asked-for share of a validation run's inconsistent facts
+    lines = [{"label": "inconsistent", "system": "rav", "score": s, "error": None} for s in (0.1, 0.3, 0.5, 0.7)]
+    lines.append({"label": "consistent", "system": "rav", "score": 0.0, "error": None})
+    assert cut_for_recall(lines, 1.0) == 0.1 and cut_for_recall(lines, 0.75) == 0.3
+    nli = [{"label": "inconsistent", "system": "nli", "score": 2, "details": {"refutes_fraction": 0.1}, "error": None}]
+    assert cut_for_recall(nli, 0.95) == 0.1

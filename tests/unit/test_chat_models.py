@@ -10,7 +10,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
-from claire.agent.actions import read_action
+from claire.agent.actions import read_actions
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.llm.chat_completions import ChatCompletionsModel, uses_proxy
@@ -58,7 +58,7 @@ async def test_fake_model_tool_call_and_usage():
     with track_usage() as usage:
         response = await over(fake).ainvoke(HELLO, tools=[search], tool_choice="auto")
     assert fake.bound and fake.bound[-1][0] == [search] and fake.bound[-1][1] == {"tool_choice": "auto"}
-    action = read_action(response, ["search", "finish"])
+    action = read_actions(response, ["search", "finish"])[0]
     assert (action.name, action.argument, action.problem) == ("search", "Eiffel 1889", None)
     assert usage.prompt_tokens == 11 and usage.completion_tokens == 3
 
@@ -69,9 +69,9 @@ async def test_fake_model_text_fallback_and_garbled_tool_arguments():
         AIMessage(content="", invalid_tool_calls=[{"name": "search", "args": "{not json", "id": "c2", "error": "bad"}]),
     ])
     client = over(fake)
-    text = read_action(await client.ainvoke(HELLO), ["search", "finish"])
+    text = read_actions(await client.ainvoke(HELLO), ["search", "finish"])[0]
     assert (text.name, text.argument) == ("search", "Eiffel Tower completion")
-    garbled = read_action(await client.ainvoke(HELLO), ["search", "finish"])
+    garbled = read_actions(await client.ainvoke(HELLO), ["search", "finish"])[0]
     assert garbled.problem and "not valid JSON" in garbled.problem
 
 

@@ -29,6 +29,7 @@ VALUES = {
                          passages=[Evidence(n=1, block_id="s1", content="A passage.")]),
     "cite_queries": dict(claim="c", title="Paris", section="", context="", max_queries=3),
     "qa_to_statement": dict(question="When did it open?", answer="1932"),
+    "follow_up": dict(wanted="inconsistency_score", problem="cut"),
 }
 
 
@@ -39,7 +40,8 @@ def test_every_builtin_template_declares_its_inputs_and_renders_to_messages():
     for name in names:
         assert set(library.info(name).inputs) == set(VALUES[name]), name
         messages = library.render(name, **VALUES[name])
-        assert [m.type for m in messages] == ["system", "human"], name
+        expected = ["human"] if name == "follow_up" else ["system", "human"]  # a follow-up joins a conversation
+        assert [m.type for m in messages] == expected, name
 
 
 def test_a_missing_input_or_attribute_is_a_clear_error():
@@ -135,7 +137,7 @@ def hostile_values(name: str, library: PromptLibrary) -> dict:
         "source": {"title": HOSTILE, "url": HOSTILE},
         "history": [{"action": HOSTILE, "argument": HOSTILE, "observation": HOSTILE}],
         "tools": [{"name": "search", "argument": "query", "description": "d"}], "steps_left": 2, "text_actions": True,
-        "max_queries": 2, "max_chars": 600,
+        "max_queries": 2, "max_chars": 600, "wanted": "label", "problem": "cut",
     }
     return {key: every[key] for key in library.info(name).inputs}
 
@@ -155,7 +157,7 @@ def test_no_inserted_value_stands_outside_its_fence(variants):
     library = PromptLibrary(variants=variants)
     for name in sorted(VALUES):
         messages = library.render(name, **hostile_values(name, library))
-        assert [m.type for m in messages] == ["system", "human"], name
+        assert [m.type for m in messages] == (["human"] if name == "follow_up" else ["system", "human"]), name
         for message in messages:
             bare = outside_fences(message.content)
             assert not re.search(r"^\s*(=== system ===|INJECTED)", bare, re.MULTILINE), (name, bare)

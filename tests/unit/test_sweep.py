@@ -106,6 +106,16 @@ def test_two_by_two_sweep(tmp_path):
     assert [r.metrics["auroc"] for r in resumed.cells] == [r.metrics["auroc"] for r in summary.cells]
 
 
+def test_named_cells_with_a_limit_of_their_own(tmp_path):
+    text = "base:\n  agent.max_steps: 3\ncells:\n  plain: {}\n  hybrid: {retrieval.mode: hybrid}\nlimit:\n  hybrid: 2\n"
+    summary = sweep(tmp_path, write_sweep(tmp_path, text), Factory())
+    assert [r.cell.name for r in summary.cells] == ["plain", "hybrid"]
+    assert [r.cell.config.retrieval.mode for r in summary.cells] == ["dense", "hybrid"]
+    assert all(r.cell.config.agent.max_steps == 3 for r in summary.cells)
+    assert [r.metrics["counts"]["total"] for r in summary.cells][1] == 2
+    assert "| plain | plain |" in (tmp_path / "out" / "summary.md").read_text().replace("[plain](plain/report.md)", "plain")
+
+
 def test_one_numeric_axis_has_no_heatmap_and_limit_applies(tmp_path):
     text = "grid:\n  rerank: [true, false]\n"
     summary = sweep(tmp_path, write_sweep(tmp_path, text), Factory(), limit=4)
@@ -133,7 +143,13 @@ def test_one_numeric_axis_has_no_heatmap_and_limit_applies(tmp_path):
             "verifier=strict,controller=default": {"verifier": "strict"},
             "verifier=strict,controller=thorough": {"verifier": "strict", "controller": "thorough"},
         }),
-        ("systems.yaml", {"system=claire": "claire", "system=rav": "rav", "system=nli": "nli"}),
+        ("systems.yaml", {"system=claire": "claire", "system=rav": "rav", "system=nli": "nli", "system=cascade": "cascade"}),
+        ("fidelity.yaml", {
+            "paper": ("dense", False, 0, True, "old"), "hybrid_search": ("hybrid", False, 0, True, "old"),
+            "no_rerank": ("dense", False, 0, True, "old"), "stop_at_first_report": ("dense", True, 0, True, "old"),
+            "snippets_400": ("dense", False, 400, True, "old"), "no_finish_action": ("dense", False, 0, False, "old"),
+            "lenient_verifier": ("dense", False, 0, True, "lenient"), "practical": ("hybrid", True, 400, True, "lenient"),
+        }),
     ],
 )
 def test_shipped_sweeps_expand(name, cells):
@@ -149,6 +165,8 @@ def test_shipped_sweeps_expand(name, cells):
         "rerank.yaml": lambda c: c.retrieval.rerank,
         "prompt_variants.yaml": lambda c: c.prompts.variants,
         "systems.yaml": lambda c: c.agent.system,
+        "fidelity.yaml": lambda c: (c.retrieval.mode, c.agent.stop_on_report, c.agent.snippet_chars,
+                                    c.agent.finish_action, c.prompts.variants.get("verifier")),
     }[name]
     assert {c.name: read(c.config) for c in plan.cells} == cells
 
@@ -160,9 +178,11 @@ def test_shipped_sweeps_expand(name, cells):
         ("grid:\n  agent.max_steps: [5, 0]\n", "cell max_steps=0: invalid configuration"),
         ("grid:\n  agent.nonsense: [1]\n", "cell nonsense=1: invalid configuration"),
         ("base:\n  llm.temperature: 9\ngrid:\n  max_steps: [1]\n", "base: invalid configuration"),
-        ("grid: {}\n", "needs at least one axis"),
+        ("grid: {}\n", "give either grid"),
+        ("grid:\n  max_steps: [1]\ncells:\n  a: {}\n", "give either grid"),
+        ("cells:\n  a: {}\nlimit:\n  b: 3\n", "limit names no cell: b"),
         ("grid:\n  max_steps: []\n", "grid.max_steps: needs at least one value"),
-        ("name: x\n", "grid: Field required"),
+        ("name: x\n", "give either grid"),
         ("grid:\n  max_steps: [1\n", "not valid YAML"),
         ("grid:\n  threshold: [0.3]\n", "write this axis as section.field"),
     ],

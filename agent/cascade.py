@@ -1,0 +1,103 @@
+"""The cascade (beyond the paper): a cheap first pass, and the full CLAIRE agent only where it
+may matter.
+
+Every fact is first checked by a baseline (``agent.cascade_first``: retrieve-and-verify, one LLM
+call, or the NLI pipeline). A fact whose first-pass score is below a low cut
+(``agent.cascade_cut``; for the NLI pipeline the share of passages judged REFUTES) keeps that
+score: the cheap pass found nothing worth a closer look. Every other fact — and any whose first
+pass failed — goes to CLAIRE, whose score is the answer. The cut is meant to be low, chosen on a
+validation run so that nearly every inconsistent fact passes it (:func:`cut_for_recall`,
+``claire eval --system cascade --cut-from VALIDATION_RUN``); then the cascade keeps CLAIRE's recall
+and spends CLAIRE's calls only on the facts that need them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from claire.agent.system import Assessment, System
+from claire.errors import ConfigError
+from claire.llm.usage import Usage
+from claire.tasks.records import COUNTING_SYSTEMS, Claim
+
+
+def first_pass_score(assessment: Assessment) -> float | None:
+    """A first pass's score in [0, 1]: the NLI pipeline's share of REFUTES passages, else the score."""
+    if assessment.score is None:
+        return None
+    if assessment.system in COUNTING_SYSTEMS:
+        return float(assessment.details.get("refutes_fraction") or 0.0)
+    return float(assessment.score)
+
+
+class Cascade:
+    """A baseline first, then CLAIRE for the facts whose first-pass score reaches ``cut``."""
+
+    name = "cascade"
+
+    def __init__(self, first: System, full: System, *, cut: float, threshold: float):
+        self.first = first
+        self.full = full
+        self.cut = cut
+        self.threshold = threshold
+
+    @property
+    def prompts(self) -> Any:
+        """The prompt library of the systems (a run directory records its fingerprint)."""
+        return getattr(self.full, "prompts", None)
+
+    async def assess(self, claim: Claim) -> Assessment:
+        """The first pass's answer for a fact below the cut, else CLAIRE's (with both costs)."""
+        started = time.perf_counter()
+        first = await self.first.assess(claim)
+        score = first_pass_score(first) if first.error is None else None
+        stage = {"first_system": first.system, "first_score": score, "cut": self.cut,
+                 "first_error": first.error}
+        if score is not None and score < self.cut:
+            answer = first.model_copy(update={"system": self.name, "score": score, "threshold": self.threshold,
+                                              "details": {**first.details, **stage, "stage": "first pass"}})
+        else:
+            full = await self.full.assess(claim)
+            usage = Usage.from_dict(first.usage)
+            usage.add(Usage.from_dict(full.usage))
+            answer = full.model_copy(update={
+                "system": self.name, "trace": first.trace + full.trace, "usage": usage.to_dict(),
+                "details": {**full.details, **stage, "stage": "claire"},
+            })
+        answer.latency_s = round(time.perf_counter() - started, 3)
+        answer.decide()
+        return answer
+
+
+def cut_for_recall(predictions: list[dict[str, Any]], recall: float) -> float:
+    """The highest cut that still sends at least ``recall`` of a validation run's inconsistent facts
+    past the first pass (facts scoring below the cut stay with it). ``predictions`` are a cascade
+    run's lines (with their first-pass score) or a first-pass system's own (rav scores, nli REFUTES
+    shares)."""
+    if not 0 < recall <= 1:
+        raise ConfigError(f"the recall to keep must be in (0, 1], got {recall}")
+    scores = sorted(_first_scores(predictions))
+    if not scores:
+        raise ConfigError("the validation run has no scored inconsistent facts to choose a cascade cut from")
+    missed = int((1 - recall) * len(scores) + 1e-9)  # inconsistent facts the cut may leave with the first pass
+    return float(scores[missed])
+
+
+def _first_scores(predictions: list[dict[str, Any]]) -> list[float]:
+    """The first-pass scores in [0, 1] of a validation run's inconsistent facts."""
+    found = []
+    for line in predictions:
+        if line.get("label") != "inconsistent" or line.get("error") is not None or line.get("score") is None:
+            continue
+        system = line.get("system")
+        if system == "cascade":
+            details = (line.get("details") or {})
+            value = details.get("first_score")
+        elif system in COUNTING_SYSTEMS:
+            value = (line.get("details") or {}).get("refutes_fraction")
+        else:
+            value = line.get("score")
+        if value is not None:
+            found.append(float(value))
+    return found
