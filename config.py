@@ -261,6 +261,10 @@ class AgentConfig(_Section):
         description="latest controller observations always kept whole when older ones are condensed to fit the context window",
     )
     max_fact_chars: int = Field(2000, ge=50, description="longer facts are refused: `claire scan` is for passages")
+    calibration: Path | None = Field(
+        None, description="a calibrator.json (written by `claire metrics --calibrate-from`), or a validation run directory "
+                          "to fit one from: answers then carry the calibrated probability of their score",
+    )
     cascade_first: Literal["rav", "nli"] = Field("rav", description="the cascade's cheap first pass")
     cascade_cut: float = Field(
         0.2, ge=0.0, le=1.0,

@@ -16,13 +16,15 @@ from claire.agent.baselines import BaselineParts, NLIPipeline, RetrieveAndVerify
 from claire.agent.cascade import Cascade
 from claire.agent.claire_agent import ClaireAgent, Reviewer
 from claire.agent.state import ResearchContext
-from claire.agent.system import SYSTEM_NAMES, StepListener, System
+from claire.agent.system import SYSTEM_NAMES, CalibratedSystem, StepListener, System
 from claire.config import Config
-from claire.errors import ConfigError
+from claire.errors import ClaireError, ConfigError
+from claire.indexes.stores import list_indexes
 from claire.indexes.registry import Searcher, open_searcher
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary, library
 from claire.tasks.base import Task
+from claire.tasks.calibration import load_calibration
 from claire.tasks.registry import get_task
 from claire.tools.rankgpt import RankGPTReranker
 from claire.tools.registry import tools_for
@@ -33,6 +35,22 @@ def prompt_library(config: Config) -> PromptLibrary:
     """The prompt templates of a configuration: its set, the task's variants, then the user's."""
     variants = {**get_task(config.agent.task).prompt_variants, **config.prompts.variants}
     return library(config.prompts.set, variants, config.prompts.max_value_chars)
+
+
+def run_settings(config: Config) -> dict:
+    """What a run directory records of its configuration: the resolved settings (secrets masked)
+    and, for an embedded index, the embedder the index was built with (the one setting the paper's
+    method cannot follow offline: it embeds with mGTE)."""
+    settings = config.public_dict()
+    retrieval = config.retrieval
+    if retrieval.backend == "qdrant" and retrieval.url is None:
+        try:
+            metas = list_indexes(retrieval.index_root())
+        except ClaireError:
+            metas = []
+        meta = next((m for m in metas if m.name == retrieval.index), None)
+        settings["index_embedder"] = meta.embedder_model if meta is not None else None
+    return settings
 
 
 def open_retrieval(config: Config) -> Searcher:
@@ -123,7 +141,10 @@ async def open_system(
     try:
         retriever = retriever or open_retrieval(config)
         try:
-            yield build_system(config, llm=llm, retriever=retriever, name=name, reviewer=reviewer, on_step=on_step)
+            system = build_system(config, llm=llm, retriever=retriever, name=name, reviewer=reviewer, on_step=on_step)
+            if config.agent.calibration is not None:
+                system = CalibratedSystem(system, load_calibration(config.agent.calibration))
+            yield system
         finally:
             if own_retriever and hasattr(retriever, "close"):
                 retriever.close()

@@ -11,7 +11,7 @@ from typing import Any, Callable, Protocol
 from pydantic import BaseModel, Field
 
 from claire.indexes.evidence import Evidence
-from claire.tasks.records import Claim, Consistency, TraceItem, flags
+from claire.tasks.records import COUNTING_SYSTEMS, Claim, Consistency, TraceItem, flags
 
 SYSTEM_NAMES = ("claire", "rav", "nli", "cascade")
 StepListener = Callable[[dict[str, Any]], None]
@@ -26,6 +26,7 @@ class Assessment(BaseModel):
     system: str
     claim_text: str
     score: float | None = None  # inconsistency score in [0, 1]; for nli the number of REFUTES
+    probability: float | None = None  # the score calibrated into a probability (when agent.calibration is set)
     verdict: Consistency | None = None
     threshold: float
     evidence: list[Evidence] = Field(default_factory=list)
@@ -51,6 +52,33 @@ class Assessment(BaseModel):
             self.verdict = None
         else:
             self.verdict = "inconsistent" if flags(self.score, self.threshold, self.system) else "consistent"
+
+
+class CalibratedSystem:
+    """A system whose answers also carry the calibrated probability of their score (the verdict
+    stays the score's); everything else is the wrapped system's."""
+
+    def __init__(self, system: Any, calibrator: Any):
+        self.system = system
+        self.calibrator = calibrator
+        self.name = system.name
+
+    def __getattr__(self, name: str) -> Any:  # resume, prompts, ...: the wrapped system's own
+        return getattr(self.system, name)
+
+    def calibrated(self, assessment: Assessment) -> Assessment:
+        """The assessment with the probability of its score (none for a REFUTES count)."""
+        if assessment.score is not None and assessment.system not in COUNTING_SYSTEMS:
+            assessment.probability = round(self.calibrator.probability(assessment.score), 4)
+        return assessment
+
+    async def assess(self, claim: Claim, **kwargs: Any) -> Assessment:
+        """The wrapped system's answer, with the probability."""
+        return self.calibrated(await self.system.assess(claim, **kwargs))
+
+    async def resume(self, thread_id: str) -> Assessment:
+        """A resumed interactive check's answer, with the probability."""
+        return self.calibrated(await self.system.resume(thread_id))
 
 
 class System(Protocol):

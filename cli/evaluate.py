@@ -25,6 +25,8 @@ def eval_command(
     retry_errors: Annotated[bool, typer.Option("--retry-errors", help="Re-run only the claims that failed.")] = False,
     threshold: Annotated[Optional[float], typer.Option("--threshold", help="Decision threshold (default 0.5; nli: a REFUTES count).")] = None,
     threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
+    calibrate_from: Annotated[Optional[Path], typer.Option("--calibrate-from", help="Calibrate the scores on this validation run (metrics.json's calibrated section; calibrator.json in the run).")] = None,
+    calibration: Annotated[str, typer.Option("--calibration", help="How --calibrate-from fits: isotonic or platt.")] = "isotonic",
     cut_from: Annotated[Optional[Path], typer.Option("--cut-from", help="--system cascade: choose the first-pass cut on this validation run (of the cascade or of its first-pass system) so that agent.cascade_recall of the inconsistent facts reach claire.")] = None,
     max_steps: Annotated[Optional[int], typer.Option("--max-steps")] = None,
     docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
@@ -41,7 +43,7 @@ def eval_command(
     sets: SetOpt = None,
 ) -> None:
     """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
-    from claire.agent.runtime import open_system
+    from claire.agent.runtime import open_system, run_settings
     from claire.evals.predictions import refuse_if_in_use
     from claire.evals.runner import failure, run_eval, select_records, with_threshold
     from claire.tasks.registry import get_task
@@ -72,8 +74,8 @@ def eval_command(
     async def go():
         async with open_system(config, task=chosen) as system_:
             return await run_eval(records, system_, out, task=chosen, concurrency=config.eval.concurrency,
-                                  config_public=config.public_dict(), retry_errors=retry_errors, dataset=dataset,
-                                  console=err)
+                                  config_public=run_settings(config), retry_errors=retry_errors, dataset=dataset,
+                                  calibrate_from=calibrate_from, calibration_method=calibration, console=err)
 
     summary = run(go())
     console.print(f"[bold]{summary.system}[/] on {summary.total} {chosen.records_name} ({summary.ran} run now, "
@@ -93,7 +95,8 @@ def metrics_command(
     threshold: Annotated[Optional[float], typer.Option("--threshold")] = None,
     threshold_from: Annotated[Optional[Path], typer.Option("--threshold-from", help="Reuse the best-F1 threshold of this validation run.")] = None,
     split: Annotated[Optional[str], typer.Option("--split", help="validation or test (default: from the dataset name).")] = None,
-    calibrate_from: Annotated[Optional[Path], typer.Option("--calibrate-from", help="Calibrate this run's scores on a validation run (isotonic) and report the calibrated ECE.")] = None,
+    calibrate_from: Annotated[Optional[Path], typer.Option("--calibrate-from", help="Calibrate this run's scores on a validation run and report the calibrated ECE (calibrator.json kept in the run).")] = None,
+    calibration: Annotated[str, typer.Option("--calibration", help="How --calibrate-from fits: isotonic or platt.")] = "isotonic",
 ) -> None:
     """Recompute metrics, report and ROC plot from a run's predictions alone."""
     from claire.evals.predictions import read_run_config
@@ -101,7 +104,7 @@ def metrics_command(
     from claire.evals.runner import run_task, score_run
 
     metrics = score_run(run_dir, threshold=threshold, threshold_from=threshold_from, split=split,
-                        calibrate_from=calibrate_from)
+                        calibrate_from=calibrate_from, calibration_method=calibration)
     task = run_task(read_run_config(run_dir))
     if task.sweepable:
         console.print(compare_runs([run_dir]))

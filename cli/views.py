@@ -17,6 +17,7 @@ from rich.text import Text
 
 from claire.agent.runtime import open_system
 from claire.agent.system import Assessment
+from claire.tasks.records import COUNTING_SYSTEMS
 from claire.llm.usage import Usage, track_usage
 from claire.tasks.records import Claim
 from claire.config import Config
@@ -123,9 +124,10 @@ class CheckView:
         """Print the result panel of an assessment."""
         c = self.console
         colour = {"inconsistent": "red", "consistent": "green"}.get(a.verdict or "", "yellow")
-        score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.system == "nli" else f"{a.score:.2f}")
+        score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.system in COUNTING_SYSTEMS else f"{a.score:.2f}")
+        calibrated = "" if a.probability is None else f"; calibrated probability {a.probability:.0%}"
         headline = Text.assemble((f" {(a.verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
-                                 f"  inconsistency score {score} (threshold {a.threshold:g})")
+                                 f"  inconsistency score {score} (flagged above {a.threshold:g}{calibrated})")
         if a.label is not None:  # task feverous: the three-way label and the cited element ids
             colour = {"REFUTES": "red", "SUPPORTS": "green"}.get(a.label, "yellow")
             headline = Text.assemble((f" {a.label} ", f"bold white on {colour}"),

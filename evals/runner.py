@@ -28,11 +28,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from claire import __version__
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError, DatasetError, redact
+from claire.tasks.calibration import FILE as CALIBRATOR_FILE
 from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
 from claire.evals.reporting import read_metrics
 from claire.evals.thresholds import resolve_threshold
 from claire.llm.usage import track_usage
 from claire.tasks.base import Task
+from claire.tasks.records import COUNTING_SYSTEMS
 from claire.tasks.registry import get_task
 from claire.tasks.wikicollide.dataset import Split, infer_split
 
@@ -64,7 +66,7 @@ NEUTRAL_SETTINGS = {
     "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
     "llm.api_key_env", "llm.record", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
     "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
-    "agent.max_fact_chars",
+    "agent.max_fact_chars", "agent.calibration",
     "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
     "preset",  # a name for the settings, which are compared one by one
 }
@@ -103,8 +105,10 @@ def config_differences(stored: dict[str, Any] | None, current: dict[str, Any] | 
     for key, value in _LEGACY_VALUES.items():
         if key in new:
             old.setdefault(key, value)
-    if "prompts_digest" not in old:  # runs from before prompt fingerprints: their texts are unknown
-        new.pop("prompts_digest", None)
+    for recorded in ("prompts_digest", "index_embedder"):  # recorded since; unknown for older runs
+        if recorded not in old or recorded not in new:
+            old.pop(recorded, None)
+            new.pop(recorded, None)
     return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
             if key not in NEUTRAL_SETTINGS and old.get(key) != new.get(key)]
 
@@ -225,9 +229,11 @@ def score_run(
     split: str | None = None,
     wall_time_s: float | None = None,
     calibrate_from: str | Path | None = None,
+    calibration_method: str = "isotonic",
 ) -> dict[str, Any]:
     """Recompute and rewrite the outputs (metrics.json, report.md, plots) of a run directory;
-    ``calibrate_from``: a validation run whose scores calibrate this run's (isotonic)."""
+    ``calibrate_from``: a validation run whose scores calibrate this run's (``calibration_method``:
+    isotonic or platt; the calibrator is kept as calibrator.json)."""
     out_dir = Path(out_dir)
     if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
         raise ConfigError(f"--threshold must be a finite number of at least 0, not {threshold}")
@@ -242,13 +248,19 @@ def score_run(
     value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
     metrics = task.score(predictions, threshold=value, system=system)
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
+    if task.threshold_protocol:  # a WikiCollide run: its setup beside the paper's method
+        from claire.tasks.wikicollide.report import describe_setup
+
+        metrics["setup"] = describe_setup(stored.get("config") or {}, system)
     if calibrate_from is not None:
         if not task.threshold_protocol:
             raise ConfigError(f"--calibrate-from is for WikiCollide runs, not the {task.name} task")
         from claire.tasks.wikicollide.scoring import recalibrate
 
         validation = load_predictions(check_source_run(Path(calibrate_from), "--calibrate-from"), task.line_model)
-        metrics["calibrated"] = recalibrate(predictions, validation, source=str(calibrate_from))
+        metrics["calibrated"], calibrator = recalibrate(predictions, validation, source=str(calibrate_from),
+                                                        method=calibration_method)
+        calibrator.save(out_dir / CALIBRATOR_FILE)
     if source is not None:
         metrics["threshold_source"] = source
         if metrics["split"] == "test" and threshold is None and threshold_from is None:
@@ -270,6 +282,8 @@ async def run_eval(
     dataset: str | Path | None = None,
     threshold: float | None = None,
     threshold_from: str | Path | None = None,
+    calibrate_from: str | Path | None = None,
+    calibration_method: str = "isotonic",
     show_progress: bool = True,
     console: Console | None = None,
 ) -> RunSummary:
@@ -332,7 +346,8 @@ async def run_eval(
     finally:
         log.compact()
         log.close()
-    metrics = score_run(out_dir, threshold=threshold, threshold_from=threshold_from, split=split, wall_time_s=wall_time)
+    metrics = score_run(out_dir, threshold=threshold, threshold_from=threshold_from, split=split, wall_time_s=wall_time,
+                        calibrate_from=calibrate_from, calibration_method=calibration_method)
     wanted = set(ids)
     errors = Counter(line.error for line in log.latest.values() if line.claim_id in wanted and line.error is not None)
     return RunSummary(
@@ -366,7 +381,7 @@ def with_threshold(task: Task, config: Config, threshold: float | None, threshol
         return config.with_overrides({task.threshold_setting: threshold})
     system = config.agent.system
     value, _ = resolve_threshold(system, threshold=threshold, threshold_from=threshold_from)
-    return config.with_overrides({"baselines.nli_threshold" if system == "nli" else "agent.threshold": value})
+    return config.with_overrides({"baselines.nli_threshold" if system in COUNTING_SYSTEMS else "agent.threshold": value})
 
 
 def failure(summary: RunSummary, max_error_share: float, records_name: str = "claims") -> str | None:

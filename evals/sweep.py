@@ -54,6 +54,7 @@ from claire.tasks.measures import DASH, pct
 from claire.tasks.records import Claim
 from claire.tasks.registry import get_task
 from claire.tasks.wikicollide.report import auroc_text, plot_roc
+from claire.agent.runtime import run_settings
 
 SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
 VARIANT_PREFIX = "prompt_variant."
@@ -273,7 +274,7 @@ async def run_sweep(
         claims = all_claims[: cell.limit] if cell.limit else all_claims
         cell_dir = out_dir / cell.dir_name
         console.print(f"[bold]{plan.name}[/] cell {index}/{len(plan.cells)}: {cell.name}")
-        if _is_complete(claims, cell_dir, cell.config.agent.system, retry_errors, cell.config.public_dict()):
+        if _is_complete(claims, cell_dir, cell.config.agent.system, retry_errors, run_settings(cell.config)):
             results.append(CellResult(cell, cell_dir, read_metrics(cell_dir), resumed_complete=True))
             continue
         async with make_system(cell.config) as system:
@@ -282,7 +283,7 @@ async def run_sweep(
                 system,
                 cell_dir,
                 concurrency=concurrency or cell.config.eval.concurrency,
-                config_public=cell.config.public_dict(),
+                config_public=run_settings(cell.config),
                 retry_errors=retry_errors,
                 dataset=dataset,
                 show_progress=show_progress,

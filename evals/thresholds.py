@@ -10,13 +10,14 @@ from typing import Any
 from claire.config import AgentConfig, BaselineConfig
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
+from claire.tasks.records import COUNTING_SYSTEMS
 from claire.tasks.wikicollide.scoring import best_f1_threshold
 
 
 def default_threshold(system: str, config_public: dict[str, Any] | None) -> float:
     """The validation threshold of a system: ``baselines.nli_threshold`` (a REFUTES count) for
     nli, ``agent.threshold`` otherwise, read from a run's public config when given."""
-    if system == "nli":
+    if system in COUNTING_SYSTEMS:
         value = ((config_public or {}).get("baselines") or {}).get("nli_threshold")
         return float(BaselineConfig().nli_threshold if value is None else value)
     value = ((config_public or {}).get("agent") or {}).get("threshold")
@@ -45,6 +46,6 @@ def resolve_threshold(
             )
         value = best_f1_threshold(load_predictions(threshold_from), system)
         return value, f"best F1 on {threshold_from}"
-    if system == "nli":
+    if system in COUNTING_SYSTEMS:
         return default_threshold(system, config_public), "a count of REFUTES passages, baselines.nli_threshold"
     return default_threshold(system, config_public), "the validation default, agent.threshold"

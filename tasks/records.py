@@ -51,6 +51,7 @@ class Prediction(BaseModel):
     system: str
     claim_text: str = ""
     score: float | None = None
+    probability: float | None = None  # the score calibrated (agent.calibration), when a calibrator was set
     verdict: str | None = None
     threshold: float | None = None
     label: str | None = None
@@ -75,6 +76,7 @@ def prediction_from(assessment: Any, claim: Claim) -> Prediction:
         system=assessment.system,
         claim_text=claim.text,
         score=assessment.score,
+        probability=getattr(assessment, "probability", None),
         verdict=assessment.verdict,
         threshold=assessment.threshold,
         label=claim.label,

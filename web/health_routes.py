@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from claire import __version__
+from claire.evals.thresholds import default_threshold
 from claire.web.deps import ConfigDep, SettingsDep
 
 server = APIRouter(prefix="/api", tags=["server"])
@@ -15,6 +16,9 @@ server = APIRouter(prefix="/api", tags=["server"])
 
 @server.get("/health")
 async def health(config: ConfigDep, settings: SettingsDep) -> dict[str, Any]:
-    """The server's version, system, index and concurrency, and whether it needs a token."""
+    """The server's version, system, index, threshold (a score above it is flagged; for nli a REFUTES
+    count from it on), whether scores are calibrated, its concurrency, and whether it needs a token."""
+    threshold = default_threshold(config.agent.system, config.public_dict())
     return {"status": "ok", "version": __version__, "system": config.agent.system, "index": config.retrieval.index,
+            "threshold": threshold, "calibrated": config.agent.calibration is not None,
             "concurrency": settings.concurrency, "token_required": settings.bearer_token() is not None}

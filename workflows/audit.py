@@ -35,6 +35,7 @@ from claire.tasks.feverous.dataset import load_feverous
 from claire.evals.runner import run_eval
 from claire.files import append_jsonl, read_log, write_jsonl
 from claire.workflows.rates import CLAIMS, check_plan, job_lock, summarise, write_plan
+from claire.agent.runtime import run_settings
 
 AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]
 FORMATS = ("feverous", "ambigqa", "wikicollide")
@@ -216,6 +217,6 @@ async def _audit(dataset: Path, fmt: str, config: Config, out_dir: Path, pick: S
                   for r in records]
         async with open_system(config, llm=llm) as system:
             await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency, dataset=dataset,
-                           config_public=config.public_dict(), show_progress=show_progress, console=console)
+                           config_public=run_settings(config), show_progress=show_progress, console=console)
     finally:
         await llm.aclose()

@@ -35,6 +35,7 @@ from claire.evals.runner import run_eval
 from claire.indexes.sampling import Unit, sample_index
 from claire.files import append_jsonl, read_log, write_jsonl
 from claire.workflows.rates import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan
+from claire.agent.runtime import run_settings
 
 SAMPLE = "sample.jsonl"
 
@@ -156,7 +157,7 @@ async def _estimate(config: Config, plan: dict[str, Any] | None, wanted: dict[st
         ]
         async with open_system(config, llm=llm, retriever=retriever) as system:
             await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency,
-                           config_public=config.public_dict(), show_progress=show_progress, console=console)
+                           config_public=run_settings(config), show_progress=show_progress, console=console)
     finally:
         retriever.close()
         await llm.aclose()

@@ -26,6 +26,7 @@ from claire.config import Config
 from claire.errors import ClaireError
 from claire.evals.predictions import load_predictions
 from claire.evals.runner import run_eval
+from claire.agent.runtime import run_settings
 
 
 @dataclass
@@ -167,7 +168,7 @@ async def run_scan(
             console.print(f"[yellow]note:[/] the article “{title}” is not in the index, so nothing is excluded from search")
         async with open_system(config, llm=llm, retriever=retriever) as system:
             await run_eval(claims, system, out_dir, concurrency=config.eval.concurrency,
-                           config_public=config.public_dict(), show_progress=show_progress, console=console)
+                           config_public=run_settings(config), show_progress=show_progress, console=console)
             name = system.name
     finally:
         retriever.close()

@@ -15,6 +15,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from claire.files import write_atomically
+from claire.llm.usage import EVENTS
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
 from claire.tasks.wikicollide.scoring import roc_points
 
@@ -31,6 +32,50 @@ PAPER_FIGURES = {
 }
 PAPER_AUROC = {key: (name, {split: row[0] for split, row in figures.items()}) for key, (name, figures) in PAPER_FIGURES.items()}
 """AUROC x100 alone, by system and split."""
+
+PAPER_EMBEDDER = "Alibaba-NLP/gte-multilingual-base"
+# The paper's setting for each method-relevant setting (dotted key -> (value, how the paper says it)).
+PAPER_SETTINGS: dict[str, tuple[Any, str]] = {
+    "llm.model": ("gpt-4o", "GPT-4o"),
+    "llm.temperature": (0.0, "temperature 0"),
+    "retrieval.mode": ("dense", "dense retrieval"),
+    "retrieval.rerank": (True, "RankGPT reranking"),
+    "agent.max_steps": (10, "10 steps"),
+    "agent.docs_per_query": (15, "15 passages per search"),
+    "agent.clarify_k": (10, "clarify_entity reads 10 passages"),
+    "agent.stop_on_report": (False, "the research goes on after a report"),
+    "agent.snippet_chars": (0, "whole passages for the agent"),
+    "agent.finish_action": (True, "a way to stop (give_up in WikiCollide's traces)"),
+    "baselines.k": (20, "the baselines retrieve 20 passages"),
+    "prompts.variants.verifier": (None, "the paper's verifier"),
+}
+
+
+def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]:
+    """What a run was set up with, and where that differs from the paper's method (read from the
+    run's stored configuration; settings a run does not record are left out)."""
+    def value(key: str) -> Any:
+        node: Any = config
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node
+
+    differences = []
+    embedder = config.get("index_embedder")
+    if embedder and embedder != PAPER_EMBEDDER:
+        differences.append(f"embedder {embedder} (the paper's: mGTE, {PAPER_EMBEDDER}, which needs a model hub)")
+    for key, (expected, wording) in PAPER_SETTINGS.items():
+        if system in ("rav", "nli") and key.startswith("agent."):
+            continue
+        if system == "claire" and key == "baselines.k":
+            continue
+        found = value(key)
+        if key == "prompts.variants.verifier" or found is not None:
+            if found != expected and not (isinstance(expected, float) and found == expected):
+                differences.append(f"{key} = {json.dumps(found)} (the paper: {wording})")
+    return {"preset": config.get("preset"), "model": value("llm.model"), "index": value("retrieval.index"),
+            "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"), "rerank": value("retrieval.rerank"),
+            "differences_from_paper": differences}
 
 
 def auroc_text(metrics: dict[str, Any]) -> str:
@@ -65,14 +110,29 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         "",
         f"Covers {metrics['covers']}. Threshold {metrics['threshold']:g}"
         + (f" ({metrics['threshold_source']})" if metrics.get("threshold_source") else "")
-        + "; a score at or above it means *inconsistent*. Scores are ×100.",
+        + ("; a REFUTES count at or above it means *inconsistent*." if metrics.get("system") == "nli"
+           else "; a score above it means *inconsistent*, as in the paper.") + " Scores are ×100.",
         "",
     ]
+    setup = metrics.get("setup")
+    if setup:
+        lines += [f"Model `{setup.get('model')}`, index `{setup.get('index')}`"
+                  + (f" (embedder `{setup['index_embedder']}`)" if setup.get("index_embedder") else "")
+                  + f", {setup.get('retrieval_mode')} retrieval" + (", RankGPT reranking" if setup.get("rerank") else "")
+                  + (f", preset `{setup['preset']}`" if setup.get("preset") else "") + ".", ""]
+        differences = setup.get("differences_from_paper") or []
+        lines += (["**Differs from the paper's method in:** " + "; ".join(differences) + ".", ""] if differences
+                  else ["Set up as the paper's method.", ""])
     for key in ("note", "threshold_hint"):
         if metrics.get(key):
             lines += [f"> **Note:** {metrics[key]}", ""]
     lines += _results_table(metrics)
     lines += ["", f"Reference: {PAPER}: AUROC, accuracy and F1 as published; it gives no precision or recall ({DASH}).", ""]
+    full = metrics.get("full_set")
+    if full:
+        lines += [f"Over the full set ({full['claims']} claims, an error counted as a score of 0, read as consistent, as "
+                  f"the paper's tables cover every claim): AUROC {pct(full['auroc'])}, accuracy {pct(full['accuracy'])}, "
+                  f"F1 {pct(full['f1'])}.", ""]
     if metrics.get("confusion"):
         c = metrics["confusion"]
         lines += [
@@ -99,6 +159,17 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
     if failed:
         lines.append("")
     lines += _calibration_section(metrics.get("calibration"), metrics.get("calibrated"))
+    robust = metrics.get("robustness") or {}
+    events = (metrics.get("usage") or {}).get("events") or {}
+    if events:
+        lines += ["## Reading the model's answers", "",
+                  f"{robust.get('claims_affected', 0)} claim(s) needed something beyond a clean answer: "
+                  f"{robust.get('repaired_or_reasked', 0)} answer(s) read after a repair or a re-ask, "
+                  f"{robust.get('invalid_or_repeated_calls', 0)} invalid or repeated tool call(s), "
+                  f"{robust.get('refusals', 0)} refusal(s).", "",
+                  "| What happened | Times |", "|---|---|"]
+        lines += [f"| {EVENTS.get(kind, kind)} | {count} |" for kind, count in sorted(events.items())]
+        lines.append("")
     usage, latency = metrics["usage"], metrics["latency_s"]
     lines += [
         "## Usage",

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support, roc_auc_score, roc_curve
 
 from claire.errors import ConfigError
+from claire.tasks.calibration import Calibrator
 from claire.tasks.measures import covers, latency_summary, robustness, usage_totals
 from claire.tasks.records import COUNTING_SYSTEMS
 
@@ -173,9 +173,11 @@ def calibration(gold: np.ndarray, scores: np.ndarray, bins: int = CALIBRATION_BI
     return {"ece": float(ece), "bins": table}
 
 
-def recalibrate(predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str) -> dict[str, Any]:
-    """Calibration of ``predictions`` after mapping their scores through an isotonic regression
-    fitted on a validation run's (score, gold) pairs, as ``--threshold-from`` reuses a threshold."""
+def recalibrate(predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str,
+                method: str = "isotonic") -> tuple[dict[str, Any], Calibrator]:
+    """Calibration of ``predictions`` after mapping their scores through a calibrator (isotonic or
+    Platt) fitted on a validation run's (score, gold) pairs, as ``--threshold-from`` reuses a
+    threshold; with the calibrator, which the run directory keeps."""
     fit_gold, fit_scores = _arrays(_scored(validation))
     if len(set(fit_gold.tolist())) < 2 or calibration(fit_gold, fit_scores) is None:
         raise ConfigError(f"{source} cannot calibrate: it needs scored claims of both labels with scores in [0, 1]")
@@ -183,9 +185,10 @@ def recalibrate(predictions: list[dict[str, Any]], validation: list[dict[str, An
     before = calibration(gold, scores)
     if before is None:
         raise ConfigError("this run's scores are not in [0, 1] (the NLI pipeline counts REFUTES): nothing to calibrate")
-    fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(fit_scores, fit_gold)
-    after = calibration(gold, np.clip(fitted.predict(scores), 0.0, 1.0))
-    return {"source": source, "method": "isotonic", "fitted_on": int(len(fit_scores)), "ece_before": before["ece"], **after}
+    calibrator = Calibrator.fit(fit_scores, fit_gold, method=method, source=source)
+    after = calibration(gold, calibrator.probabilities(scores))
+    return ({"source": source, "method": method, "fitted_on": int(len(fit_scores)), "ece_before": before["ece"], **after},
+            calibrator)
 
 
 def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[float]] | None:

@@ -180,7 +180,8 @@ def test_calibration_bins_and_expected_calibration_error(tmp_path):
     assert (tmp_path / "calibration.png").stat().st_size > 1000 and (tmp_path / "roc.png").is_file()
 
 
-def test_isotonic_calibration_from_a_validation_run_lowers_the_error():
+def test_isotonic_and_platt_calibration_from_a_validation_run_lower_the_error(tmp_path):
+    from claire.tasks.calibration import Calibrator, load_calibration
     from claire.tasks.wikicollide.scoring import recalibrate
 
     rng = random.Random(7)
@@ -188,9 +189,17 @@ def test_isotonic_calibration_from_a_validation_run_lowers_the_error():
         return [pred(f"c{i}", "inconsistent" if rng.random() < (0.5 if i % 2 else 0.1) else "consistent",
                      0.9 if i % 2 else 0.4) for i in range(n)]
     validation, test = run(400), run(400)
-    calibrated = recalibrate(test, validation, source="val-run")
+    calibrated, calibrator = recalibrate(test, validation, source="val-run")
     assert calibrated["method"] == "isotonic" and calibrated["fitted_on"] == 400
     assert calibrated["ece_before"] > 0.25 and calibrated["ece"] < 0.08
+    assert 0.4 < calibrator.probability(0.9) < 0.6 and calibrator.probability(0.4) < 0.2  # about the true rates
+    platt, logistic = recalibrate(test, validation, source="val-run", method="platt")
+    assert platt["method"] == "platt" and platt["ece"] < 0.08 and logistic.probability(0.9) > logistic.probability(0.4)
+    calibrator.save(tmp_path / "calibrator.json")  # saved and read back, as agent.calibration reads it
+    assert load_calibration(tmp_path).probability(0.9) == pytest.approx(calibrator.probability(0.9))
+    assert Calibrator.load(tmp_path / "calibrator.json").method == "isotonic"
+    with pytest.raises(ConfigError, match="unknown calibration method"):
+        recalibrate(test, validation, source="val-run", method="magic")
     with pytest.raises(ConfigError, match="both labels"):
         recalibrate(test, [pred("x", "consistent", 0.3)], source="one-label")
     with pytest.raises(ConfigError, match="not in \\[0, 1\\]"):
@@ -202,3 +211,21 @@ def test_calibrate_from_needs_a_run_directory(tmp_path):
 
     with pytest.raises(ConfigError, match="--calibrate-from .* not a run directory"):
         check_source_run(tmp_path, "--calibrate-from")
+
+
+def test_the_report_names_the_setup_and_each_difference_from_the_paper():
+    from claire.config import load_config
+    from claire.tasks.wikicollide.report import describe_setup, render_report
+
+    paper = load_config(None, {}, environ={}).public_dict()
+    setup = describe_setup({**paper, "index_embedder": "Alibaba-NLP/gte-multilingual-base"}, "claire")
+    assert setup["differences_from_paper"] == [] and setup["retrieval_mode"] == "dense"
+    practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}, environ={}).public_dict()
+    found = " ".join(describe_setup({**practical, "index_embedder": "all-MiniLM-L6-v2"}, "claire")["differences_from_paper"])
+    for expected in ("embedder all-MiniLM-L6-v2", "llm.model", "retrieval.mode", "agent.stop_on_report",
+                     "agent.snippet_chars", "prompts.variants.verifier"):
+        assert expected in found, expected
+    metrics = compute_metrics(TIES, threshold=0.5, system="claire")
+    metrics["setup"] = describe_setup(practical, "claire")
+    report = render_report(metrics, TIES)
+    assert "**Differs from the paper's method in:**" in report and "a score above it means *inconsistent*" in report

@@ -358,6 +358,20 @@
   }
   $("recent").addEventListener("toggle", () => { if ($("recent").open) listScans(); });
 
+  /* The server's threshold and whether it calibrates scores, for the legend. */
+  async function describeServer() {
+    try {
+      const health = await api("/api/health");
+      if (typeof health.threshold === "number") $("legend-threshold").textContent = String(health.threshold);
+      if (health.calibrated) {
+        $("legend-probability").textContent = "This server calibrates scores on a validation run: each fact's panel "
+          + "also shows the calibrated probability that it is inconsistent. Open a fact to read the passages and "
+          + "the analysis before you edit.";
+      }
+    } catch (error) { /* the page says what is wrong when a check is started */ }
+  }
+
   window.addEventListener("hashchange", route);
+  describeServer();
   route();
 })();
