@@ -60,6 +60,7 @@ COMMANDS = [
     (bench_app, "ingest", bench.bench_ingest),
     (bench_app, "eval", bench.bench_eval),
     (bench_app, "serve", bench.bench_serve),
+    (bench_app, "cascade", bench.bench_cascade),
 ]
 """Every command: the application it belongs to, its name and the function that runs it."""
 

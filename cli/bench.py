@@ -112,6 +112,17 @@ def bench_eval(
     run_eval_bench(claims=claims, latency=latency, system=system, repeat=repeat, console=console)
 
 
+def bench_cascade(
+    claims: Annotated[int, typer.Option("--claims", min=2)] = 40,
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.05,
+    cut: Annotated[float, typer.Option("--cut", min=0.0, max=1.0, help="The cascade's first-pass cut (agent.cascade_cut).")] = 0.3,
+) -> None:
+    """The cascade's LLM calls, tokens and seconds per claim against CLAIRE alone (local mock server)."""
+    from claire.bench.cascade import run_cascade_bench
+
+    run_cascade_bench(claims=claims, latency=latency, cut=cut, console=console)
+
+
 def bench_serve(
     facts: Annotated[int, typer.Option("--facts", help="Facts in the scanned article.")] = 40,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Facts checked at once.")] = 8,

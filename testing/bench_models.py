@@ -59,3 +59,30 @@ def agent_answer(body: dict[str, Any]) -> dict[str, Any]:
 def score_answer(body: dict[str, Any]) -> dict[str, Any]:
     """A deterministic 'score' in [0, 1] from the request, so runs are reproducible."""
     return {"content": f"{zlib.crc32(json.dumps(body['messages']).encode()) % 1000 / 1000:.3f}"}
+
+
+RESEARCH_STEPS = 5
+"""Searches the researching model makes before it finishes (a real model's CLAIRE run takes several)."""
+
+
+def _claim_score(fact: str) -> float:
+    """A score the cost benchmark's model gives a fact: high for the planted contradictions (a fact
+    ending in "(planted)"), low otherwise, with a fixed spread per fact."""
+    spread = zlib.crc32(fact.encode()) % 1000 / 1000
+    return round(0.55 + 0.4 * spread if fact.rstrip(".").endswith("(planted)") else 0.45 * spread, 3)
+
+
+def research_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that researches like a real one for the cascade's cost benchmark: the controller
+    searches ``RESEARCH_STEPS`` times with different queries, then finishes; a verifier (CLAIRE's
+    or retrieve-and-verify's) scores the fact by :func:`_claim_score`."""
+    prompt = body["messages"][-1]["content"]
+    fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0] if "<fact>" in prompt else ""
+    if kind_of(body) == "controller":
+        done = prompt.count("Step ")
+        if done >= RESEARCH_STEPS:
+            return {"tool_calls": [{"name": "finish", "arguments": {}}]}
+        return {"tool_calls": [{"name": "search", "arguments": {"query": f"{fact} angle {done + 1}"}}]}
+    asked = next((m["content"] for m in body["messages"] if "<fact>" in (m.get("content") or "")), prompt)
+    fact = asked.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+    return {"content": f"<analysis>[1] compared.</analysis><inconsistency_score>{_claim_score(fact)}</inconsistency_score>"}
