@@ -329,6 +329,29 @@ class CiteConfig(_Section):
     max_source_bytes: int = Field(5_000_000, ge=1000, description="largest cited source read, in bytes")
 
 
+class WatchConfig(_Section):
+    """``claire watch`` and ``claire serve --watch``: which live edits to check, from where."""
+
+    stream_url: str = Field("https://stream.wikimedia.org/v2/stream/recentchange",
+                            description="the EventStreams recentchange stream (server-sent events) to follow")
+    replay: Path | None = Field(None, description="read recorded events (JSONL in the stream's shape) instead of the stream")
+    api_url: str | None = Field(None, description="the MediaWiki Action API for every wiki (default: each event's "
+                                                  "server_url + server_script_path + /api.php)")
+    wikis: list[str] = Field(default_factory=lambda: ["enwiki"], description="wikis whose edits are checked (the events' wiki field)")
+    namespaces: list[int] = Field(default_factory=lambda: [0], description="namespaces checked (0: articles)")
+    include_bots: bool = Field(False, description="check bot edits too")
+    titles: list[str] = Field(default_factory=list, description="only titles matching one of these regular expressions")
+    categories: list[str] = Field(default_factory=list, description="only pages in one of these categories")
+    edits_in_flight: int = Field(4, ge=1, le=256, description="edits checked at once")
+    index_every: float = Field(30.0, ge=0, description="seconds between stores of edited pages in the index (one built from a dump)")
+    user_agent: str | None = Field(None, description="the User-Agent sent to Wikimedia (add your contact, as its policy asks)")
+
+    @field_validator("stream_url", "api_url")
+    @classmethod
+    def _is_an_http_url(cls, value: str | None) -> str | None:
+        return value if value is None else http_url(value)
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     # The paper's method: the built-in defaults themselves (only the embedder differs offline:
     # MiniLM instead of mGTE, which needs a model hub; `--embedder mgte` at index build time).
@@ -361,6 +384,7 @@ class Config(_Section):
     prompts: PromptsConfig = Field(default_factory=PromptsConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     cite: CiteConfig = Field(default_factory=CiteConfig)
+    watch: WatchConfig = Field(default_factory=WatchConfig)
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved config as plain data with every secret masked (for show and run dirs)."""

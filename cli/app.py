@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from claire import __version__
-from claire.cli import bench, check, config_cmd, evaluate, indexes, passages, rates, serve
+from claire.cli import bench, check, config_cmd, evaluate, indexes, passages, rates, serve, watch
 from claire.cli.options import console, err
 from claire.config import ConfigWarning
 from claire.errors import ClaireError, redact
@@ -53,6 +53,7 @@ COMMANDS = [
     (app, "audit", rates.audit_command),
     (app, "review", rates.review_command),
     (app, "serve", serve.serve_command),
+    (app, "watch", watch.watch_command),
     (bench_app, "llm", bench.bench_llm),
     (bench_app, "prompts", bench.bench_prompts),
     (bench_app, "retrieval", bench.bench_retrieval),

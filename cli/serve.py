@@ -7,6 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from claire.cli.watch import (
+    ApiUrlOpt, BotsOpt, CategoryOpt, EditsOpt, NamespaceOpt, ReplayOpt, StreamUrlOpt, TitleOpt, WikiOpt, watch_settings,
+)
 from claire.cli.options import (
     SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt,
     err, eval_config,
@@ -23,6 +26,16 @@ def serve_command(
     allowed_host: Annotated[Optional[list[str]], typer.Option("--allowed-host", help="Another name clients may reach the server by (the Host header; repeatable). Requests naming any other host are refused, which stops DNS rebinding.")] = None,
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
     system: SystemOpt = None,
+    watch: Annotated[bool, typer.Option("--watch", help="Also patrol a live wiki's new edits (the Patrol view); configured as for `claire watch`.")] = False,
+    stream_url: StreamUrlOpt = None,
+    replay: ReplayOpt = None,
+    api_url: ApiUrlOpt = None,
+    wiki: WikiOpt = None,
+    namespace: NamespaceOpt = None,
+    include_bots: BotsOpt = False,
+    title: TitleOpt = None,
+    category: CategoryOpt = None,
+    edits_in_flight: EditsOpt = None,
     index: IndexOpt = None,
     preset: PresetOpt = None,
     model: ModelOpt = None,
@@ -35,8 +48,10 @@ def serve_command(
     from claire.web.settings import ServeSettings
     from claire.web.serve import serve
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset)
+    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,
+                         **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,
+                                          edits_in_flight))
     settings = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
                              data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body,
-                             allowed_hosts=allowed_host or [])
+                             allowed_hosts=allowed_host or [], watch=watch)
     serve(config, settings, console=err)

@@ -67,6 +67,8 @@ NEUTRAL_SETTINGS = {
     "llm.api_key_env", "llm.record", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
     "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
     "agent.max_fact_chars", "agent.calibration",
+    "watch.stream_url", "watch.replay", "watch.api_url", "watch.wikis", "watch.namespaces", "watch.include_bots",
+    "watch.titles", "watch.categories", "watch.edits_in_flight", "watch.index_every", "watch.user_agent",
     "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
     "preset",  # a name for the settings, which are compared one by one
 }

@@ -350,7 +350,9 @@ def _run(reader: DumpReader, pipeline: _Pipeline, options: IngestOptions, summar
 # --- entry points --------------------------------------------------------------------------
 
 
-def _open_store(name: str, root: Path, url: str | None, api_key: str | None, options: IngestOptions) -> IndexStore:
+def open_ingest_store(name: str, root: Path, url: str | None, api_key: str | None, options: IngestOptions) -> IndexStore:
+    """The store a build or update writes: a Qdrant server collection, or a private working copy
+    of an embedded index that ``finalize`` publishes."""
     check_name(name)
     if url:
         return ServerStore(url, api_key=api_key, collection=name, options=options.server)
@@ -387,12 +389,12 @@ def build_from_dump(
     reader = DumpReader(dump)  # checks the file (and below, the device) before anything is created
     resolve_device(options.device)
     ledger_file = ledger_path(root, name, url)
-    store = _open_store(name, root, url, api_key, options)
+    store = open_ingest_store(name, root, url, api_key, options)
     summary = IngestSummary(name=name, mode="build")
     try:
         if store.exists and replace:
             _delete_everything(store, name, root, url, api_key, ledger_file)
-            store = _open_store(name, root, url, api_key, options)
+            store = open_ingest_store(name, root, url, api_key, options)
         if store.exists:
             if store.meta.complete:
                 raise RetrievalError(
@@ -409,7 +411,7 @@ def build_from_dump(
         with closing(Ledger(ledger_file)) as ledger:
             if not summary.resumed:
                 ledger.set(phase="building", generation=1, dump=str(Path(dump).resolve()), index_created=store.meta.created_at)
-            _ingest(reader, store, ledger, options, summary, generation=1, remove_missing=False,
+            ingest_pages(reader, store, ledger, options, summary, generation=1, remove_missing=False,
                     label=f"{'resuming' if summary.resumed else 'building'} {name}")
             ledger.set(phase="built")
     finally:
@@ -431,7 +433,7 @@ def update_from_dump(
     reader = DumpReader(dump)
     resolve_device(options.device)
     ledger_file = ledger_path(root, name, url)
-    store = _open_store(name, root, url, api_key, options)
+    store = open_ingest_store(name, root, url, api_key, options)
     summary = IngestSummary(name=name, mode="update")
     try:
         if not store.exists:
@@ -450,7 +452,7 @@ def update_from_dump(
             else:
                 generation += 1
                 ledger.set(phase="updating", generation=generation, dump=str(Path(dump).resolve()))
-            _ingest(reader, store, ledger, options, summary, generation=generation, remove_missing=True,
+            ingest_pages(reader, store, ledger, options, summary, generation=generation, remove_missing=True,
                     label=f"updating {name}")
             ledger.set(phase="built")
     finally:
@@ -458,8 +460,11 @@ def update_from_dump(
     return summary
 
 
-def _ingest(reader: DumpReader, store: IndexStore, ledger: Ledger, options: IngestOptions, summary: IngestSummary,
-            *, generation: int, remove_missing: bool, label: str) -> None:
+def ingest_pages(reader: DumpReader, store: IndexStore, ledger: Ledger, options: IngestOptions, summary: IngestSummary,
+                 *, generation: int, remove_missing: bool, label: str) -> None:
+    """Store the pages ``reader`` yields (unchanged revisions skipped), then — when
+    ``remove_missing`` and the reader was read to its end — delete the pages it no longer has, and
+    publish the index."""
     if options.batch_size < 1 or options.workers < 0:
         raise ConfigError("batch size must be at least 1 and workers at least 0")
     started = time.monotonic()

@@ -30,6 +30,8 @@ from claire.web.health_routes import server
 from claire.web.job_routes import checks, scans
 from claire.web.jobs import JobRunner, TooBusy
 from claire.web.page_routes import mount_files, pages
+from claire.web.patrol_routes import patrol as patrol_routes
+from claire.web.patrol import patrol_from_config
 from claire.web.review_routes import reviews
 from claire.web.search_routes import index
 from claire.web.settings import ServeSettings
@@ -51,9 +53,19 @@ async def running_services(app: FastAPI, *, llm: ChatClient | None, retriever: S
                        max_jobs=settings.max_jobs)
     app.state.store, app.state.runner, app.state.retriever = store, runner, searcher
     runner.resume()
+    patrol, patrolling = None, None
+    if settings.watch:  # the patrol of live edits, inside the server (its results: GET /api/patrol)
+        patrol = patrol_from_config(config, store, runner)
+        patrolling = asyncio.get_running_loop().create_task(patrol.run(), name="claire-patrol")
+    app.state.patrol = patrol
     try:
         yield
     finally:
+        if patrol is not None and patrolling is not None:
+            patrol.stop()
+            patrolling.cancel()
+            await asyncio.gather(patrolling, return_exceptions=True)
+            await patrol.wiki.aclose()
         await runner.shutdown()
         if retriever is None:
             searcher.close()
@@ -93,7 +105,7 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: Ch
                      hosts=settings.trusted_hosts())
     app.add_exception_handler(ClaireError, claire_error_response)
     app.add_exception_handler(RequestValidationError, invalid_request_response)
-    for router in (checks, scans, reviews, index, server, pages):
+    for router in (checks, scans, reviews, patrol_routes, index, server, pages):
         app.include_router(router)
     mount_files(app)
     return app

@@ -138,7 +138,7 @@ class JobRunner:
 
     def _start(self, job_id: str) -> None:
         self._loop = asyncio.get_running_loop()
-        task = self._loop.create_task(self._run(job_id), name=f"claire-job-{job_id}")
+        task = self._loop.create_task(self.run_job(job_id), name=f"claire-job-{job_id}")
         self.tasks[job_id] = task
         task.add_done_callback(lambda _: self.tasks.pop(job_id, None))
 
@@ -150,7 +150,9 @@ class JobRunner:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- running ---------------------------------------------------------------------------
-    async def _run(self, job_id: str) -> None:
+    async def run_job(self, job_id: str) -> None:
+        """Run a stored job to its end: extract a scan's facts if need be, check every fact not yet
+        checked, and record how the job ended (failures are the job's, never the caller's)."""
         job = self.store.job(job_id)
         assert job is not None
         try:

@@ -26,6 +26,7 @@ class ServeSettings(BaseModel):
     data_dir: Path | None = None
     cors_origins: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)  # more names the Host header may give
+    watch: bool = False  # also run the patrol of live edits (config.watch) inside the server
 
     def trusted_hosts(self) -> list[str] | None:
         """The names a request's Host header may give: the bound address, the loopback names and

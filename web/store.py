@@ -30,6 +30,11 @@ CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, seq);
 CREATE TABLE IF NOT EXISTS reviews (
     job_id TEXT NOT NULL, claim_id TEXT NOT NULL, fact TEXT NOT NULL, decision TEXT NOT NULL,
     comment TEXT, created REAL NOT NULL, PRIMARY KEY (job_id, claim_id));
+CREATE TABLE IF NOT EXISTS positions (
+    source TEXT PRIMARY KEY, position TEXT, updated REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS pending_pages (
+    page_key TEXT PRIMARY KEY, job_id TEXT NOT NULL, page TEXT NOT NULL, created REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS jobs_by_kind ON jobs (kind, created);
 """
 
 UNFINISHED = ("queued", "running")
@@ -73,6 +78,15 @@ class JobStore:
         self._write("INSERT INTO jobs VALUES (?, ?, 'queued', ?, NULL, ?, ?)", job_id, kind, _dumps(request), now, now)
         return job_id
 
+    def ensure_job(self, kind: str, job_id: str, request: dict[str, Any]) -> bool:
+        """Store a queued job under a chosen id unless one is there already; whether it was new
+        (an edit delivered twice is one job)."""
+        now = time.time()
+        with self._lock:
+            cursor = self._db.execute("INSERT OR IGNORE INTO jobs VALUES (?, ?, 'queued', ?, NULL, ?, ?)",
+                                      (job_id, kind, _dumps(request), now, now))
+            return cursor.rowcount == 1
+
     def job(self, job_id: str) -> dict[str, Any] | None:
         """The job ``job_id`` with its request decoded, or None."""
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", job_id)
@@ -86,9 +100,12 @@ class JobStore:
         """Record a job's new status (and the error that ended it)."""
         self._write("UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?", status, error, time.time(), job_id)
 
-    def unfinished_jobs(self) -> list[dict[str, Any]]:
-        """The jobs still queued or running, oldest first."""
-        ids = [r["id"] for r in self._rows("SELECT id FROM jobs WHERE status IN (?, ?) ORDER BY created", *UNFINISHED)]
+    def unfinished_jobs(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The jobs (of ``kind``, or of every kind) still queued or running, oldest first."""
+        kinds = (kind,) if kind else ("check", "scan")
+        ids = [r["id"] for r in self._rows(
+            f"SELECT id FROM jobs WHERE status IN (?, ?) AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY created",
+            *UNFINISHED, *kinds)]
         return [job for job in (self.job(i) for i in ids) if job]
 
     # -- facts -----------------------------------------------------------------------------
@@ -162,6 +179,46 @@ class JobStore:
             seq = self._db.execute("SELECT MAX(seq) FROM events WHERE job_id = ?", (job_id,)).fetchone()[0]
             reviews = self._db.execute("SELECT COUNT(*), MAX(created) FROM reviews WHERE job_id = ?", (job_id,)).fetchone()
         return (seq, *reviews)
+
+    # -- the patrol ------------------------------------------------------------------------
+    def position(self, source: str) -> str | None:
+        """Where the patrol of ``source`` (an event stream or a recording) stopped reading."""
+        rows = self._rows("SELECT position FROM positions WHERE source = ?", source)
+        return rows[0]["position"] if rows else None
+
+    def set_position(self, source: str, position: str | None) -> None:
+        """Remember where the patrol of ``source`` has read to (after the events' jobs are stored)."""
+        self._write("INSERT OR REPLACE INTO positions VALUES (?, ?, ?)", source, position, time.time())
+
+    def patrol_items(self, *, flagged_only: bool = True, limit: int = 200) -> list[dict[str, Any]]:
+        """Checked facts of patrolled edits, newest edit first (flagged ones only, by default),
+        each with its edit's request, its assessment and its review."""
+        flagged = " AND f.verdict = 'inconsistent'" if flagged_only else ""
+        rows = self._rows(
+            "SELECT j.id AS job_id, j.request, j.created, f.idx, f.claim_id, f.fact, f.score, f.verdict, f.assessment,"
+            " r.decision, r.comment, r.created AS reviewed FROM jobs j JOIN facts f ON f.job_id = j.id"
+            " LEFT JOIN reviews r ON r.job_id = j.id AND r.claim_id = f.claim_id"
+            f" WHERE j.kind = 'patrol' AND f.status = 'done'{flagged} ORDER BY j.created DESC, f.idx LIMIT ?", limit)
+        return [{**dict(row), "request": json.loads(row["request"]),
+                 "assessment": json.loads(row["assessment"]) if row["assessment"] else None} for row in rows]
+
+    def patrol_counts(self) -> dict[str, int]:
+        """Patrolled edits by status."""
+        return {r["status"]: r["n"] for r in self._rows("SELECT status, COUNT(*) AS n FROM jobs WHERE kind = 'patrol' GROUP BY status")}
+
+    def add_pending_page(self, page_key: str, job_id: str, page: dict[str, Any]) -> None:
+        """Remember an edited page's new revision until it is stored in the index (the latest wins)."""
+        self._write("INSERT OR REPLACE INTO pending_pages VALUES (?, ?, ?, ?)", page_key, job_id, _dumps(page), time.time())
+
+    def pending_pages(self) -> list[dict[str, Any]]:
+        """Edited pages waiting to be stored in the index, oldest first."""
+        return [{"page_key": r["page_key"], "job_id": r["job_id"], "page": json.loads(r["page"])}
+                for r in self._rows("SELECT * FROM pending_pages ORDER BY created")]
+
+    def drop_pending_pages(self, keys: list[str]) -> None:
+        """Forget pages now stored in the index."""
+        with self._lock:
+            self._db.executemany("DELETE FROM pending_pages WHERE page_key = ?", [(k,) for k in keys])
 
     # -- reviews ---------------------------------------------------------------------------
     def put_review(self, job_id: str, claim_id: str, fact: str, decision: str, comment: str | None) -> dict[str, Any]:

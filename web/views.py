@@ -81,6 +81,24 @@ class RenderedScans:
         return cached[1]
 
 
+def patrol_item(row: dict[str, Any]) -> dict[str, Any]:
+    """One checked fact of a patrolled edit as ``GET /api/patrol`` answers it."""
+    request, assessment = row["request"], row["assessment"] or {}
+    evidence = [{key: item.get(key) for key in ("n", "document_title", "section_title", "content", "url")}
+                for item in assessment.get("evidence") or []]
+    cited = cited_numbers(assessment.get("reasoning"))
+    return {
+        "job_id": row["job_id"], "claim_id": row["claim_id"], "title": request.get("title"),
+        "revision": request.get("revision"), "old_revision": request.get("old_revision"), "wiki": request.get("wiki"),
+        "diff_url": request.get("diff_url"), "user": request.get("user"), "comment": request.get("comment"),
+        "received": request.get("received"), "fact": row["fact"], "score": row["score"], "verdict": row["verdict"],
+        "probability": assessment.get("probability"), "reasoning": assessment.get("reasoning"),
+        "evidence": [e for e in evidence if not cited or e["n"] in cited] or evidence[:3], "cited": cited,
+        "review": {"decision": row["decision"], "comment": row["comment"], "created": row["reviewed"]}
+        if row.get("decision") else None,
+    }
+
+
 def decision_label(verdict: str | None, decision: str) -> str | None:
     """The label an editor's decision gives a fact: accept keeps the system's verdict, reject flips it."""
     if verdict not in ("consistent", "inconsistent"):

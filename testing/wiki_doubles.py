@@ -1,0 +1,208 @@
+"""Stand-ins for a live wiki, for the patrol's tests and benchmark: an EventStreams-like server of
+``recentchange`` events and a MediaWiki Action API serving revisions, both on 127.0.0.1.
+
+:class:`EventStreamServer` serves recorded events as server-sent events (``id:`` lines holding each
+event's position, ``data:`` its JSON), honours ``Last-Event-ID`` the way EventStreams does (the
+stream resumes after that event), can drop the connection after a number of events (to test
+reconnection) and can hold the stream open at its end, as a live stream does. :class:`WikiApiServer`
+answers ``action=query&prop=revisions&revids=...`` from a dict of revisions (``{revid: (page id,
+title, wikitext)}``), says ``badrevids`` for revisions it does not have and ``missing`` for deleted
+pages, can answer ``maxlag`` once with a Retry-After, and records every request's User-Agent.
+:func:`change_event` writes one event in the stream's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+
+def change_event(title: str, old: int | None, new: int, *, wiki: str = "enwiki", namespace: int = 0, bot: bool = False,
+                 type: str = "edit", server_url: str = "https://en.wikipedia.org", timestamp: float | None = None,
+                 user: str = "Editor", comment: str = "") -> dict[str, Any]:
+    """One ``recentchange`` event, shaped as Wikimedia's stream sends it."""
+    return {
+        "$schema": "/mediawiki/recentchange/1.0.0", "meta": {"id": f"event-{wiki}-{new}", "domain": "en.wikipedia.org",
+                                                             "stream": "mediawiki.recentchange"},
+        "id": new, "type": type, "namespace": namespace, "title": title, "comment": comment,
+        "timestamp": int(timestamp if timestamp is not None else time.time()), "user": user, "bot": bot,
+        "server_url": server_url, "server_name": urlsplit(server_url).hostname, "server_script_path": "/w",
+        "wiki": wiki, "minor": False, "length": {"old": 100, "new": 120},
+        "revision": {"old": old, "new": new} if old else {"new": new},
+    }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 64
+
+
+class _Running:
+    """Start and stop a ThreadingHTTPServer on a thread of its own."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port it listens on."""
+        return self._httpd.server_address[1]
+
+    def start(self) -> Any:
+        """Serve on a thread of its own."""
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and free the port."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class EventStreamServer(_Running):
+    """Server-sent ``recentchange`` events from a list (``raw`` strings are sent as they are, to
+    play a malformed event). ``drop_after``: close the first connection after that many events;
+    ``hold``: keep the stream open at its end (seconds) as a live stream does; ``interval``:
+    seconds between events."""
+
+    def __init__(self, events: list[dict[str, Any] | str], *, drop_after: int | None = None, hold: float = 0.0,
+                 interval: float = 0.0):
+        self.events = [e if isinstance(e, str) else json.dumps(e) for e in events]
+        self.drop_after = drop_after
+        self.hold = hold
+        self.interval = interval
+        self.connections: list[str | None] = []  # the Last-Event-ID of each connection
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def do_GET(self) -> None:
+                last = self.headers.get("Last-Event-ID")
+                with server._lock:
+                    server.connections.append(last)
+                    first = len(server.connections) == 1
+                start = int(last) + 1 if last and last.isdigit() else 0
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                try:
+                    self.wfile.write(b"retry: 100\n\n")
+                    for sent, position in enumerate(range(start, len(server.events))):
+                        if first and server.drop_after is not None and sent >= server.drop_after:
+                            return  # the connection drops mid-stream
+                        self.wfile.write(f"id: {position}\nevent: message\ndata: {server.events[position]}\n\n".encode())
+                        self.wfile.flush()
+                        if server.interval:
+                            time.sleep(server.interval)
+                    end = time.monotonic() + server.hold
+                    while time.monotonic() < end:
+                        self.wfile.write(b": keep-alive\n\n")
+                        self.wfile.flush()
+                        time.sleep(0.1)
+                except (BrokenPipeError, ConnectionResetError):
+                    return
+
+        super().__init__(Handler)
+
+    @property
+    def url(self) -> str:
+        """The stream's URL."""
+        return f"http://127.0.0.1:{self.port}/v2/stream/recentchange"
+
+
+class WikiApiServer(_Running):
+    """A MediaWiki Action API double: revisions from ``revisions`` ({revid: (page id, title,
+    wikitext)}); ``deleted``: page titles the API reports missing; ``maxlag_once``: the first request
+    is told the wiki is lagging (with Retry-After); ``categories``: {title: [category, ...]}."""
+
+    def __init__(self, revisions: dict[int, tuple[int, str, str]], *, deleted: set[str] | None = None,
+                 maxlag_once: bool = False, categories: dict[str, list[str]] | None = None, latency: float = 0.0):
+        self.revisions = revisions
+        self.deleted = deleted or set()
+        self.maxlag_left = 1 if maxlag_once else 0
+        self.categories = categories or {}
+        self.latency = latency
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                return None
+
+            def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+                with server._lock:
+                    server.requests.append({**query, "user_agent": self.headers.get("User-Agent", "")})
+                    lagging = server.maxlag_left > 0
+                    server.maxlag_left = max(server.maxlag_left - 1, 0)
+                if server.latency:
+                    time.sleep(server.latency)
+                if lagging:
+                    self._send(200, {"error": {"code": "maxlag", "info": "Waiting for a database server: 7 seconds lagged."}},
+                               {"Retry-After": "0", "X-Database-Lag": "7"})
+                    return
+                self._send(200, server.answer(query))
+
+        super().__init__(Handler)
+
+    @property
+    def api_url(self) -> str:
+        """The API's address."""
+        return f"http://127.0.0.1:{self.port}/w/api.php"
+
+    def answer(self, query: dict[str, str]) -> dict[str, Any]:
+        """The ``query`` answer (formatversion 2) for a request's revision ids."""
+        wanted = [int(r) for r in query.get("revids", "").split("|") if r.strip().isdigit()]
+        pages: dict[int, dict[str, Any]] = {}
+        bad = {}
+        for revid in wanted:
+            if revid not in self.revisions:
+                bad[str(revid)] = {"revid": revid}
+                continue
+            page_id, title, text = self.revisions[revid]
+            if title in self.deleted:
+                pages[page_id] = {"ns": 0, "title": title, "missing": True}
+                continue
+            page = pages.setdefault(page_id, {"pageid": page_id, "ns": 0, "title": title, "revisions": []})
+            page["revisions"].append({"revid": revid, "slots": {"main": {"contentmodel": "wikitext", "content": text}}})
+            if "categories" in query.get("prop", ""):
+                page["categories"] = [{"ns": 14, "title": f"Category:{c}"} for c in self.categories.get(title, [])]
+        answer: dict[str, Any] = {"batchcomplete": True, "query": {"pages": list(pages.values())}}
+        if bad:
+            answer["query"]["badrevids"] = bad
+        return answer

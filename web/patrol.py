@@ -1,0 +1,344 @@
+"""The patrol: new edits of a live wiki checked as they happen, flagged facts queued for editors.
+
+:class:`Patrol` reads change events (the EventStreams ``recentchange`` stream, or a recording),
+keeps what its :class:`~claire.workflows.recentchanges.ChangeFilter` asks for, and turns each kept
+edit into a ``patrol`` job of the web app's store, under the id ``WIKI:REVISION`` — so an edit
+delivered twice is one job. Only once the job is stored is the event's position saved: killed at
+any moment, a restarted patrol goes on after the last saved event, re-delivered edits are
+recognised, and queued ones are picked up, so no edit is lost or checked twice.
+
+Each edit (at most ``edits_in_flight`` at once) fetches its old and new revision over the
+MediaWiki Action API, finds the sentences the edit added or changed (:mod:`~claire.workflows.edit_diff`),
+extracts their atomic facts and checks each with the configured system — through the same
+:class:`~claire.web.jobs.JobRunner` as the web app's scans, so the LLM concurrency, cache, retries
+and budget are shared — against the index without the edited article (its title is the facts'
+context). The new revision then waits in the store until it is stored in the index (an index
+built from a dump; see :mod:`claire.indexes.live_update`), a batch every ``index_every`` seconds,
+so later checks see the edit. :class:`PatrolStats` counts what happened, for the live line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from claire.agent.extraction import extract_facts
+from claire.agent.runtime import prompt_library
+from claire.config import Config
+from claire.errors import ClaireError
+from claire.indexes.corpus import Passage
+from claire.indexes.dumps.pages import DumpPage
+from claire.indexes.live_update import can_take_edits, update_pages
+from claire.tasks.records import Claim
+from claire.web.jobs import JobRunner
+from claire.web.store import JobStore
+from claire.workflows.edit_diff import changed_passages, page_blocks
+from claire.workflows.mediawiki import MediaWikiClient
+from claire.workflows.recentchanges import (
+    Change, ChangeFilter, describe_event, parse_change, position_after, replay_changes, stream_changes,
+)
+from claire.workflows.scan import facts_within_limit, fact_id
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PatrolStats:
+    """What the patrol has done since it started (and the lag behind the stream)."""
+
+    seen: int = 0  # events read
+    kept: int = 0  # edits the filter kept (new ones)
+    repeated: int = 0  # edits delivered again (already stored)
+    left_aside: int = 0  # events the filter left aside
+    bad: int = 0  # events that could not be read
+    checked: int = 0  # edits checked to the end
+    skipped: int = 0  # kept edits with nothing to check (revision gone, no changed sentences, ...)
+    failed: int = 0  # edits whose check failed
+    facts: int = 0  # facts checked
+    flagged: int = 0  # facts found inconsistent
+    indexed: int = 0  # edited pages stored in the index
+    lag_s: float | None = None  # now minus the newest event's time
+    latencies: list[float] = field(default_factory=list)  # seconds from an event to its last fact checked
+
+    def line(self) -> str:
+        """The live progress line."""
+        lag = "" if self.lag_s is None else f" · lag {self.lag_s:,.0f} s"
+        return (f"events {self.seen:,} · kept {self.kept:,} · checked {self.checked:,} · flagged {self.flagged:,} facts"
+                f" · skipped {self.skipped:,} · failed {self.failed:,}{lag}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts as plain data (latencies summarised)."""
+        data = asdict(self)
+        data.pop("latencies")
+        return data
+
+
+@dataclass
+class ChangeSource:
+    """Where the events come from: the live stream at ``url``, or a recording ``replay`` (JSONL)."""
+
+    url: str | None = None
+    replay: Path | None = None
+    user_agent: str = ""
+
+    @property
+    def key(self) -> str:
+        """The name its saved position is kept under."""
+        return f"replay:{Path(self.replay).resolve()}" if self.replay else f"stream:{self.url}"
+
+    def events(self, position: str | None, stop: Callable[[], bool]) -> AsyncIterator[tuple[str | None, str]]:
+        """``(position, JSON text)`` of the events after ``position``."""
+        if self.replay:
+            return replay_changes(Path(self.replay), after=position_after("replay", position))
+        return stream_changes(self.url or "", last_event_id=position, user_agent=self.user_agent, stop=stop)
+
+
+class Patrol:
+    """Checks a wiki's new edits against the index and records the results in the store."""
+
+    def __init__(self, config: Config, store: JobStore, runner: JobRunner, source: ChangeSource, *,
+                 filters: ChangeFilter | None = None, categories: list[str] | None = None, api_url: str | None = None,
+                 edits_in_flight: int = 4, index_every: float = 30.0, wiki: MediaWikiClient | None = None,
+                 on_progress: Callable[[PatrolStats], None] | None = None):
+        self.config = config
+        self.store = store
+        self.runner = runner
+        self.source = source
+        self.filters = filters or ChangeFilter()
+        self.categories = [c.removeprefix("Category:") for c in categories or []]
+        self.api_url = api_url
+        self.edits = asyncio.Semaphore(max(edits_in_flight, 1))
+        self.index_every = index_every
+        self.wiki = wiki or MediaWikiClient(**({"user_agent": source.user_agent} if source.user_agent else {}))
+        self.on_progress = on_progress
+        self.stats = PatrolStats()
+        self._stopping = False
+        self._tasks: set[asyncio.Task] = set()
+        retrieval = config.retrieval
+        self._indexable = retrieval.backend == "qdrant" and can_take_edits(retrieval.index, retrieval.index_root(), retrieval.url)
+        self._last_indexed = time.monotonic()
+
+    def stop(self) -> None:
+        """Stop reading events (edits in flight are finished)."""
+        self._stopping = True
+
+    @property
+    def indexable(self) -> bool:
+        """Whether edited pages are stored in the index (it was built from a dump)."""
+        return self._indexable
+
+    # -- the loop --------------------------------------------------------------------------------
+    async def run(self, *, max_events: int | None = None) -> PatrolStats:
+        """Read events until stopped (or ``max_events`` read, or a recording's end), checking kept
+        edits as they come; returns the counts."""
+        for job in self.store.unfinished_jobs("patrol"):  # left queued or running by an earlier patrol
+            self._spawn(job["id"], Change(**job["request"]["change"]))
+        position = self.store.position(self.source.key)
+        try:
+            async for position, data in self.source.events(position, lambda: self._stopping):
+                self._event(position, data)
+                if self._stopping or (max_events is not None and self.stats.seen >= max_events):
+                    break
+                await self._index_if_due()
+        finally:
+            if self._tasks:
+                await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            await self._index_pending()
+        self._progress()
+        return self.stats
+
+    def _event(self, position: str | None, data: str) -> None:
+        self.stats.seen += 1
+        try:
+            change = parse_change(data)
+        except ValueError as error:
+            self.stats.bad += 1
+            log.warning("patrol: event at %s left aside: %s (%s)", position, error, describe_event(data))
+            self.store.set_position(self.source.key, position)
+            return
+        if change.timestamp:
+            self.stats.lag_s = max(time.time() - change.timestamp, 0.0)
+        reason = self.filters.why_not(change)
+        if reason is not None:
+            self.stats.left_aside += 1
+            self.store.set_position(self.source.key, position)
+            return
+        job_id = f"{change.wiki}:{change.new_revision}"
+        request = {"title": change.title, "revision": change.new_revision, "old_revision": change.old_revision,
+                   "wiki": change.wiki, "diff_url": change.diff_url(), "user": change.user, "comment": change.comment,
+                   "received": time.time(), "change": asdict(change)}
+        new = self.store.ensure_job("patrol", job_id, request)
+        self.store.set_position(self.source.key, position)  # only now: the edit is safe in the store
+        if not new:
+            self.stats.repeated += 1
+            return
+        self.stats.kept += 1
+        self._spawn(job_id, change)
+        self._progress()
+
+    def _spawn(self, job_id: str, change: Change) -> None:
+        task = asyncio.get_running_loop().create_task(self._edit(job_id, change), name=f"claire-patrol-{job_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- one edit --------------------------------------------------------------------------------
+    async def _edit(self, job_id: str, change: Change) -> None:
+        async with self.edits:
+            received = (self.store.job(job_id) or {}).get("request", {}).get("received") or time.time()
+            try:
+                facts = await self._facts(job_id, change)
+                if facts is None:
+                    self.stats.skipped += 1
+                    return
+                if facts:
+                    await self.runner.run_job(job_id)
+                else:
+                    self.store.set_status(job_id, "done")
+                finished = self.store.job(job_id) or {}
+                if finished.get("status") == "error":
+                    self.stats.failed += 1
+                else:
+                    self.stats.checked += 1
+                checked = [f for f in self.store.facts(job_id) if f["status"] == "done"]
+                self.stats.facts += len(checked)
+                self.stats.flagged += sum(f["verdict"] == "inconsistent" for f in checked)
+                self.stats.latencies.append(time.time() - received)
+            except asyncio.CancelledError:
+                raise
+            except ClaireError as error:
+                self.stats.failed += 1
+                self.store.set_status(job_id, "error", str(error))
+                log.warning("patrol: %s (%s) could not be checked: %s", change.title, job_id, error)
+            except Exception as error:  # a bug ends this edit with a message, never the patrol
+                self.stats.failed += 1
+                self.store.set_status(job_id, "error", f"{type(error).__name__}: {error}")
+                log.warning("patrol: %s (%s) failed: %s: %s", change.title, job_id, type(error).__name__, error)
+            finally:
+                self._progress()
+
+    async def _facts(self, job_id: str, change: Change) -> list[dict[str, Any]] | None:
+        """Store the facts the edit added or changed (None: the edit has nothing to check, said in its job)."""
+        stored = self.store.facts(job_id)
+        if stored:  # extracted before a restart
+            return stored
+        self.store.set_status(job_id, "running")
+        wanted = [r for r in (change.old_revision, change.new_revision) if r]
+        revisions = await self.wiki.revisions(self.api_url or change.api_url, wanted, categories=bool(self.categories))
+        new_text = revisions.texts.get(change.new_revision or 0)
+        why = None
+        if revisions.page_missing:
+            why = "the page no longer exists"
+        elif new_text is None:
+            why = f"revision {change.new_revision} is no longer available"
+        elif self.categories and not set(self.categories) & set(revisions.categories):
+            why = "the page is outside the category filter"
+        if why is not None:
+            self.store.set_status(job_id, "skipped", why)
+            return None
+        page_id = revisions.page_id or 0
+        url = f"{change.server_url.rstrip('/')}/wiki/{change.title.replace(' ', '_')}"
+        new = page_blocks(page_id, change.new_revision or 0, change.title, new_text or "", url=url)
+        old_text = revisions.texts.get(change.old_revision or 0)
+        old = page_blocks(page_id, change.old_revision or 0, change.title, old_text, url=url) if old_text is not None else None
+        if self._indexable and not new.skipped:
+            page = DumpPage(page_id=page_id, revision_id=change.new_revision or 0, title=change.title, namespace=0,
+                            body=new_text or "", kind="wikitext", url=url)
+            self.store.add_pending_page(f"{change.wiki}:{page_id}", job_id, asdict(page))
+        if new.skipped:
+            self.store.set_status(job_id, "skipped", f"the page is a {new.skipped} page")
+            return None
+        rows = []
+        llm, prompts = self.runner.llm, prompt_library(self.config)
+        for passage in changed_passages(old, new):
+            found = await extract_facts(title=change.title, section=passage.section, text=passage.text, llm=llm,
+                                        prompts=prompts)
+            for fact in facts_within_limit(found, self.config.agent.max_fact_chars, None) if found else []:
+                claim = Claim(claim_id=fact_id(fact.text), text=fact.text,
+                              context=Passage(document_title=change.title, section_title=passage.section,
+                                              content=passage.block.content, url=passage.block.url))
+                if all(row["claim_id"] != claim.claim_id for row in rows):
+                    rows.append({"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()})
+        if not rows:
+            self.store.set_status(job_id, "skipped", "the edit added or changed no checkable fact")
+            return None
+        self.store.add_facts(job_id, rows)
+        return self.store.facts(job_id)
+
+    # -- keeping the index current ---------------------------------------------------------------
+    async def _index_if_due(self) -> None:
+        if self._indexable and time.monotonic() - self._last_indexed >= self.index_every:
+            await self._index_pending()
+
+    async def _index_pending(self) -> None:
+        """Store the edited pages waiting in the store in the index, and let searches see them."""
+        self._last_indexed = time.monotonic()
+        if not self._indexable:
+            return
+        waiting = self.store.pending_pages()
+        if not waiting:
+            return
+        retrieval = self.config.retrieval
+        pages = [DumpPage(**item["page"]) for item in waiting]
+        try:
+            await asyncio.to_thread(update_pages, pages, name=retrieval.index, root=retrieval.index_root(),
+                                    url=retrieval.url, api_key=retrieval.qdrant_api_key.get_secret_value()
+                                    if retrieval.qdrant_api_key else None)
+        except ClaireError as error:
+            log.warning("patrol: %d edited page(s) could not be stored in index %s yet: %s", len(pages), retrieval.index, error)
+            return
+        self.store.drop_pending_pages([item["page_key"] for item in waiting])
+        self.stats.indexed += len(pages)
+        refresh = getattr(self.runner.retriever, "refresh", None)
+        if refresh is not None:
+            await asyncio.to_thread(refresh)
+
+    def _progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self.stats)
+
+
+def patrol_from_config(config: Config, store: JobStore, runner: JobRunner, *,
+                       on_progress: Callable[[PatrolStats], None] | None = None) -> Patrol:
+    """The patrol ``config.watch`` describes, over the store and job runner given."""
+    watch = config.watch
+    source = ChangeSource(url=watch.stream_url, replay=watch.replay, user_agent=watch.user_agent or "")
+    filters = ChangeFilter(wikis=list(watch.wikis), namespaces=list(watch.namespaces), include_bots=watch.include_bots,
+                           titles=list(watch.titles))
+    return Patrol(config, store, runner, source, filters=filters, categories=list(watch.categories),
+                  api_url=watch.api_url, edits_in_flight=watch.edits_in_flight, index_every=watch.index_every,
+                  on_progress=on_progress)
+
+
+async def run_patrol(config: Config, settings: Any, *, max_events: int | None = None,
+                     on_progress: Callable[[PatrolStats], None] | None = None,
+                     stop_on: tuple[int, ...] = ()) -> PatrolStats:
+    """Run a patrol on its own (``claire watch``): the web app's store and job runner without the
+    server; the signals in ``stop_on`` stop it after the edits in flight."""
+    from claire.agent.runtime import open_retrieval
+    from claire.llm.client import ChatClient
+
+    store = JobStore(settings.store_path())
+    llm = ChatClient.from_config(config.llm)
+    retriever = await asyncio.to_thread(open_retrieval, config)
+    runner = JobRunner(config, store, llm=llm, retriever=retriever, concurrency=settings.concurrency)
+    patrol = patrol_from_config(config, store, runner, on_progress=on_progress)
+    loop = asyncio.get_running_loop()
+    for number in stop_on:
+        loop.add_signal_handler(number, patrol.stop)
+    try:
+        if not patrol.indexable:
+            log.warning("patrol: index %s was not built from a dump, so edited pages are checked but not stored in it",
+                        config.retrieval.index)
+        return await patrol.run(max_events=max_events)
+    finally:
+        for number in stop_on:
+            loop.remove_signal_handler(number)
+        await patrol.wiki.aclose()
+        await llm.aclose()
+        retriever.close()
+        store.close()

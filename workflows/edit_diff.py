@@ -1,0 +1,69 @@
+"""What an edit changed, in the text a reader sees: a diff of the parsed revisions, not of their markup.
+
+Both revisions are converted to blocks as a dump would be (:mod:`claire.indexes.dumps.wikitext`:
+references, templates and markup gone; sections, tables and infoboxes kept), each block is cut
+into units — sentences of prose, rows of tables, lines of infoboxes — and the two unit sequences
+are compared (``difflib``). Units the new revision added or changed are grouped by the block they
+now stand in: each group is a :class:`ChangedPassage`, whose text is what the edit wrote and whose
+block is the context the facts extracted from it are checked in.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from claire.indexes.corpus import Block
+from claire.indexes.dumps.convert import convert_page
+from claire.indexes.dumps.pages import DumpPage, PageResult
+
+_SENTENCE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9\"'“‘(\[])")
+MIN_WORDS = 4  # shorter units (a lone date, a heading-like fragment) carry no checkable fact
+
+
+@dataclass
+class ChangedPassage:
+    """The units an edit added or changed within one block of the new revision."""
+
+    section: str
+    text: str  # the added or changed units, in order
+    block: Block  # the block they stand in (the context of their facts)
+
+
+def units(block: Block) -> list[str]:
+    """A block's units: sentences of prose, rows of a table, lines of an infobox."""
+    if block.block_type in ("table", "infobox"):
+        return [line.strip() for line in block.content.splitlines() if line.strip() and not line.startswith("| ---")]
+    return [part.strip() for part in _SENTENCE.split(" ".join(block.content.split())) if part.strip()]
+
+
+def _normal(unit: str) -> str:
+    return " ".join(re.sub(r"[^\w\s]", " ", unit.casefold()).split())
+
+
+def page_blocks(page_id: int, revision_id: int, title: str, wikitext: str, *, url: str | None = None) -> PageResult:
+    """One revision's blocks, converted as a dump page of the main namespace."""
+    return convert_page(DumpPage(page_id=page_id, revision_id=revision_id, title=title, namespace=0, body=wikitext,
+                                 kind="wikitext", url=url))
+
+
+def changed_passages(old: PageResult | None, new: PageResult) -> list[ChangedPassage]:
+    """The passages of ``new`` that ``old`` did not have (all of ``new`` for a page creation)."""
+    before = [(_normal(unit), unit) for block in (old.blocks if old else []) for unit in units(block)]
+    after = [(_normal(unit), unit, block) for block in new.blocks for unit in units(block)]
+    matcher = difflib.SequenceMatcher(a=[key for key, _ in before], b=[key for key, _, _ in after], autojunk=False)
+    changed: list[tuple[str, Block]] = []
+    for tag, _, _, start, end in matcher.get_opcodes():
+        if tag in ("insert", "replace"):
+            changed += [(unit, block) for key, unit, block in after[start:end] if len(key.split()) >= MIN_WORDS]
+    seen_old = {key for key, _ in before}
+    passages: list[ChangedPassage] = []
+    for unit, block in changed:
+        if _normal(unit) in seen_old:  # moved, not changed
+            continue
+        if passages and passages[-1].block.id == block.id:
+            passages[-1].text += " " + unit if block.block_type == "text" else "\n" + unit
+        else:
+            passages.append(ChangedPassage(section=block.section_title, text=unit, block=block))
+    return passages

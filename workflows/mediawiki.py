@@ -1,0 +1,122 @@
+"""Revisions from a wiki's MediaWiki Action API, politely.
+
+One query fetches an edit's old and new revision text
+(``action=query&prop=revisions&revids=OLD|NEW&rvprop=content|ids&rvslots=main&format=json&formatversion=2``,
+plus the page's categories when a category filter is set). Requests send a descriptive
+User-Agent (Wikimedia's API policy asks for one) and ``maxlag``, so a lagging wiki can ask us to
+wait; 429 and 5xx answers, dropped connections and ``maxlag`` errors are retried with the project's
+one retry policy, waiting what ``Retry-After`` asks. A revision the API no longer has (deleted or
+suppressed) or a deleted page is not an error: the answer says so and the patrol skips the edit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import httpx
+
+from claire import __version__
+from claire.errors import ClaireError
+from claire.retrying import TransientError, async_retrying, retry_after
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+USER_AGENT = (f"CLAIRE-patrol/{__version__} (checks new edits for corpus-level inconsistencies; set watch.user_agent "
+              f"to add your contact) httpx/{httpx.__version__}")
+"""Sent with every request, as Wikimedia's User-Agent policy asks (tool name and version; the
+policy also asks for a contact, which only the person running the patrol can give:
+``watch.user_agent``)."""
+
+
+@dataclass
+class Revisions:
+    """An edit's revisions as the API gave them: the page, the texts found (by revision id), the
+    revision ids the API did not have, and the page's categories."""
+
+    page_id: int | None = None
+    title: str | None = None
+    texts: dict[int, str] = field(default_factory=dict)
+    missing: list[int] = field(default_factory=list)
+    page_missing: bool = False
+    categories: list[str] = field(default_factory=list)
+
+
+class MediaWikiClient:
+    """Fetches revisions over the Action API with retries and a shared HTTP client."""
+
+    def __init__(self, *, user_agent: str = USER_AGENT, timeout: float = 30.0, max_attempts: int = 5,
+                 base_wait: float = 1.0, max_wait: float = 60.0, maxlag: int = 5):
+        self.user_agent = user_agent
+        self.max_attempts = max_attempts
+        self.base_wait = base_wait
+        self.max_wait = max_wait
+        self.maxlag = maxlag
+        self._client = httpx.AsyncClient(timeout=timeout, headers={"User-Agent": user_agent})
+        self.sleep: Callable[[float], Any] | None = None  # between attempts (tests give a clock of their own)
+
+    async def revisions(self, api_url: str, revision_ids: list[int], *, categories: bool = False) -> Revisions:
+        """The texts of ``revision_ids`` (of one page) and what the API said about them."""
+        params = {"action": "query", "prop": "revisions|categories" if categories else "revisions",
+                  "revids": "|".join(str(r) for r in revision_ids), "rvprop": "content|ids", "rvslots": "main",
+                  "format": "json", "formatversion": "2", "maxlag": str(self.maxlag)}
+        if categories:
+            params["cllimit"] = "max"
+        policy = async_retrying(self.max_attempts, base=self.base_wait, max_wait=self.max_wait, cap=self.max_wait,
+                                sleep=self.sleep)
+        try:
+            async for attempt in policy:
+                with attempt:
+                    data = await self._get(api_url, params)
+        except TransientError as error:
+            raise ClaireError(f"the MediaWiki API at {api_url} failed after {self.max_attempts} attempts ({error})") from None
+        return read_revisions(data)
+
+    async def _get(self, url: str, params: dict[str, str]) -> Any:
+        try:
+            response = await self._client.get(url, params=params)
+        except httpx.TransportError as error:
+            raise TransientError(f"{type(error).__name__}: {error}") from None
+        if response.status_code in RETRY_STATUSES:
+            raise TransientError(f"HTTP {response.status_code}", retry_after(response.headers))
+        if response.status_code != 200:
+            raise ClaireError(f"the MediaWiki API at {url} refused the request: HTTP {response.status_code}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise ClaireError(f"the MediaWiki API at {url} answered with something other than JSON") from None
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict) and error.get("code") == "maxlag":  # the wiki is lagging: wait as it says
+            raise TransientError(f"maxlag: {error.get('info') or 'the wiki is lagging'}",
+                                 retry_after(response.headers) or 5.0)
+        if isinstance(error, dict):
+            raise ClaireError(f"the MediaWiki API at {url} said {error.get('code')}: {error.get('info')}")
+        return data
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.aclose()
+
+
+def read_revisions(data: Any) -> Revisions:
+    """The revisions of an Action API ``query`` answer (formatversion 2)."""
+    query = (data or {}).get("query") or {}
+    found = Revisions(missing=[int(r["revid"]) for r in query.get("badrevids", {}).values() if "revid" in r]
+                      if isinstance(query.get("badrevids"), dict) else [])
+    for page in query.get("pages") or []:
+        if page.get("missing") or page.get("invalid"):
+            found.page_missing = True
+            continue
+        found.page_id = int(page["pageid"]) if page.get("pageid") is not None else None
+        found.title = page.get("title")
+        found.categories = [str(c.get("title", "")).split(":", 1)[-1] for c in page.get("categories") or []]
+        for revision in page.get("revisions") or []:
+            if revision.get("texthidden") or revision.get("textmissing"):
+                found.missing.append(int(revision["revid"]))
+                continue
+            slot = ((revision.get("slots") or {}).get("main") or {})
+            content = slot.get("content", revision.get("content"))
+            if content is None:
+                found.missing.append(int(revision["revid"]))
+            else:
+                found.texts[int(revision["revid"])] = content
+    return found
