@@ -94,6 +94,8 @@ def patrol_item(row: dict[str, Any]) -> dict[str, Any]:
         "received": request.get("received"), "fact": row["fact"], "score": row["score"], "verdict": row["verdict"],
         "probability": assessment.get("probability"), "reasoning": assessment.get("reasoning"),
         "evidence": [e for e in evidence if not cited or e["n"] in cited] or evidence[:3], "cited": cited,
+        "status": "done", "index": row["idx"],
+        "assessment": {key: value for key, value in assessment.items() if key != "trace"},
         "review": {"decision": row["decision"], "comment": row["comment"], "created": row["reviewed"]}
         if row.get("decision") else None,
     }

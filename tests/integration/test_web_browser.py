@@ -9,9 +9,12 @@ tests/test_web_browser.py` writes them to docs/ (by default they go to a tempora
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import html
 import shutil
+import ssl
+import subprocess
 import threading
 import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -95,7 +98,7 @@ def stack(tmp_path_factory):
         retriever = open_retrieval(config)
         settings = ServeSettings(data_dir=tmp_path_factory.mktemp("browser-data"), cors_origins=[page_origin])
         with ServerThread(create_app(config, settings, retriever=retriever)) as app:
-            yield {"app": app.url, "pages": page_origin, "index_root": str(root)}
+            yield {"app": app.url, "pages": page_origin, "index_root": str(root), "llm": llm.base_url}
         retriever.close()
     pages.shutdown()
     pages.server_close()
@@ -196,7 +199,8 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     wait(browser).until(lambda d: d.find_element(By.ID, "scan-title").get_attribute("value") == "Paris")
     assert browser.find_element(By.ID, "scan-text").get_attribute("value").startswith("Paris is the capital")
     browser.find_element(By.CSS_SELECTOR, "#legend summary").click()
-    assert "a score of exactly 0.5 is flagged" in browser.find_element(By.ID, "legend").text
+    legend = browser.find_element(By.ID, "legend").text
+    assert "score is above the threshold, which is 0.5 on this server" in legend and "not flagged" in legend
     browser.find_element(By.CSS_SELECTOR, "#recent summary").click()
     earlier = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, f"#recent-list a[href='{address}']")))
     assert earlier.text == "Paris" and "4 of 4 checked" in browser.find_element(By.ID, "recent-list").text
@@ -279,4 +283,138 @@ def test_extension_content_script_highlights_the_wikipedia_page(stack, browser, 
     panel.find_element(By.CSS_SELECTOR, "button.claire-reject").click()
     wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You rejected"))
     assert browser.execute_script("return window.__pwned === undefined")
-    browser.save_screenshot(str(shots / "web-extension.png"))
+    browser.save_screenshot(str(shots / "web-extension-injected.png"))
+
+
+class _ArticlePage(SimpleHTTPRequestHandler):
+    """Serves a saved article under /wiki/TITLE as HTML."""
+
+    def guess_type(self, path):  # noqa: ANN001, ANN201
+        return "text/html"
+
+    def log_message(self, *args):  # noqa: ANN002, ANN201
+        return None
+
+
+def _https_wikipedia(folder: Path) -> tuple[ThreadingHTTPServer, int]:
+    """The saved Paris article at https://en.wikipedia.org:PORT/wiki/Paris (a self-signed certificate;
+    the browser resolves the name to 127.0.0.1)."""
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to serve the article over HTTPS")
+    (folder / "site" / "wiki").mkdir(parents=True)
+    shutil.copy(FIXTURES / "wikipedia_paris.html", folder / "site" / "wiki" / "Paris")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(folder / "key.pem"),
+                    "-out", str(folder / "cert.pem"), "-days", "2", "-subj", "/CN=en.wikipedia.org"],
+                   check=True, capture_output=True, timeout=60)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_ArticlePage, directory=str(folder / "site")))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+def test_the_extension_loaded_unpacked_checks_a_wikipedia_page(stack, shots, tmp_path):
+    """The extension as a user installs it: loaded unpacked into Chromium, configured on its options
+    page, run by the manifest on an article page served over HTTPS as en.wikipedia.org."""
+    from selenium.webdriver.chrome.service import Service
+
+    article, port = _https_wikipedia(tmp_path)
+    origin = f"https://en.wikipedia.org:{port}"
+    extension = tmp_path / "extension"
+    shutil.copytree(EXTENSION, extension)
+    # Chromium names an unpacked extension after its folder: the SHA-256 of the path, in letters a-p
+    extension_id = "".join(chr(ord("a") + int(c, 16)) for c in hashlib.sha256(str(extension).encode()).hexdigest()[:32])
+    config = load_config(None, {"llm.base_url": stack["llm"], "llm.cache": False, "llm.api_key": "sk-browser",
+                                "retrieval.rerank": False, "retrieval.path": stack["index_root"]})
+    retriever = open_retrieval(config)
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,950",
+                 "--no-first-run", f"--load-extension={extension}", f"--disable-extensions-except={extension}",
+                 "--host-resolver-rules=MAP en.wikipedia.org 127.0.0.1", "--ignore-certificate-errors"):
+        options.add_argument(flag)
+    try:
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path / "data", cors_origins=[origin]),
+                                     retriever=retriever)) as app:
+            try:
+                driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+            except Exception as error:
+                pytest.skip(f"cannot start headless chromium with an extension: {str(error).splitlines()[0]}")
+            try:
+                driver.get(f"chrome-extension://{extension_id}/options.html")
+                server = wait(driver, 20).until(EC.visibility_of_element_located((By.ID, "server")))
+                server.clear()
+                server.send_keys(app.url)
+                driver.find_element(By.CSS_SELECTOR, "#form button[type=submit]").click()
+                wait(driver, 20).until(EC.text_to_be_present_in_element((By.ID, "saved"), "Saved."))
+                driver.get(f"{origin}/wiki/Paris")
+                button = wait(driver, 30).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "#firstHeading + .claire-ui button")))
+                assert button.text == "Check consistency"
+                button.click()
+                mark = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, ".mw-parser-output p mark.claire-mark")))
+                wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, ".claire-status"), "Done"))
+                assert "1 flagged" in driver.find_element(By.CSS_SELECTOR, ".claire-status").text
+                mark.click()
+                panel = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "aside.claire-panel")))
+                assert "Possibly inconsistent" in panel.text and "CITED PASSAGES" in panel.text
+                panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
+                wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You accepted"))
+                driver.save_screenshot(str(shots / "web-extension.png"))
+            finally:
+                driver.quit()
+    finally:
+        retriever.close()
+        article.shutdown()
+        article.server_close()
+
+
+def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, tmp_path):
+    """`claire serve --watch` on a replayed stream: the flagged fact of an edit appears in the Patrol
+    view with its diff link, and the editor's decision is kept."""
+    import json
+
+    from claire.testing.wiki_doubles import WikiApiServer, change_event
+    from claire.web.store import JobStore
+
+    old = "'''Paris''' is the capital of France. The city is home to the Eiffel Tower on the Champ de Mars."
+    new = old + " The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."
+    revisions = {501: (7, "Paris", old), 502: (7, "Paris", new), 601: (8, "Louvre", "'''Louvre''' is a museum in Paris."),
+                 602: (8, "Louvre", "'''Louvre''' is a museum in Paris. It opened in 1793 in a former royal palace.")}
+    recording = tmp_path / "recentchange.jsonl"
+    events = (change_event("Louvre", 601, 602, user="Curator"),
+              change_event("Paris", 501, 502, user="Visitor", comment="completion date"))
+    recording.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    with WikiApiServer(revisions) as api:
+        config = load_config(None, {"llm.base_url": stack["llm"], "llm.cache": False, "llm.api_key": "sk-browser",
+                                    "retrieval.rerank": False, "retrieval.path": stack["index_root"],
+                                    "watch.replay": str(recording), "watch.api_url": api.api_url})
+        retriever = open_retrieval(config)
+        settings = ServeSettings(data_dir=tmp_path / "data", watch=True)
+        try:
+            with ServerThread(create_app(config, settings, retriever=retriever)) as app:
+                browser.get(app.url + "/")
+                browser.find_element(By.ID, "patrol-tab").click()
+                wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")) == 2)
+                wait(browser).until(lambda d: "Watching live edits" in d.find_element(By.ID, "patrol-status").text)
+                # newest edit first: the Paris edit came last in the stream
+                item = browser.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")[0]
+                assert "Paris" in item.text and "revision 502 by Visitor" in item.text
+                assert "The Eiffel Tower was completed in 1890" in item.text and "Possibly inconsistent" in item.text
+                diff = item.find_element(By.CSS_SELECTOR, "a.patrol-diff").get_attribute("href")
+                assert diff == "https://en.wikipedia.org/w/index.php?diff=502&oldid=501"
+                item.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("The tower opened in 1889.")
+                item.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
+                wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#patrol-list .claire-decision"),
+                                                                     "You accepted"))
+                browser.save_screenshot(str(shots / "web-patrol.png"))
+                browser.find_element(By.ID, "patrol-all").click()
+                wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")) > 2)
+        finally:
+            retriever.close()
+    store = JobStore(settings.store_path())
+    try:
+        assert [(r["job_id"], r["decision"], r["comment"]) for r in store.reviews()] == [
+            ("enwiki:502", "accept", "The tower opened in 1889.")]
+    finally:
+        store.close()

@@ -33,9 +33,20 @@
     const s = await settings();
     const headers = { "Content-Type": "application/json" };
     if (s.token) headers["Authorization"] = "Bearer " + s.token;
-    const response = await fetch(s.server.replace(/\/+$/, "") + path, {
-      method: options && options.body ? "POST" : "GET", headers, body: options && options.body ? JSON.stringify(options.body) : undefined,
-    });
+    const server = s.server.replace(/\/+$/, "");
+    let response;
+    try {
+      response = await fetch(server + path, {
+        method: options && options.body ? "POST" : "GET", headers, body: options && options.body ? JSON.stringify(options.body) : undefined,
+      });
+    } catch (error) { // the request never reached the server
+      throw new Error("cannot reach the CLAIRE server at " + server + ": is `claire serve` running there? "
+        + "Check the server address in the extension's options.");
+    }
+    if (response.status === 401) {
+      throw new Error(s.token ? "the server refused the access token: set the token `claire serve` was started with in the extension's options"
+        : "the server needs an access token: set it in the extension's options");
+    }
     const data = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(typeof data.detail === "string" ? data.detail : "the CLAIRE server answered " + response.status);
     return data;
@@ -140,8 +151,11 @@
         state.data = await call("/api/scan/" + encodeURIComponent(state.job));
         const p = state.data.progress;
         highlight();
+        const failed = p.errors ? ", " + p.errors + " could not be checked" : "";
         status.textContent = state.data.status === "error" ? "CLAIRE stopped: " + (state.data.error || "error")
-          : (state.data.status === "done" ? "Done: " : "Checking… ") + p.done + " of " + p.total + " facts checked, " + p.flagged + " flagged";
+          : (state.data.status === "done" ? "Done: " : "Checking… ") + p.checked + " of " + p.total + " facts checked, "
+            + p.flagged + " flagged" + failed;
+        status.classList.toggle("claire-progress-error", Boolean(p.errors) || state.data.status === "error");
         if (state.data.status === "done" || state.data.status === "error") break;
         await new Promise((resolve) => setTimeout(resolve, 1500));
       }

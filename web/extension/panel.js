@@ -168,5 +168,5 @@
     facts.forEach((fact) => container.appendChild(card(fact, options)));
   }
 
-  root.ClairePanel = { render, band, safeUrl, el };
+  root.ClairePanel = { render, card, band, safeUrl, el };
 })(typeof window !== "undefined" ? window : globalThis);

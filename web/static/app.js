@@ -358,6 +358,52 @@
   }
   $("recent").addEventListener("toggle", () => { if ($("recent").open) listScans(); });
 
+  /* The Patrol view: flagged facts of new edits, newest first, each with its diff, reviewed in place. */
+  let patrolTimer = null;
+  async function showPatrol() {
+    const list = $("patrol-list");
+    try {
+      const data = await api("/api/patrol?flagged=" + ($("patrol-all").checked ? "false" : "true"));
+      const counts = Object.entries(data.edits || {}).map(([status, n]) => n + " " + status).join(", ");
+      $("patrol-status").textContent = (data.watching ? "Watching live edits. " : "This server is not watching a wiki now. ")
+        + (counts ? "Edits so far: " + counts + ". " : "No edits yet. ") + data.items.length + " fact(s) shown.";
+      const signatureNow = JSON.stringify(data.items.map((i) => [i.job_id, i.claim_id, i.review && i.review.decision]));
+      if (list.dataset.signature === signatureNow) return;
+      list.dataset.signature = signatureNow;
+      list.replaceChildren(...data.items.map((item) => {
+        const entry = el("li", "patrol-item");
+        const head = el("p", "patrol-head");
+        head.appendChild(el("strong", null, item.title));
+        head.appendChild(el("span", "recent-meta", " · revision " + item.revision + (item.user ? " by " + item.user : "")
+          + (item.received ? " · " + new Date(item.received * 1000).toLocaleString() : "") + " · "));
+        const diff = window.ClairePanel.safeUrl(item.diff_url);
+        if (diff) {
+          const link = el("a", "patrol-diff", "see the edit");
+          link.href = diff;
+          link.target = "_blank";
+          link.rel = "noopener noreferrer";
+          head.appendChild(link);
+        }
+        entry.appendChild(head);
+        entry.appendChild(window.ClairePanel.card(item, {
+          onReview: async (fact, decision, comment) => {
+            const saved = await api("/api/reviews", { method: "POST", body: { job_id: item.job_id, fact: item.claim_id, decision, comment } });
+            list.dataset.signature = "";
+            return saved;
+          },
+        }));
+        return entry;
+      }));
+    } catch (error) { $("patrol-status").textContent = error.message; }
+  }
+  function patrolVisible() { return !$("patrol-view").hidden; }
+  $("patrol-tab").addEventListener("click", () => {
+    showPatrol();
+    clearInterval(patrolTimer);
+    patrolTimer = setInterval(() => { if (patrolVisible()) showPatrol(); else clearInterval(patrolTimer); }, 3000);
+  });
+  $("patrol-all").addEventListener("change", () => { $("patrol-list").dataset.signature = ""; showPatrol(); });
+
   /* The server's threshold and whether it calibrates scores, for the legend. */
   async function describeServer() {
     try {
