@@ -62,6 +62,7 @@ COMMANDS = [
     (bench_app, "eval", bench.bench_eval),
     (bench_app, "serve", bench.bench_serve),
     (bench_app, "cascade", bench.bench_cascade),
+    (bench_app, "watch", bench.bench_watch),
 ]
 """Every command: the application it belongs to, its name and the function that runs it."""
 

@@ -123,6 +123,17 @@ def bench_cascade(
     run_cascade_bench(claims=claims, latency=latency, cut=cut, console=console)
 
 
+def bench_watch(
+    edits: Annotated[int, typer.Option("--edits", min=1, help="Edits in the replayed stream.")] = 24,
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+    system: Annotated[str, typer.Option("--system", help="The system checking each fact.")] = "claire",
+) -> None:
+    """The patrol: edits handled per second and seconds from an event to its checked facts, at 1 and 8 edits in flight."""
+    from claire.bench.watch import run_watch_bench
+
+    run_watch_bench(edits=edits, latency=latency, system=system, console=console)
+
+
 def bench_serve(
     facts: Annotated[int, typer.Option("--facts", help="Facts in the scanned article.")] = 40,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Facts checked at once.")] = 8,

@@ -86,3 +86,19 @@ def research_answer(body: dict[str, Any]) -> dict[str, Any]:
     asked = next((m["content"] for m in body["messages"] if "<fact>" in (m.get("content") or "")), prompt)
     fact = asked.split("<fact>", 1)[-1].split("</fact>", 1)[0]
     return {"content": f"<analysis>[1] compared.</analysis><inconsistency_score>{_claim_score(fact)}</inconsistency_score>"}
+
+
+def patrol_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A model for the patrol's benchmark: every sentence of an extraction request is a fact; the
+    controller searches once and finishes; the verifier flags a fact that says 1890."""
+    kind = kind_of(body)
+    user = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+    if kind == "extract":
+        text = user.split("<passage>", 1)[-1].split("</passage>", 1)[0] if "<passage>" in user else user
+        sentences = [s.strip().rstrip(".") for s in text.replace("\n", " ").split(". ") if len(s.split()) >= 4]
+        return {"content": "\n".join(f"<fact>{s}.</fact>" for s in sentences)}
+    if kind == "verifier":
+        fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+        score = 0.9 if "1890" in fact else 0.1
+        return {"content": f"<analysis>[1] compared.</analysis><inconsistency_score>{score}</inconsistency_score>"}
+    return agent_answer(body)
