@@ -5,9 +5,11 @@ On one generated MediaWiki XML dump (bz2) of ``pages`` pages it measures, in one
 1. **parse** — read + convert every page: pages/s in this process and with a process pool of
    ``cores - 1`` processes (the build's parsing path, no encoding);
 2. **raw encode** — blocks/s of the embedder alone on ``encode_sample`` of the dump's blocks in
-   one call (sorted by length as a whole: the ceiling for a build);
+   one call (sorted by length as a whole: the ceiling for a build), cold (the first pass) and
+   warm (the same pass again, as a long build runs);
 3. **end-to-end build** — the real ``build_from_dump`` over the first ``build_pages`` pages
-   (reader, pool, batched encoding, store, ledger): blocks/s and its fraction of (2);
+   (reader, parsing pool, encode and store stages overlapped, ledger): blocks/s, its fraction of
+   warm raw encode (2), each stage's busy seconds, and on a GPU how busy the GPU was;
 4. **peak memory** — each size in ``memory_pages`` built in a fresh subprocess (full pipeline;
    the embedder capped at ``memory_seq`` tokens a passage so large dumps run in minutes on a
    small CPU): the builder's peak RSS while streaming (all of it, and anonymous memory only —
@@ -24,9 +26,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,7 +41,7 @@ from claire.indexes.dumps.convert import convert_pages
 from claire.indexes.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
 from claire.indexes.encoding import BatchEncoder
-from claire.indexes.ingest import IngestOptions, build_from_dump, default_workers, update_from_dump
+from claire.indexes.ingest import IngestOptions, build_from_dump, default_batch_size, default_workers, update_from_dump
 from claire.testing.dumps import iter_generated_pages, write_xml_dump
 
 TARGET_FRACTION = 0.9
@@ -116,6 +120,40 @@ def _parse_rate(dump: Path, workers: int) -> tuple[float, int, int]:
     return pages / (time.monotonic() - started), pages, blocks
 
 
+class GpuSampler:
+    """Samples the GPU's utilisation during a block (``nvidia-smi``, twice a second); nothing on a CPU."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self.samples: list[float] = []
+        self._stop = False
+
+    def __enter__(self) -> "GpuSampler":
+        if self.device == "cuda" and shutil.which("nvidia-smi"):
+            self._thread = threading.Thread(target=self._watch, daemon=True)
+            self._thread.start()
+        return self
+
+    def _watch(self) -> None:
+        while not self._stop:
+            try:
+                out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                                     capture_output=True, text=True, timeout=5).stdout
+                self.samples.append(float(out.strip().splitlines()[0]))
+            except (OSError, ValueError, IndexError, subprocess.SubprocessError):
+                return
+            time.sleep(0.5)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+
+    def summary(self) -> str | None:
+        """Mean and peak utilisation, or None when none was sampled."""
+        if not self.samples:
+            return None
+        return f"mean {sum(self.samples) / len(self.samples):.0f}%, peak {max(self.samples):.0f}% ({len(self.samples)} samples)"
+
+
 def _memory_run(dump: Path, root: Path, pages: int, workers: int, seq: int) -> dict:
     result = subprocess.run([sys.executable, "-c", _MEMORY_CHILD, str(dump), str(root), str(pages), str(workers), str(seq)],
                             capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
@@ -162,24 +200,39 @@ def run_ingest_bench(
             if len(texts) >= encode_sample:
                 break
         texts = texts[:encode_sample]
-        encoder = BatchEncoder(load_embedder("minilm"), device=device, batch_size=256)
-        encoder.encode(texts[:32])  # warm-up
+        batch = default_batch_size(device)
+        encoder = BatchEncoder(load_embedder("minilm"), device=device, batch_size=batch)
         started = time.monotonic()
-        encoder.encode(texts)
+        encoder.encode(texts)  # cold: the first pass (kernels compiled, buffers allocated, caches cold)
+        cold = len(texts) / (time.monotonic() - started)
+        started = time.monotonic()
+        encoder.encode(texts)  # warm: the same pass again, as every batch after the first runs in a build
         raw = len(texts) / (time.monotonic() - started)
         encoder.close()
-        figures.update(raw_encode_blocks_per_s=round(raw, 1), device=encoder.device)
-        console.print(f"raw encode ({encoder.device}): {raw:.1f} blocks/s over {len(texts):,} blocks")
+        figures.update(raw_encode_blocks_per_s=round(raw, 1), raw_encode_cold_blocks_per_s=round(cold, 1),
+                       device=encoder.device, batch_size=batch)
+        console.print(f"raw encode ({encoder.device}, batch {batch}): warm {raw:.1f} blocks/s, cold {cold:.1f} blocks/s "
+                      f"over {len(texts):,} blocks")
 
-        options = IngestOptions(workers=workers, device=device, show_progress=False, limit_pages=build_pages)
-        summary = build_from_dump(subset, name="bench", root=root / "idx", options=options)
+        options = IngestOptions(workers=workers, device=device, show_progress=False, limit_pages=build_pages, batch_size=batch)
+        with GpuSampler(encoder.device) as gpu:
+            summary = build_from_dump(subset, name="bench", root=root / "idx", options=options)
         e2e = summary.blocks_written / summary.seconds
+        stages = {name: round(seconds, 2) for name, seconds in summary.stage_seconds.items()}
         figures.update(build_pages=summary.pages_read, build_blocks=summary.blocks_written,
                        build_seconds=summary.seconds, build_blocks_per_s=round(e2e, 1),
-                       build_fraction_of_raw=round(e2e / raw, 3))
+                       build_fraction_of_raw=round(e2e / raw, 3), stage_busy_seconds=stages,
+                       gpu_utilisation=gpu.summary())
         console.print(f"end-to-end build of {summary.pages_read:,} pages: {summary.blocks_written:,} blocks in "
-                      f"{summary.seconds:.1f} s = {e2e:.1f} blocks/s = {e2e / raw:.2f} of raw encode "
+                      f"{summary.seconds:.1f} s = {e2e:.1f} blocks/s = {e2e / raw:.2f} of warm raw encode "
                       f"(target >= {TARGET_FRACTION}; finalize included)")
+        busy = Table("stage", "busy seconds", "share of the build", title="where the build's time went (stages overlap)")
+        for name in ("parse", "sparse", "encode", "upsert", "finalize"):
+            if name in stages:
+                busy.add_row(name, f"{stages[name]:.1f}", f"{stages[name] / summary.seconds:.0%}")
+        if figures["gpu_utilisation"]:
+            busy.caption = "GPU busy: " + figures["gpu_utilisation"]
+        console.print(busy)
 
         resume_started = time.monotonic()
         again = update_from_dump(subset, name="bench", root=root / "idx",

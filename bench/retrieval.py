@@ -13,15 +13,19 @@ dataset's original agent found for that claim.
 
 from __future__ import annotations
 
+import os
 import string
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rich.console import Console
+from qdrant_edge import SparseVector
 from rich.table import Table
 
 from claire.indexes.corpus import Block, blocks_from_wikicollide, wikicollide_claims
@@ -88,21 +92,46 @@ def _percentile_ms(samples: list[float], q: float) -> float:
     return round(float(np.percentile(samples, q)) * 1000, 3)
 
 
-def _measure(store: IndexStore, blocks: list[Block], dense: np.ndarray, queries: list, console: Console) -> dict:
+def _sparse_part(texts: list[str]) -> list[tuple[list[int], list[float]]]:
+    """BM25 vectors of some texts as (indices, values) (runs in a worker process)."""
+    from claire.indexes import sparse
+
+    return [(list(v.indices), list(v.values)) for v in (sparse.document_vector(t) for t in texts)]
+
+
+def bm25_vectors(blocks: list[Block], workers: int) -> tuple[list[SparseVector], float]:
+    """Every block's BM25 vector, computed on ``workers`` processes as a dump build's parsing
+    processes do, and the seconds it took."""
+    texts = [b.embed_text() for b in blocks]
+    chunk = max(1, -(-len(texts) // (workers * 8)))
+    started = time.perf_counter()
+    with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        parts = [part for done in pool.map(_sparse_part, [texts[i: i + chunk] for i in range(0, len(texts), chunk)])
+                 for part in done]
+    vectors = [SparseVector(indices=i, values=v) for i, v in parts]
+    return vectors, time.perf_counter() - started
+
+
+def _measure(store: IndexStore, blocks: list[Block], dense: np.ndarray, bm25: list[SparseVector] | None, queries: list,
+             console: Console) -> tuple[dict, dict[str, list[list[str]]]]:
+    """Upsert, finalize and query latencies of one store; also the ids each query found (by mode)."""
     store.create(IndexMeta(name="", embedder="synthetic", embedder_model="random-unit-vectors", dim=DIM))
     started = time.perf_counter()
     for start in range(0, len(blocks), UPSERT_BATCH):
-        store.upsert(blocks[start : start + UPSERT_BATCH], dense[start : start + UPSERT_BATCH])
+        store.upsert(blocks[start : start + UPSERT_BATCH], dense[start : start + UPSERT_BATCH],
+                     sparse=bm25[start : start + UPSERT_BATCH] if bm25 is not None else None)
     upsert_s = time.perf_counter() - started
     started = time.perf_counter()
     store.finalize()
     finalize_s = time.perf_counter() - started
     latencies: dict[SearchMode, list[float]] = {"hybrid": [], "dense": [], "bm25": []}
+    found: dict[str, list[list[str]]] = {mode: [] for mode in latencies}
     for mode, samples in latencies.items():
         for text, vector, exclude in queries:
             started = time.perf_counter()
-            store.search(dense=vector, text=text, exclude_title=exclude, k=K, mode=mode, candidates=CANDIDATES)
+            hits = store.search(dense=vector, text=text, exclude_title=exclude, k=K, mode=mode, candidates=CANDIDATES)
             samples.append(time.perf_counter() - started)
+            found[mode].append([block.id for block, _ in hits])
     result = {
         "n": len(blocks),
         "documents": store.meta.documents,
@@ -114,14 +143,21 @@ def _measure(store: IndexStore, blocks: list[Block], dense: np.ndarray, queries:
         "hybrid_p50_ms": _percentile_ms(latencies["hybrid"], 50),
         "hybrid_p95_ms": _percentile_ms(latencies["hybrid"], 95),
         "dense_p50_ms": _percentile_ms(latencies["dense"], 50),
+        "dense_p95_ms": _percentile_ms(latencies["dense"], 95),
         "bm25_p50_ms": _percentile_ms(latencies["bm25"], 50),
     }
     store.close()
     console.print(
         f"  upsert {result['upsert_blocks_per_s']} blocks/s, finalize {result['finalize_s']} s, "
-        f"hybrid p50 {result['hybrid_p50_ms']} ms"
+        f"hybrid p50 {result['hybrid_p50_ms']} ms, p95 {result['hybrid_p95_ms']} ms"
     )
-    return result
+    return result, found
+
+
+def recall_against(found: list[list[str]], reference: list[list[str]]) -> float:
+    """Mean share of the reference's top-k ids that ``found`` also returned (recall@k)."""
+    shares = [len(set(a) & set(b)) / len(b) for a, b in zip(found, reference, strict=True) if b]
+    return round(float(np.mean(shares)), 4) if shares else 0.0
 
 
 def _speed_table(runs: dict[str, dict], speedup: dict[str, float]) -> Table:
@@ -146,43 +182,54 @@ def run_retrieval_bench(
     """Time the embedded engine at ``n`` blocks and qdrant-client local mode at ``baseline_n``
     (default ``min(n, 20000)``); print a table and return the figures."""
     console = console or Console()
-    baseline_n = min(n, 20_000) if baseline_n is None else min(baseline_n, n)
+    baseline_n = min(n, 20_000) if baseline_n is None else min(baseline_n, n)  # 0: no baseline
     note = (
         "Synthetic corpus: random words, random unit 384-d dense vectors — embedding time is "
-        "excluded (no embedder runs); BM25 vectors are computed inside the timed upserts. "
+        "excluded (no embedder runs); BM25 vectors are computed beforehand on every core, as a dump build's "
+        "parsing processes do. "
         "Latencies exclude query embedding."
     )
     console.print(note)
-    console.print(f"generating {n} blocks ...")
+    started = time.perf_counter()
+    console.print(f"generating {n:,} blocks ...")
     blocks, dense = synthetic_blocks(n)
+    workers = max(1, os.cpu_count() or 1)
+    bm25, bm25_s = bm25_vectors(blocks, workers)
+    console.print(f"  generated in {time.perf_counter() - started:.1f} s (BM25 vectors on {workers} process(es): {bm25_s:.1f} s)")
     all_queries = _queries(blocks, dense, min(queries, n))
-    small_queries = _queries(blocks[:baseline_n], dense[:baseline_n], min(queries, BASELINE_QUERIES, baseline_n))
     with tempfile.TemporaryDirectory(dir=workdir) as scratch:
         runs: dict[str, dict] = {}
-        console.print(f"embedded engine (qdrant-edge) at n={n} ...")
-        runs[f"edge n={n}"] = _measure(EdgeStore(Path(scratch) / "edge"), blocks, dense, all_queries, console)
-        edge_small = runs[f"edge n={n}"]
-        if baseline_n != n:
-            console.print(f"embedded engine at n={baseline_n} (for the like-for-like ratio) ...")
-            edge_small = _measure(
-                EdgeStore(Path(scratch) / "edge-small"), blocks[:baseline_n], dense[:baseline_n], small_queries, console
-            )
-            runs[f"edge n={baseline_n}"] = edge_small
-        console.print(f"qdrant-client local mode at n={baseline_n} (baseline; slow) ...")
-        local = ServerStore(path=Path(scratch) / "qdrant-local", collection="bench")
-        runs[f"qdrant-client local n={baseline_n}"] = baseline = _measure(
-            local, blocks[:baseline_n], dense[:baseline_n], small_queries, console
-        )
-    speedup = {
-        "upsert_blocks_per_s": round(edge_small["upsert_blocks_per_s"] / baseline["upsert_blocks_per_s"], 1),
-        **{
-            metric: round(baseline[metric] / max(edge_small[metric], 1e-3), 1)
-            for metric in ("upsert_s", "hybrid_p50_ms", "hybrid_p95_ms", "dense_p50_ms", "bm25_p50_ms")
-        },
-    }
+        console.print(f"embedded engine (qdrant-edge) at n={n:,}, float vectors ...")
+        runs[f"edge n={n}"], float_found = _measure(EdgeStore(Path(scratch) / "edge"), blocks, dense, bm25, all_queries, console)
+        console.print(f"embedded engine at n={n:,}, int8 quantized (rescored) ...")
+        runs[f"edge int8 n={n}"], int8_found = _measure(EdgeStore(Path(scratch) / "edge-int8", int8=True), blocks, dense,
+                                                       bm25, all_queries, console)
+        recall = {mode: recall_against(int8_found[mode], float_found[mode]) for mode in ("hybrid", "dense")}
+        runs[f"edge int8 n={n}"].update({f"{mode}_recall_vs_float": value for mode, value in recall.items()})
+        runs[f"edge n={n}"].update({f"{mode}_recall_vs_float": 1.0 for mode in recall})
+        speedup: dict[str, float] = {}
+        if baseline_n:
+            small_queries = _queries(blocks[:baseline_n], dense[:baseline_n], min(queries, BASELINE_QUERIES, baseline_n))
+            console.print(f"embedded engine at n={baseline_n:,} (for the like-for-like ratio) ...")
+            edge_small, _ = _measure(EdgeStore(Path(scratch) / "edge-small"), blocks[:baseline_n], dense[:baseline_n],
+                                     bm25[:baseline_n], small_queries, console)
+            console.print(f"qdrant-client local mode at n={baseline_n:,} (baseline; slow) ...")
+            local = ServerStore(path=Path(scratch) / "qdrant-local", collection="bench")
+            baseline, _ = _measure(local, blocks[:baseline_n], dense[:baseline_n], bm25[:baseline_n], small_queries, console)
+            runs[f"edge n={baseline_n}"], runs[f"qdrant-client local n={baseline_n}"] = edge_small, baseline
+            speedup = {
+                "upsert_blocks_per_s": round(edge_small["upsert_blocks_per_s"] / baseline["upsert_blocks_per_s"], 1),
+                **{metric: round(baseline[metric] / max(edge_small[metric], 1e-3), 1)
+                   for metric in ("upsert_s", "hybrid_p50_ms", "hybrid_p95_ms", "dense_p50_ms", "bm25_p50_ms")},
+            }
+    for run in runs.values():
+        run.setdefault("hybrid_recall_vs_float", "")
+        run.setdefault("dense_recall_vs_float", "")
     console.print(_speed_table(runs, speedup))
-    console.print(note)
-    return {"note": note, "dim": DIM, "k": K, "candidates": CANDIDATES, "runs": runs, "speedup_same_n": speedup}
+    wall = time.perf_counter() - started
+    console.print(f"{note} Whole benchmark: {wall:,.0f} s on {os.cpu_count()} core(s).")
+    return {"note": note, "dim": DIM, "k": K, "candidates": CANDIDATES, "runs": runs, "speedup_same_n": speedup,
+            "bm25_seconds": round(bm25_s, 2), "wall_seconds": round(wall, 1), "cores": os.cpu_count()}
 
 
 # --- quality on WikiCollide ----------------------------------------------------------------

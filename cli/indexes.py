@@ -36,7 +36,7 @@ def index_build(
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dump builds: parsing processes (default: cores - 1 on a GPU; on a CPU cores/4, none on 2 cores; 0 parses inline).")] = None,
     device: Annotated[str, typer.Option("--device", help="Dump builds: encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Dump builds on CPU: encoding processes.")] = 1,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Dump builds: passages per encode batch.")] = 256,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Dump builds: passages per encode batch (default 1024 on a GPU, 256 on a CPU).")] = None,
 ) -> None:
     """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
     from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus
@@ -90,14 +90,15 @@ def index_build(
 
 
 def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
-    from claire.indexes.ingest import IngestOptions, default_workers
+    from claire.indexes.ingest import IngestOptions, default_batch_size, default_workers
     from claire.indexes.server_store import ServerOptions
 
     r = config.retrieval
     if limit_pages is not None and limit_pages < 1:
         raise ConfigError(f"--limit-pages must be at least 1 (got {limit_pages})")
     return IngestOptions(
-        workers=default_workers(device) if workers is None else workers, batch_size=batch_size,
+        workers=default_workers(device) if workers is None else workers,
+        batch_size=default_batch_size(device) if batch_size is None else batch_size,
         limit_pages=limit_pages, device=device, encode_processes=encode_processes,
         server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
                              upload_parallel=r.upload_parallel),
@@ -131,7 +132,7 @@ def index_update(
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes (default as for index build).")] = None,
     device: Annotated[str, typer.Option("--device", help="Encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Encoding processes on CPU.")] = 1,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Passages per encode batch.")] = 256,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Passages per encode batch (default 1024 on a GPU, 256 on a CPU).")] = None,
     path: PathOpt = None,
     url: UrlOpt = None,
     config_file: ConfigOpt = None,

@@ -34,10 +34,28 @@ def load_shard(path: Path, name: str) -> edge.EdgeShard:
         raise RetrievalError(f"cannot open index {name} at {path}: {exc}") from None
 
 
-def hnsw_params(limit: int) -> edge.SearchParams:
+def shard_config(dim: int, *, wal: bool = False, int8: bool = False) -> edge.EdgeConfig:
+    """A new shard's layout: a cosine dense vector of ``dim`` and an IDF-weighted BM25 sparse
+    vector; the HNSW graph is built on every core (``max_indexing_threads``); without a write-ahead
+    log when the build is published only after its final flush; with ``int8``, an int8 copy of the
+    dense vectors in RAM (scalar quantization, a quarter of the floats' size)."""
+    hnsw = edge.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=10_000,
+                                max_indexing_threads=os.cpu_count() or 1)
+    return edge.EdgeConfig(
+        vectors={DENSE: edge.EdgeVectorParams(size=dim, distance=edge.Distance.Cosine)},
+        sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
+        hnsw_config=hnsw, wal_enabled=wal,
+        quantization_config=edge.ScalarQuantizationConfig(type=edge.ScalarType.Int8, quantile=0.99, always_ram=True)
+        if int8 else None,
+    )
+
+
+def hnsw_params(limit: int, *, int8: bool = False) -> edge.SearchParams:
     """HNSW beam width for a dense search of ``limit`` results: about 2.5x the results, at least 128.
-    (The engine's default searched wider: ~1.5x slower at the same top-50 on 20k random vectors.)"""
-    return edge.SearchParams(hnsw_ef=max(128, 5 * limit // 2))
+    (The engine's default searched wider: ~1.5x slower at the same top-50 on 20k random vectors.)
+    An int8 index searches its quantized vectors and rescores twice the results with the floats."""
+    quantization = edge.QuantizationSearchParams(rescore=True, oversampling=2.0) if int8 else None
+    return edge.SearchParams(hnsw_ef=max(128, 5 * limit // 2), quantization=quantization)
 
 
 class EdgeStore(IndexStore):
@@ -58,9 +76,11 @@ class EdgeStore(IndexStore):
         open_existing: bool = True,
         replace: bool = False,
         lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT,
+        int8: bool = False,
     ) -> None:
         self.path = Path(path)
         self.replace, self.lock_timeout = replace, lock_timeout
+        self.int8 = int8  # a new index keeps int8 copies of its dense vectors
         self._shard: edge.EdgeShard | None = None
         self._view: sharing.ReaderView | None = None
         self._writer: sharing.WriterLock | None = None
@@ -93,12 +113,8 @@ class EdgeStore(IndexStore):
             sharing.prune(self.path, keep=(current or {}).get("version"))  # leftovers of killed builds
             self._version = sharing.new_version(self.path)
             meta.name, meta.backend = name, "edge"
-            config = edge.EdgeConfig(
-                vectors={DENSE: edge.EdgeVectorParams(size=meta.dim, distance=edge.Distance.Cosine)},
-                sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
-                wal_enabled=False,  # a build is published only after its final flush
-            )
-            self._shard = edge.EdgeShard.create(str(self._version / "shard"), config)
+            meta.int8 = self.int8
+            self._shard = edge.EdgeShard.create(str(self._version / "shard"), shard_config(meta.dim, int8=self.int8))
             self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
         except BaseException:
             if self._version is not None:
@@ -205,7 +221,7 @@ class EdgeStore(IndexStore):
                 query=edge.Fusion.Rrf(k=RRF_K),
                 prefetches=[
                     edge.Prefetch(limit=candidates, query=edge.Query.Nearest(dense, using=DENSE), filter=where,
-                                  params=hnsw_params(candidates)),
+                                  params=hnsw_params(candidates, int8=self.meta.int8)),
                     edge.Prefetch(limit=candidates, query=edge.Query.Nearest(bm25, using=BM25), filter=where),
                 ],
             )
@@ -213,7 +229,7 @@ class EdgeStore(IndexStore):
             vector, using = (dense, DENSE) if dense is not None else (bm25, BM25)
             request = edge.QueryRequest(
                 limit=k, with_payload=True, query=edge.Query.Nearest(vector, using=using), filter=where,
-                params=hnsw_params(k) if dense is not None else None,
+                params=hnsw_params(k, int8=self.meta.int8) if dense is not None else None,
             )
         return [(p.payload, p.score) for p in self._open_shard.query(request)]
 
@@ -268,11 +284,7 @@ class WorkingEdgeStore(EdgeStore):
         shutil.rmtree(self.work_dir, ignore_errors=True)
         self.work_dir.mkdir(parents=True)
         meta.name, meta.backend = self.path.name, "edge"
-        config = edge.EdgeConfig(
-            vectors={DENSE: edge.EdgeVectorParams(size=meta.dim, distance=edge.Distance.Cosine)},
-            sparse_vectors={BM25: edge.EdgeSparseVectorParams(modifier=edge.Modifier.Idf)},
-        )
-        self._shard = edge.EdgeShard.create(str(self.work_dir / "shard"), config)
+        self._shard = edge.EdgeShard.create(str(self.work_dir / "shard"), shard_config(meta.dim, wal=True))
         self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
         self._meta = meta
         self._write_work_meta()

@@ -36,6 +36,7 @@ class IndexMeta:
     sparse_model: str = f"bm25-{sparse.LANGUAGE}"
     complete: bool = False
     format: int = FORMAT
+    int8: bool = False  # dense vectors also kept as int8 (scalar quantization; searches rescore with the floats)
 
     def to_dict(self) -> dict[str, Any]:
         """The description as plain data (what meta.json and a collection's metadata hold)."""

@@ -17,7 +17,7 @@ import numpy as np
 import qdrant_edge as edge
 
 from claire.errors import RetrievalError
-from claire.indexes import sparse
+from claire.indexes import sparse as bm25
 from claire.indexes.corpus import Block
 from claire.indexes.index_meta import IndexMeta, point_id
 
@@ -59,8 +59,9 @@ class IndexStore(ABC):
         self._build_started = time.monotonic()
         self._save_meta()
 
-    def upsert(self, blocks: list[Block], dense: np.ndarray) -> None:
-        """Store blocks with their dense vectors (one row each); BM25 vectors are computed here."""
+    def upsert(self, blocks: list[Block], dense: np.ndarray, *, sparse: list[Any] | None = None) -> None:
+        """Store blocks with their dense vectors (one row each) and BM25 vectors (computed here when
+        ``sparse`` does not bring them, as a build's parsing processes do)."""
         meta = self.meta
         if dense.shape != (len(blocks), meta.dim):
             raise RetrievalError(
@@ -72,7 +73,8 @@ class IndexStore(ABC):
             self._upsert(
                 [point_id(b.id) for b in batch],
                 dense[start : start + BATCH].astype(np.float32).tolist(),
-                [sparse.document_vector(b.embed_text()) for b in batch],
+                sparse[start : start + BATCH] if sparse is not None
+                else [bm25.document_vector(b.embed_text()) for b in batch],
                 [b.model_dump(exclude_none=True) for b in batch],
             )
 
@@ -132,7 +134,7 @@ class IndexStore(ABC):
         if mode in ("hybrid", "bm25"):
             if text is None:
                 raise RetrievalError(f"{mode} search needs the query text")
-            terms = sparse.query_vector(text)
+            terms = bm25.query_vector(text)
             if not terms.indices:
                 terms = None  # only stop words: nothing for BM25 to match
                 if mode == "bm25":
