@@ -15,9 +15,11 @@ from rich.console import Console, ConsoleOptions, RenderHook, RenderResult
 from rich.segment import Segment
 
 # OSC ... (BEL | ESC \), CSI ... final byte, any other two-character ESC sequence, and the C0/C1
-# control characters other than tab and newline.
+# control characters other than tab and newline. An OSC's payload stops at white space: Rich may
+# already have dropped the BEL that ends it, and the sequence must not swallow the visible text
+# that follows (a title's later words may show; nothing reaches the terminal as a command).
 _CONTROL = re.compile(
-    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"\x1b\][^\x07\x1b\s]*(?:\x07|\x1b\\)?"
     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     r"|\x1b[@-_]?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
@@ -48,8 +50,17 @@ class _PrintableOnly(RenderHook):
         return [_Printable(renderable) for renderable in renderables]
 
 
+class _TerminalConsole(Console):
+    """A console whose strings lose their control sequences before Rich reads them: Rich would
+    drop a lone BEL or ESC itself and show the rest of a sequence as text."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Any:
+        """The string made printable, then rendered as Rich does."""
+        return super().render_str(printable(text), **kwargs)
+
+
 def terminal_console(**kwargs: Any) -> Console:
     """A Rich console that never writes a control sequence it did not make itself."""
-    console = Console(**kwargs)
+    console = _TerminalConsole(**kwargs)
     console.push_render_hook(_PrintableOnly())
     return console

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from claire.tasks.measures import PREDICTIONS
 from claire.tasks.records import Prediction
@@ -126,6 +127,30 @@ def refuse_if_in_use(run_dir: Path) -> None:
         os.close(fd)  # closing releases a lock this check took
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python string, only half a pair can be one
+
+
+def _valid_text(value: Any) -> Any:
+    """``value`` with every string made valid UTF-8 (a lone surrogate becomes U+FFFD), recursively."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if not value.isascii() else value
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    return value
+
+
+def json_text(line: BaseModel) -> str:
+    """One prediction as JSON text. Text that is not valid Unicode — half a surrogate pair, from a
+    model's answer or a remote search service — is written with U+FFFD in its place rather than
+    failing the whole run."""
+    try:
+        return line.model_dump_json()
+    except (PydanticSerializationError, UnicodeEncodeError):
+        return json.dumps(_valid_text(line.model_dump(mode="python")), ensure_ascii=False, default=str)
+
+
 class PredictionLog:
     """The append-only predictions file of one run directory, opened for a (resumed) run.
     ``model`` is the schema of a line (any pydantic model with a ``claim_id``)."""
@@ -187,7 +212,7 @@ class PredictionLog:
 
     async def append(self, prediction: BaseModel) -> None:
         """Append one line durably (one write, then fsync) and remember it."""
-        line = (redact(prediction.model_dump_json()) + "\n").encode("utf-8")  # no key or URL password on disk
+        line = (redact(json_text(prediction)) + "\n").encode("utf-8")  # no key or URL password on disk
         async with self._lock:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._write, line)
             self.latest[prediction.claim_id] = prediction  # type: ignore[attr-defined]
@@ -204,7 +229,7 @@ class PredictionLog:
         """Rewrite the file with one line per claim when retries left superseded lines."""
         if self._lines == len(self.latest):
             return
-        self._replace(b"".join((redact(p.model_dump_json()) + "\n").encode("utf-8") for p in self.latest.values()))
+        self._replace(b"".join((redact(json_text(p)) + "\n").encode("utf-8") for p in self.latest.values()))
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self._lines = len(self.latest)

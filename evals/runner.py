@@ -247,6 +247,9 @@ def score_run(
     system = stored.get("system") or (predictions[0]["system"] if predictions else "?")
     if wall_time_s is None and (out_dir / "metrics.json").exists():
         wall_time_s = read_metrics(out_dir).get("wall_time_s")
+    if threshold is not None and threshold > 1 and system not in COUNTING_SYSTEMS:
+        raise ConfigError(f"--threshold {threshold:g} is above 1: {system}'s scores are in [0, 1] (only nli's threshold "
+                          "is a count of REFUTES passages)")
     value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
     metrics = task.score(predictions, threshold=value, system=system)
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)

@@ -271,6 +271,7 @@ def build_from_dump(
     ledger_file = ledger_path(root, name, url)
     store = open_ingest_store(name, root, url, api_key, options)
     summary = IngestSummary(name=name, mode="build")
+    empty_build = False  # a new build that failed before storing any page leaves nothing behind
     try:
         if store.exists and replace:
             _delete_everything(store, name, root, url, api_key, ledger_file)
@@ -291,9 +292,22 @@ def build_from_dump(
         with closing(Ledger(ledger_file)) as ledger:
             if not summary.resumed:
                 ledger.set(phase="building", generation=1, dump=str(Path(dump).resolve()), index_created=store.meta.created_at)
-            ingest_pages(reader, store, ledger, options, summary, generation=1, remove_missing=False,
-                    label=f"{'resuming' if summary.resumed else 'building'} {name}")
+            try:
+                ingest_pages(reader, store, ledger, options, summary, generation=1, remove_missing=False,
+                             label=f"{'resuming' if summary.resumed else 'building'} {name}")
+            except BaseException:
+                if not summary.resumed and ledger.counts() == (0, {reason: 0 for reason in SKIP_REASONS}):
+                    empty_build = True  # nothing was stored: nothing worth keeping for a resume
+                raise
             ledger.set(phase="built")
+    except BaseException:
+        if empty_build:
+            if isinstance(store, WorkingEdgeStore):
+                store.discard()
+            for file in (ledger_file, ledger_file.with_name(ledger_file.name + "-wal"),
+                         ledger_file.with_name(ledger_file.name + "-shm")):
+                file.unlink(missing_ok=True)
+        raise
     finally:
         store.close()
     return summary

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
@@ -42,6 +43,11 @@ from claire.retrying import async_retrying
 log = logging.getLogger(__name__)
 
 MAX_RETRY_AFTER = 120.0
+PROBE_AFTER = 60.0
+"""Seconds after giving up on an unresponsive endpoint before a call tries it again; calls in
+between fail at once (a hanging endpoint would otherwise cost every later call its full timeout)."""
+SAY_WAITING_EVERY = 15.0
+"""Seconds between the notes that a call is still waiting for its answer."""
 T = TypeVar("T")
 
 
@@ -106,8 +112,11 @@ class ChatClient:
         self.counter = TokenCounter(setup.model_name)
         self.recorder = Recorder(record) if record is not None else None  # llm.record: a cassette of every call
         # Set when a call gave up because the endpoint could not be reached or never answered in
-        # time: later calls try once instead of a full retry cycle each, until one gets through again.
+        # time: later calls fail at once, and after PROBE_AFTER seconds one tries again (once),
+        # until a call gets through.
         self.endpoint_down = False
+        self.down_since = 0.0
+        self.clock: Callable[[], float] = time.monotonic
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._bound: dict[tuple[Any, ...], Any] = {}
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # between retries (tests give a clock of their own)
@@ -174,6 +183,12 @@ class ChatClient:
         if name and self.setup.sends_headers and name.isascii() and name.isprintable():
             options["extra_headers"] = {PROMPT_HEADER: name}
         messages = list(prompt)
+        if self.endpoint_down:
+            waited = self.clock() - self.down_since
+            if waited < PROBE_AFTER:  # fail fast: the endpoint did not answer moments ago
+                raise LLMError(f"the LLM endpoint {self.endpoint} did not answer {waited:.0f} s ago; not trying again "
+                               f"for {PROBE_AFTER - waited:.0f} s (check that the server is running, or set "
+                               "OPENAI_BASE_URL / llm.base_url)")
         attempts = 1 if self.endpoint_down else self.max_attempts
         retrying = async_retrying(attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait, cap=MAX_RETRY_AFTER,
                                   sleep=self.sleep, before_sleep=self._say_waiting)
@@ -194,8 +209,9 @@ class ChatClient:
                         record_event("empty_answer")  # empty twice: the caller asks differently or says so
         except TransientLLMError as error:
             hint = ""
-            if error.unresponsive:  # unreachable or hanging: later calls try once, not a full cycle each
+            if error.unresponsive:  # unreachable or hanging: later calls fail fast until a probe gets through
                 self.endpoint_down = True
+                self.down_since = self.clock()
                 hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
             raise LLMError(f"LLM call to {self.endpoint} failed after {attempts} attempt(s): {error}{hint}") from None
         return answer
@@ -209,7 +225,7 @@ class ChatClient:
 
     async def _call(self, runnable: Any, messages: list[BaseMessage], options: dict[str, Any]) -> AIMessage:
         try:
-            answer = await runnable.ainvoke(messages, **options)
+            answer = await self._waiting(runnable.ainvoke(messages, **options))
         except (ClaireError, TransientLLMError):
             raise
         except Exception as error:
@@ -220,6 +236,22 @@ class ChatClient:
         if not isinstance(answer, AIMessage):
             raise TransientLLMError(f"the chat model returned {type(answer).__name__}, not an answer")
         return answer
+
+    async def _waiting(self, call: Awaitable[Any]) -> Any:
+        """Await a call, saying every SAY_WAITING_EVERY seconds that it is still waiting (a silent
+        wait on a slow or hanging endpoint reads as a hang of CLAIRE)."""
+        task = asyncio.ensure_future(call)
+        started = self.clock()
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=SAY_WAITING_EVERY)
+                if done:
+                    return task.result()
+                log.warning("still waiting for the LLM endpoint %s: %.0f s so far (llm.timeout is %.0f s)",
+                            self.endpoint, self.clock() - started, self.timeout)
+        finally:
+            if not task.done():
+                task.cancel()
 
     async def ask(self, prompt: Sequence[BaseMessage], read: Callable[[str], T | None], *, follow_up: FollowUp | str,
                   refit: Callable[[int], Sequence[BaseMessage]] | None = None) -> Asked[T]:

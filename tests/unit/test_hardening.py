@@ -143,7 +143,7 @@ def test_non_utf8_corpus_line_is_named_and_skippable(tmp_path):
     assert [b.id for b in loaded.blocks] == ["a", "c"] and loaded.invalid == 1
 
 
-async def test_a_dead_endpoint_is_tried_once_per_later_call():
+async def test_a_dead_endpoint_fails_fast_for_later_calls():
     config = load_config(environ={}, overrides={"llm.base_url": "http://127.0.0.1:9/v1", "llm.api_key": "k",
                                                "llm.max_attempts": 4, "llm.retry_base_wait": 0.01,
                                                "llm.retry_max_wait": 0.01, "llm.cache": False})
@@ -151,7 +151,7 @@ async def test_a_dead_endpoint_is_tried_once_per_later_call():
     try:
         with pytest.raises(LLMError, match="after 4 attempt"):
             await llm.ainvoke([HumanMessage("hi")])
-        with pytest.raises(LLMError, match="after 1 attempt"):
+        with pytest.raises(LLMError, match="did not answer 0 s ago; not trying again"):
             await llm.ainvoke([HumanMessage("hi again")])
     finally:
         await llm.aclose()
@@ -194,17 +194,27 @@ async def test_extraction_refuses_a_huge_passage_before_any_call():
     assert llm.model.requests == []
 
 
-async def test_a_hanging_endpoint_is_tried_once_per_later_call(caplog):
+async def test_a_hanging_endpoint_fails_fast_until_a_probe_gets_through(caplog):
+    from claire.llm.client import PROBE_AFTER
+
     hang = TimeoutError("read timed out")
     llm = scripted_client([hang] * 3 + [hang] + ["fine"], max_attempts=3)
+    now = [1000.0]
+    llm.clock = lambda: now[0]
     with pytest.raises(LLMError, match="after 3 attempt.*timeout.*server is running"):
         await llm.ainvoke([HumanMessage("first")])
     waiting = [r.getMessage() for r in caplog.records if "waiting for the LLM endpoint" in r.getMessage()]
     assert len(waiting) == 2 and "attempt 2 of 3" in waiting[0]  # said on each retry, not silent
     assert llm.endpoint_down
-    with pytest.raises(LLMError, match="after 1 attempt"):
+    now[0] += 5  # moments later: the rest of the claim and the run fail at once, with no request
+    with pytest.raises(LLMError, match="did not answer 5 s ago; not trying again"):
         await llm.ainvoke([HumanMessage("second")])
-    assert text_of(await llm.ainvoke([HumanMessage("third")])) == "fine" and not llm.endpoint_down
+    assert len(llm.model.requests) == 3
+    now[0] += PROBE_AFTER  # later: one try (a probe), which hangs again
+    with pytest.raises(LLMError, match="after 1 attempt"):
+        await llm.ainvoke([HumanMessage("third")])
+    now[0] += PROBE_AFTER
+    assert text_of(await llm.ainvoke([HumanMessage("fourth")])) == "fine" and not llm.endpoint_down
     assert len(llm.model.requests) == 5
 
 
@@ -237,6 +247,11 @@ def test_terminal_control_sequences_never_reach_the_terminal():
     written = console.export_text(styles=True)
     assert "]52;" not in written and "[2J" not in written and "\x07" not in written
     assert "\x1b[1m" in written  # the console's own styles still go out
+    # Rich drops the BEL that ends an OSC before the filter sees it: the words after stay visible
+    console = terminal_console(record=True, force_terminal=True, width=100)
+    console.print("The \x1b]52;c;SGVsbG8=\x07 tower is tall \x1b[31mred")
+    shown = console.export_text()
+    assert "tower is tall" in shown and "red" in shown and "]52" not in shown
 
 
 def test_scoring_refuses_thresholds_and_splits_that_mean_nothing(tmp_path):
@@ -266,3 +281,27 @@ def test_a_config_folder_and_a_busy_run_directory_are_named(tmp_path):
     finally:
         log.close()
     refuse_if_in_use(tmp_path / "run")  # free again
+
+
+def test_half_a_surrogate_pair_in_a_prediction_is_written_not_fatal():
+    from claire.evals.predictions import json_text
+    from claire.tasks.records import Prediction
+
+    line = Prediction(claim_id="a", system="rav", reasoning="half \ud800 a pair", trace=[{"output": "\udc00"}])
+    written = json.loads(json_text(line))
+    assert written["reasoning"] == "half \ufffd a pair" and written["trace"] == [{"output": "\ufffd"}]
+
+
+def test_margins_and_totals_out_of_range_are_validation_errors_and_metrics_thresholds_fit_the_system(tmp_path):
+    from claire.evals.predictions import write_run_config
+    from claire.workflows.estimation import cochran_sample_size, estimate_rate
+
+    with pytest.raises(ConfigError, match="margin of error must be from"):
+        cochran_sample_size(margin=1e-300)
+    with pytest.raises(ConfigError, match="the total must be from 1 to"):
+        estimate_rate(3, 10**24)
+    write_run_config(tmp_path, {"system": "claire", "config": {}})
+    (tmp_path / "predictions.jsonl").write_text(json.dumps({"claim_id": "a", "system": "claire", "score": 0.4,
+                                                            "label": "consistent"}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="--threshold 7 is above 1"):
+        score_run(tmp_path, threshold=7)
