@@ -212,3 +212,13 @@ def test_update_needs_an_index_built_from_a_dump(tmp_path):
         update_from_dump(dump, name="plain", root=tmp_path / "idx", options=FAST)
     with pytest.raises(RetrievalError, match="no index named nothing"):
         update_from_dump(dump, name="nothing", root=tmp_path / "idx", options=FAST)
+
+
+def test_a_build_that_fails_before_storing_anything_leaves_nothing_behind(tmp_path):
+    dump = write_html_dump(tmp_path / "wiki.ndjson", sample_pages())
+    dump.write_text("{not json\n" + dump.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"wiki\.ndjson:1: invalid JSON"):
+        build_from_dump(dump, name="bad", root=tmp_path / "idx", options=FAST)
+    leftovers = sorted(p.name for p in (tmp_path / "idx" / ".ingest").iterdir()) if (tmp_path / "idx" / ".ingest").exists() else []
+    assert leftovers == []
+    assert not (tmp_path / "idx" / "bad").exists() or not any((tmp_path / "idx" / "bad").iterdir())

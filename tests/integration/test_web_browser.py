@@ -418,3 +418,28 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
             ("enwiki:502", "accept", "The tower opened in 1889.")]
     finally:
         store.close()
+
+
+def test_a_missing_or_wrong_token_says_which_and_what_to_do(stack, browser, tmp_path):
+    config = load_config(None, {"llm.base_url": stack["llm"], "llm.cache": False, "llm.api_key": "sk-browser",
+                                "retrieval.rerank": False, "retrieval.path": stack["index_root"]})
+    retriever = open_retrieval(config)
+    try:
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path, token="right-token"), retriever=retriever)) as app:
+            browser.get(app.url + "/")
+            browser.execute_script("localStorage.removeItem('claire-token')")
+            browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
+            browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was completed in 1890.")
+            browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+            wait(browser).until(lambda d: "needs its access token" in d.find_element(By.ID, "message").text)
+            assert browser.find_element(By.ID, "token-form").is_displayed()
+            browser.find_element(By.ID, "token").send_keys("wrong-token")
+            browser.find_element(By.CSS_SELECTOR, "#token-form button[type=submit]").click()
+            browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+            wait(browser).until(lambda d: "refused the saved access token" in d.find_element(By.ID, "message").text)
+            browser.execute_script("localStorage.setItem('claire-token', 'right-token')")
+            browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+            panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+            wait(browser).until(lambda d: "score" in panel.text)
+    finally:
+        retriever.close()
