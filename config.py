@@ -318,6 +318,10 @@ class CiteConfig(_Section):
 
     index: str = Field("sources-demo", description="the sources index; sources-demo is built from the bundled examples")
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="support score at or above which a source supports the claim")
+    decision: Literal["ranking", "threshold"] = Field(
+        "ranking", description="ranking (Side's rule: the citation holds when the verifier ranks the retrieved original "
+                               "first among the retrieved sources) or threshold (the original's score reaches cite.threshold)",
+    )
     search_k: int = Field(30, ge=1, le=500, description="passages retrieved per search query")
     candidates: int = Field(8, ge=0, le=100, description="candidate sources (documents) verified besides the original")
     passages_per_source: int = Field(3, ge=1, le=20, description="a source's best passages shown to the verifier")

@@ -116,6 +116,7 @@ def audit_command(
     limit: Annotated[Optional[int], typer.Option("--limit", help="Only the first N claims.")] = None,
     sample: Annotated[Optional[int], typer.Option("--sample", help="A random sample of N claims (AmbigQA: N examples), as the paper audits; see --seed.")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the --sample draw.")] = 0,
+    margin: Annotated[Optional[float], typer.Option("--margin", help="Draw a random sample of Cochran's size for --confidence and this margin of error (e.g. 0.05), the paper's rule.")] = None,
     confidence: Annotated[float, typer.Option("--confidence")] = 0.99,
     decisions: Annotated[Optional[list[Path]], typer.Option("--decisions", help="More decisions (reviews JSONL); repeatable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -135,7 +136,7 @@ def audit_command(
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
     config = config.with_overrides({"retrieval.path": str(path)}) if path else config
     summary = run(run_audit(dataset=dataset, fmt=fmt, config=config, out_dir=out, limit=limit, sample=sample, seed=seed,
-                            confidence=confidence, decision_files=decisions or [], console=err))
+                            margin=margin, confidence=confidence, decision_files=decisions or [], console=err))
     _print_rates(summary, out, as_json)
 
 

@@ -34,6 +34,7 @@ from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.tasks.feverous.dataset import load_feverous
 from claire.evals.runner import run_eval
 from claire.files import append_jsonl, read_log, write_jsonl
+from claire.workflows.estimation import cochran_sample_size
 from claire.workflows.rates import CLAIMS, check_plan, job_lock, summarise, write_plan
 from claire.agent.runtime import run_settings
 
@@ -109,16 +110,27 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, confi
 @dataclass(frozen=True)
 class Selection:
     """Which of a benchmark's records an audit checks: the first ``limit``, or a random ``sample``
-    of that many (reproducible with ``seed``; kept in file order), or all."""
+    of that many — or, given a ``margin`` of error, of as many as Cochran's rule asks at
+    ``confidence`` for this many records (the paper's sample-size rule) — reproducible with
+    ``seed`` and kept in file order, or all."""
 
     limit: int | None = None
     sample: int | None = None
     seed: int = 0
+    margin: float | None = None
+    confidence: float = 0.99
+
+    def size(self, population: int) -> int | None:
+        """How many records a sample of ``population`` draws (None: no sample)."""
+        if self.margin is not None:
+            return cochran_sample_size(self.confidence, self.margin, 0.5, population)
+        return self.sample
 
     def __call__(self, items: list[Any]) -> list[Any]:
         """The chosen items."""
-        if self.sample is not None and self.sample < len(items):
-            chosen = sorted(random.Random(self.seed).sample(range(len(items)), self.sample))
+        size = self.size(len(items)) if items else None
+        if size is not None and size < len(items):
+            chosen = sorted(random.Random(self.seed).sample(range(len(items)), size))
             return [items[i] for i in chosen]
         return items[: self.limit]
 
@@ -172,6 +184,7 @@ async def run_audit(
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
+    margin: float | None = None,
     confidence: float = 0.99,
     decision_files: list[Path] | None = None,
     show_progress: bool = True,
@@ -184,6 +197,8 @@ async def run_audit(
         raise ConfigError(f"--limit must be at least 1, got {limit}")
     if sample is not None and (sample < 1 or limit is not None):
         raise ConfigError("--sample must be at least 1, and --sample and --limit cannot be combined")
+    if margin is not None and (sample is not None or limit is not None):
+        raise ConfigError("--margin draws Cochran's sample size itself: give it without --sample or --limit")
     dataset = Path(dataset)
     if not dataset.is_file():
         raise DatasetError(f"dataset file {dataset} not found")
@@ -191,10 +206,12 @@ async def run_audit(
     wanted = {"kind": "audit", "format": fmt, "dataset": dataset.name, "index": config.retrieval.index}
     if sample is not None:  # a run made from another random sample would mix two samples
         wanted.update(sample=sample, seed=seed)
+    if margin is not None:
+        wanted.update(margin=margin, confidence=confidence, seed=seed)
     check_plan(out_dir, wanted)
     with job_lock(out_dir):
-        await _audit(dataset, fmt, config, out_dir, Selection(limit, sample, seed), confidence, wanted, show_progress,
-                     console)
+        await _audit(dataset, fmt, config, out_dir, Selection(limit, sample, seed, margin, confidence), confidence, wanted,
+                     show_progress, console)
     return summarise(out_dir, confidence=confidence, decision_files=decision_files or [])
 
 

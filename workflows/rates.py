@@ -176,7 +176,37 @@ def summarise(out_dir: str | Path, *, confidence: float | None = None, decision_
         summary["extrapolation"] = _extrapolation(out_dir, plan, flagged_rate, confirmed_rate)
     write_atomically(out_dir / f"{plan['kind']}.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     write_atomically(out_dir / f"{plan['kind']}.md", render(summary, plan, rows))
+    if summary["categories"]:
+        plot_categories(summary["categories"], out_dir / CATEGORY_FIGURE)
     return summary
+
+
+CATEGORY_FIGURE = "categories.png"
+"""The per-category figure of an estimate or audit whose blocks carry categories (the paper's Fig. 5)."""
+
+
+def plot_categories(categories: list[dict[str, Any]], path: Path, top: int = 20) -> None:
+    """Horizontal bars of the flagged share of the ``top`` most checked categories, each with its
+    normal-approximation interval (Wilson's as a thin line beside it)."""
+    from matplotlib.figure import Figure
+
+    shown = [c for c in categories if c.get("flagged_rate")][:top][::-1]
+    if not shown:
+        return
+    figure = Figure(figsize=(7, 0.35 * len(shown) + 1.2), layout="constrained")
+    axes = figure.subplots()
+    rows = range(len(shown))
+    rates = [100 * c["flagged_rate"]["rate"] for c in shown]
+    normal = [[100 * (c["flagged_rate"]["rate"] - c["flagged_rate"]["low"]) for c in shown],
+              [100 * (c["flagged_rate"]["high"] - c["flagged_rate"]["rate"]) for c in shown]]
+    axes.barh(rows, rates, xerr=normal, color="#c2410c", ecolor="black", capsize=2, label="flagged (normal interval)")
+    for row, item in zip(rows, shown):
+        axes.plot([100 * item["flagged_rate"]["wilson_low"], 100 * item["flagged_rate"]["wilson_high"]], [row + 0.3] * 2,
+                  color="#64748b", linewidth=1)
+    axes.set_yticks(list(rows), [f"{c['category'][:40]} (n={c['checked']})" for c in shown], fontsize="small")
+    axes.set(xlabel="flagged share of checked facts (%)", title="Flagged facts by article category")
+    axes.legend(loc="lower right", fontsize="small")
+    figure.savefig(path, dpi=120)
 
 
 def _categories(checked: list[FactRow], confidence: float) -> list[dict[str, Any]]:
@@ -262,12 +292,14 @@ def render(summary: dict[str, Any], plan: dict[str, Any], rows: list[FactRow]) -
                              f"({normal}Wilson {conf}: {_count(item['inconsistent_low'])} – {_count(item['inconsistent_high'])}).")
         lines += ["", "(The uncertainty of facts per block is not included.)", ""]
     if summary["categories"]:
-        lines += ["## By category", "", "| category | checked | flagged | rate (Wilson) | confirmed |", "|---|---:|---:|---|---:|"]
+        lines += ["## By category", "", "Flagged share per article category (a fact counts for each category of its article), "
+                  "with the paper's normal-approximation interval first and Wilson's beside it.", "",
+                  "| category | checked | flagged | rate ± margin [normal] | Wilson | confirmed |", "|---|---:|---:|---|---|---:|"]
         for item in summary["categories"][:40]:
             rate = item["flagged_rate"]
             lines.append(f"| {item['category']} | {item['checked']} | {item['flagged']} | "
-                         f"{rate['rate'] * 100:.1f}% {rate['wilson_text']} | {item['confirmed']} |")
-        lines.append("")
+                         f"{rate['text']} | {rate['wilson_text']} | {item['confirmed']} |")
+        lines += ["", f"![Flagged share by category]({CATEGORY_FIGURE})", ""]
     ranked = sorted((r for r in rows if r.checked), key=lambda r: -(r.score or 0.0))
     lines += ["## Facts, most suspicious first", "", "| score | verdict | decision | fact | source |", "|---:|---|---|---|---|"]
     for row in ranked[:200]:

@@ -42,6 +42,7 @@ class DumpPage:
     timestamp: str | None = None
     redirect: bool = False
     disambiguation: bool = False  # known from the dump's metadata (Enterprise HTML)
+    categories: list[str] | None = None  # from the dump's metadata (Enterprise HTML); wikitext finds its own
 
 
 @dataclass
@@ -87,6 +88,7 @@ class BlockWriter:
         self.page = page
         self.max_words = max_words
         self.blocks: list[Block] = []
+        self.categories: list[str] = list(page.categories or [])  # every block carries its article's categories
         self._path: list[tuple[int, str]] = []
         self._paragraphs: list[str] = []
 
@@ -185,6 +187,7 @@ class BlockWriter:
                 last_edit_date=page.timestamp,
                 page_id=page.page_id,
                 revision_id=page.revision_id,
+                categories=self.categories or None,
             )
         )
 

@@ -217,6 +217,8 @@ def _html_page(record: Any, where: str) -> DumpPage:
         kind="html",
         url=url if isinstance(url, str) and url else None,
         timestamp=record.get("date_modified") if isinstance(record.get("date_modified"), str) else None,
+        categories=[str(c["name"]).split(":", 1)[-1] for c in record.get("categories") or []
+                    if isinstance(c, dict) and isinstance(c.get("name"), str)] or None,
     )
 
 

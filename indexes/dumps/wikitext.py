@@ -72,6 +72,7 @@ def convert(page: DumpPage, *, max_words: int = 150) -> PageResult:
     if page.disambiguation or is_disambiguation(code):
         return skipped(page, "disambiguation")
     writer = BlockWriter(page, max_words=max_words)
+    writer.categories = writer.categories or _categories(code)
     prose: list[str] = []
     apparatus = False
 
@@ -100,6 +101,18 @@ def convert(page: DumpPage, *, max_words: int = 150) -> PageResult:
             prose.append(_render_node(node))
     end_prose()
     return writer.result()
+
+
+def _categories(code: Wikicode) -> list[str]:
+    """The categories a page's wikitext puts it in (``[[Category:Name|sort key]]``), in order."""
+    found = []
+    for link in code.filter_wikilinks(recursive=True):
+        target = str(link.title).strip()
+        if target.lower().startswith("category:"):
+            name = " ".join(target.split(":", 1)[1].replace("_", " ").split())
+            if name and name not in found:
+                found.append(name)
+    return found
 
 
 def _infobox_fields(template: Template) -> list[tuple[str, str]]:

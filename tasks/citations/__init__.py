@@ -44,7 +44,7 @@ class Citations(Task):
         """The predictions.jsonl line of one checked citation."""
         return CitationPrediction(
             claim_id=record.claim_id, claim_text=record.claim, cited_url=record.source.url, failed=record.failed,
-            score=result.original.score, verdict=result.verdict, original_rank=result.original.rank,
+            featured=record.featured, retrieved=len(result.retrieved), score=result.original.score, verdict=result.verdict, original_rank=result.original.rank,
             retrieval_rank=result.original.retrieval_rank, queries=result.queries, usage=result.usage,
             suggestions=[{"url": s.url, "title": s.title, "score": s.score, "rank": s.rank} for s in result.suggestions],
             latency_s=result.latency_s, error=result.error,
@@ -54,7 +54,7 @@ class Citations(Task):
                     latency_s: float) -> CitationPrediction:
         """The line of a citation whose check broke with an unexpected error."""
         return CitationPrediction(claim_id=record.claim_id, claim_text=record.claim, cited_url=record.source.url,
-                                  failed=record.failed, latency_s=latency_s, error=error)
+                                  failed=record.failed, featured=record.featured, latency_s=latency_s, error=error)
 
     def default_threshold(self, config_public: dict[str, Any] | None) -> float:
         """The support threshold of the run's configuration (``cite.threshold``)."""

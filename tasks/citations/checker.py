@@ -274,9 +274,11 @@ class CitationChecker:
                 *[self.verify(citation, candidate, passages) for candidate, passages in candidates],
             )
         original, others = judged[0], list(judged[1:])
+        # By support score; a tie goes to the source retrieved first (it favours neither the
+        # original nor a candidate); an original the search missed comes last among equals.
         ranked = sorted(
             (s for s in judged if s.score is not None),
-            key=lambda s: (-(s.score or 0.0), not s.original, s.retrieval_rank or 0),
+            key=lambda s: (-(s.score or 0.0), s.retrieval_rank or 10**9),
         )
         for position, scored in enumerate(ranked, start=1):
             scored.rank = position
@@ -286,14 +288,26 @@ class CitationChecker:
             suggestions=suggestions, queries=queries, retrieved=[d.url or d.title for d in documents],
             usage=usage.to_dict(), latency_s=round(time.perf_counter() - started, 3), error=original.error,
         )
-        result.verdict = decide(original, suggestions, settings.threshold)
+        result.verdict = decide(original, suggestions, settings.threshold, rule=settings.decision)
         return result
 
 
-def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: float) -> CitationVerdict | None:
-    """supported / better source found / not supported (None when the original has no score)."""
+def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: float,
+           rule: str = "threshold") -> CitationVerdict | None:
+    """supported / better source found / not supported (None when the original has no score).
+
+    ``threshold``: the original supports the claim when its score reaches the threshold.
+    ``ranking`` (Side's rule): it does when the search retrieved it and the verifier ranks it first
+    among the retrieved sources; a source the search missed cannot be ranked first, whatever its
+    score (the score is still kept: it is what detecting failing citations reads)."""
     if original.score is None:
         return None
+    if rule == "ranking":
+        if original.retrieval_rank is not None and original.rank == 1:
+            return "supported"
+        if any(s.score is not None and s.score >= threshold and (s.rank or 0) < (original.rank or 10**9) for s in suggestions):
+            return "better source found"
+        return "not supported"
     if original.score >= threshold:
         return "supported"
     if any(s.score is not None and s.score >= threshold and s.score > original.score for s in suggestions):

@@ -39,6 +39,7 @@ class Citation(BaseModel):
     context: str = ""
     source: CitedSource
     failed: bool | None = None  # gold label (evaluation): the citation failed verification
+    featured: bool | None = None  # the record comes from a featured article (when the data marks it)
 
 
 def _text(value: Any) -> str:
@@ -65,9 +66,11 @@ def _from_wafer(record: dict[str, Any], where: str) -> Citation:
         raise DatasetError(f"{where}: the cited source has no text (WAFER ships URLs only: fill 'provenance.text' "
                            "with the page text, e.g. with Side's download script)")
     failed = any(FAILED_MARK in a.lower() for a in answers) if answers else None
+    featured = meta.get("featured")
     return Citation(
         claim_id=str(record.get("id")), claim=claim, title=_text(meta.get("wikipedia_title")),
         section=_text(meta.get("wikipedia_section")), context=context, failed=failed,
+        featured=featured if isinstance(featured, bool) else None,
         source=CitedSource(text=provenance["text"], title=_text(provenance.get("title")),
                            url=_text(provenance.get("url")) or None),
     )
@@ -80,10 +83,11 @@ def _from_flat(record: dict[str, Any], where: str) -> Citation:
     failed = record.get("failed")
     if failed is not None and not isinstance(failed, bool):
         raise DatasetError(f"{where}: field 'failed' must be true, false or absent")
+    featured = record.get("featured")
     return Citation(
         claim_id=str(record.get("id")), claim=" ".join(_text(record.get("claim")).replace(CIT, " ").split()),
         title=_text(record.get("title")), section=_text(record.get("section")), context=_text(record.get("context")),
-        failed=failed, source=CitedSource(text=text, title=_text(record.get("source_title")),
+        failed=failed, featured=featured if isinstance(featured, bool) else None, source=CitedSource(text=text, title=_text(record.get("source_title")),
                                           url=_text(record.get("source_url")) or None),
     )
 

@@ -18,7 +18,9 @@ from claire.files import write_atomically
 from claire.tasks.measures import METRICS, REPORT, pct
 
 TASK = "citations"
-RECALL_KS = (1, 3, 5, 10, 20)
+RECALL_KS = (1, 3, 5, 10, 20, 50, 100, 200)
+"""The k of Side's SR@k (the original among the top k retrieved sources); above the number of
+sources a run retrieved (cite.search_k passages, grouped by source) the figure is left out."""
 
 
 class CitationPrediction(BaseModel):
@@ -29,6 +31,8 @@ class CitationPrediction(BaseModel):
     claim_text: str = ""
     cited_url: str | None = None
     failed: bool | None = None  # gold: the citation failed verification
+    featured: bool | None = None  # the record comes from a featured article
+    retrieved: int | None = None  # sources the search returned
     score: float | None = None  # the original source's support score
     verdict: str | None = None
     original_rank: int | None = None  # among original + candidates after verification
@@ -41,14 +45,28 @@ class CitationPrediction(BaseModel):
 
 
 # -- metrics, report, plots ---------------------------------------------------------------------
+def success_at_k(predictions: list[dict[str, Any]]) -> dict[str, float | None]:
+    """SR@k: the share of records whose original source is among the top k retrieved, for each k
+    of RECALL_KS that the run's searches reached (a k beyond every record's retrieved sources is
+    left out rather than reported as a plateau)."""
+    n = len(predictions)
+    deepest = max((p.get("retrieved") or 0 for p in predictions), default=0)
+    ranks = [p.get("retrieval_rank") for p in predictions]
+    return {str(k): (sum(1 for r in ranks if r is not None and r <= k) / n if n else None)
+            for k in RECALL_KS if k <= max(deepest, 20)}
+
+
 def citation_metrics(predictions: list[dict[str, Any]], *, threshold: float) -> dict[str, Any]:
     """Side's measures over a run's predictions (records with errors are counted, not scored)."""
     scored = [p for p in predictions if p.get("error") is None and p.get("score") is not None]
     n = len(scored)
     metrics: dict[str, Any] = {"task": TASK, "records": len(predictions), "scored": n,
                                "errors": len(predictions) - n, "threshold": threshold}
-    ranks = [p.get("retrieval_rank") for p in scored]
-    metrics["recall_at_k"] = {str(k): (sum(1 for r in ranks if r is not None and r <= k) / n if n else None) for k in RECALL_KS}
+    metrics["recall_at_k"] = success_at_k(scored)
+    featured = [p for p in scored if p.get("featured")]
+    if featured and len(featured) < n:  # the data marks featured articles: their figure apart
+        metrics["recall_at_k_featured"] = success_at_k(featured)
+        metrics["featured"] = len(featured)
     metrics["original_ranks_first"] = sum(1 for p in scored if p.get("original_rank") == 1) / n if n else None
     verdicts: dict[str, int] = {}
     for p in scored:
@@ -91,7 +109,9 @@ def write_report(out_dir: Path, metrics: dict[str, Any], predictions: list[dict[
         f"{metrics['scored']} of {metrics['records']} records scored ({metrics['errors']} errors); "
         f"support threshold {metrics['threshold']}.", "",
         "| measure | value (%) |", "|---|---|",
-        *[f"| original source retrieved in top {k} (recall@{k}) | {pct(v)} |" for k, v in metrics["recall_at_k"].items()],
+        *[f"| original source retrieved in top {k} (SR@{k}) | {pct(v)} |" for k, v in metrics["recall_at_k"].items()],
+        *[f"| featured articles only ({metrics['featured']} records): SR@{k} | {pct(v)} |"
+          for k, v in (metrics.get("recall_at_k_featured") or {}).items()],
         f"| verifier ranks the original first | {pct(metrics['original_ranks_first'])} |",
     ]
     detection = metrics.get("failing_detection")

@@ -65,8 +65,9 @@ class FeverousRecord(BaseModel):
     @field_validator("evidence")
     @classmethod
     def _sets_not_empty(cls, value: list[list[str]]) -> list[list[str]]:
-        # An empty set occurs in published NOT ENOUGH INFO records; it is kept (it can never be
-        # contained in a prediction, so it scores like no evidence at all). Empty ids are errors.
+        # An empty set occurs in published NOT ENOUGH INFO records; it is kept. Like every set it
+        # counts as complete when all its ids are predicted — for an empty set that is always, as
+        # in FEVEROUS's official scorer — so such a claim is scored on its label. Empty ids are errors.
         for index, ids in enumerate(value):
             if any(not element.strip() for element in ids):
                 raise ValueError(f"set {index} holds an empty id")

@@ -35,7 +35,7 @@ def _claim_scores(label: str | None, predicted: list[str], gold_label: str, gold
     """The per-claim pieces of every figure."""
     predicted = limit_evidence(predicted)
     chosen = set(predicted)
-    complete = any(set(group) <= chosen for group in gold_sets)  # never true without gold sets
+    complete = any(set(group) <= chosen for group in gold_sets)  # false without gold sets; true for an empty one
     all_gold = {element for group in gold_sets for element in group}
     return {
         "label_correct": label == gold_label,
@@ -120,11 +120,9 @@ def render_feverous_report(metrics: dict[str, Any], predictions: list[dict[str, 
         f"| {pct(metrics['element_recall'])} |",
         f"| FEVEROUS baseline — *reference, test set* | — | {PAPER_BASELINE_SCORE:.0f} | — | — | — | — |",
         "",
-        f"Reference numbers, not produced by this run: {PAPER}. The abstract states that the baseline "
-        "gets both the verdict and a complete evidence set right for 18% of the test claims (the FEVEROUS "
-        "score). The paper's baseline tables give the dev/test label accuracy, evidence recall and the "
-        "per-challenge results; consult them there, as they are not copied here. A run on a sample, "
-        "with another retriever or corpus, is not directly comparable.",
+        f"Reference, not produced by this run: {PAPER}, whose abstract says its baseline predicts both the "
+        "correct evidence and verdict for 18% of the claims (the FEVEROUS score). No other figure of that "
+        "paper is quoted here. A run on a sample, with another retriever or corpus, is not directly comparable.",
         "",
         "The FEVEROUS score counts a claim only when its label is right and at least one complete gold "
         "evidence set is inside the predicted evidence. Evidence precision and recall are macro averages "

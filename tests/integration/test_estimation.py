@@ -153,6 +153,7 @@ def test_estimate_end_to_end_then_review_and_reestimate_from_decisions(small_ind
         assert next(c for c in summary["categories"] if c["category"] == "Demo")["checked"] == 12
         report = (out / "estimate.md").read_text()
         assert "## By category" in report and "## Extrapolation to the corpus" in report and "1890" in report
+        assert "categories.png" in report and (out / "categories.png").stat().st_size > 1000
 
         calls = server.calls
         again = claire(*args, cache=small_index)  # everything is in the run directory: nothing is asked again

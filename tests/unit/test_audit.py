@@ -144,6 +144,12 @@ def test_a_random_sample_is_reproducible_kept_in_order_and_never_mixed_with_limi
     assert drawn != Selection(sample=10, seed=4)(items) and drawn != items[:10]
     assert Selection(limit=5)(items) == items[:5] and Selection()(items) == items
     assert Selection(sample=500)(items) == items  # a sample as large as the data is all of it
+    # the paper's rule: Cochran's size for the confidence and margin, corrected for the population
+    rule = Selection(margin=0.1, confidence=0.95, seed=3)
+    assert rule.size(100) == 50 and len(rule(items)) == 50 and rule(items) == sorted(rule(items))
+    with pytest.raises(ConfigError, match="--margin draws Cochran's sample size"):
+        asyncio.run(run_audit(dataset=tmp_path / "x.json", fmt="wikicollide", config=None, out_dir=tmp_path / "o",
+                              sample=3, margin=0.05))
     with pytest.raises(ConfigError, match="cannot be combined"):
         asyncio.run(run_audit(dataset=tmp_path / "x.json", fmt="wikicollide", config=None, out_dir=tmp_path / "o",
                               limit=3, sample=3))

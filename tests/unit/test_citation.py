@@ -189,3 +189,23 @@ def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
         assert message in " ".join(stderr.split()) and "Traceback" not in stderr, (args, stderr)
 
 
+
+
+def test_sides_ranking_decision_and_success_at_k_with_a_featured_split():
+    from claire.tasks.citations.checker import ScoredSource, decide
+    from claire.tasks.citations.scoring import citation_metrics
+
+    original = ScoredSource(url="o", title="o", original=True, score=0.7, rank=1, retrieval_rank=4)
+    other = ScoredSource(url="c", title="c", score=0.6, rank=2, retrieval_rank=1)
+    assert decide(original, [other], 0.5, rule="ranking") == "supported"
+    missed = original.model_copy(update={"retrieval_rank": None})  # the search missed it: it cannot rank first
+    assert decide(missed, [other], 0.5, rule="ranking") == "not supported"
+    assert decide(missed, [other], 0.5, rule="threshold") == "supported"
+    below = original.model_copy(update={"rank": 2, "score": 0.6})
+    above = other.model_copy(update={"rank": 1, "score": 0.8})
+    assert decide(below, [above], 0.5, rule="ranking") == "better source found"
+    lines = [{"claim_id": str(i), "score": 0.5, "retrieval_rank": rank, "retrieved": 60, "featured": i < 2,
+              "verdict": "supported"} for i, rank in enumerate((1, 30, 55, None))]
+    metrics = citation_metrics(lines, threshold=0.5)
+    assert metrics["recall_at_k"] == {"1": 0.25, "3": 0.25, "5": 0.25, "10": 0.25, "20": 0.25, "50": 0.5}
+    assert metrics["recall_at_k_featured"]["50"] == 1.0 and metrics["featured"] == 2
