@@ -18,7 +18,7 @@ from claire.agent.verifier import verdict_items
 from claire.errors import ClaireError
 from claire.indexes.elements import known_elements
 from claire.indexes.evidence import Evidence
-from claire.llm.answers import NLI_LABELS, cited_elements, nli_label, text_of
+from claire.llm.answers import NLI_LABELS, cited_elements, nli_label
 from claire.llm.client import ChatClient
 from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary

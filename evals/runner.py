@@ -30,6 +30,7 @@ from claire.config import Config
 from claire.errors import ClaireError, ConfigError, DatasetError, redact
 from claire.tasks.calibration import FILE as CALIBRATOR_FILE
 from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
+from claire.files import append_jsonl, read_log
 from claire.evals.reporting import read_metrics
 from claire.evals.thresholds import resolve_threshold
 from claire.llm.usage import track_usage
@@ -153,6 +154,26 @@ def pending(records: Sequence[Any], done: dict[str, str | None], retry_errors: b
     """Records with no line yet (``done`` maps claim ids to their line's error), plus, with
     ``retry_errors``, those whose line is an error."""
     return [r for r in records if r.claim_id not in done or (retry_errors and done[r.claim_id] is not None)]
+
+
+async def resumable_step(items: Sequence[Any], *, key: Callable[[Any], str], field: str, path: Path,
+                         work: Callable[[Any], Awaitable[dict[str, Any]]], concurrency: int) -> dict[str, dict[str, Any]]:
+    """One resumable step of a job over ``items``: the records of ``path`` (JSON lines, each naming
+    its item in ``field``) are kept, and ``work`` runs — ``concurrency`` at a time — for every item
+    without a record or whose record has an ``error``, each new record appended as it finishes.
+    Returns the latest record of every item, by key."""
+    done = {str(record[field]): record for record in read_log(path) if isinstance(record, dict) and field in record}
+    todo = [item for item in items if key(item) not in done or done[key(item)].get("error")]
+    lock = asyncio.Lock()
+
+    async def one(item: Any) -> None:
+        record = await work(item)
+        async with lock:
+            await asyncio.to_thread(append_jsonl, path, record)
+            done[str(record[field])] = record
+
+    await run_pool(todo, one, max(1, concurrency))
+    return done
 
 
 async def run_pool(items: Iterable[Any], work: Callable[[Any], Awaitable[None]], concurrency: int) -> None:

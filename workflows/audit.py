@@ -12,7 +12,6 @@ AmbigQA statements are kept in ``statements.jsonl`` so they are made once.
 
 from __future__ import annotations
 
-import asyncio
 import html
 import random
 import re
@@ -32,8 +31,8 @@ from claire.errors import ConfigError, DatasetError
 from claire.workflows.ambigqa import QAItem, load_ambigqa, qa_pairs
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.tasks.feverous.dataset import load_feverous
-from claire.evals.runner import run_eval
-from claire.files import append_jsonl, read_log, write_jsonl
+from claire.evals.runner import resumable_step, run_eval
+from claire.files import write_jsonl
 from claire.workflows.estimation import cochran_sample_size
 from claire.workflows.rates import CLAIMS, check_plan, job_lock, summarise, write_plan
 from claire.agent.runtime import run_settings
@@ -80,31 +79,23 @@ def _claim_record(claim_id: str, fact: str, source_id: str, title: str = "", sec
 
 async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, config: Config,
                       console: Console | None) -> dict[str, dict[str, Any]]:
-    path = out_dir / STATEMENTS
-    done = {r["item_id"]: r for r in read_log(path)}
-    todo = [item for item in items if item.item_id not in done or done[item.item_id].get("error")]
     prompts = prompt_library(config)
-    limit = asyncio.Semaphore(max(1, config.eval.concurrency))
-    lock = asyncio.Lock()
 
-    async def one(item: QAItem) -> None:
-        async with limit:
-            record: dict[str, Any] = {"item_id": item.item_id, "statement": None, "error": None}
-            try:
-                answer = await llm.ainvoke(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
-                record["statement"] = parse_statement(text_of(answer))
-                if record["statement"] is None:
-                    record["error"] = "the model gave no <statement>"
-            except Exception as error:  # a re-run retries it
-                record["error"] = f"{type(error).__name__}: {error}"
-            async with lock:
-                await asyncio.to_thread(append_jsonl, path, record)
-                done[item.item_id] = record
+    async def one(item: QAItem) -> dict[str, Any]:
+        record: dict[str, Any] = {"item_id": item.item_id, "statement": None, "error": None}
+        try:
+            answer = await llm.ainvoke(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
+            record["statement"] = parse_statement(text_of(answer))
+            if record["statement"] is None:
+                record["error"] = "the model gave no <statement>"
+        except Exception as error:  # a re-run retries it
+            record["error"] = f"{type(error).__name__}: {error}"
+        return record
 
-    if todo and console is not None:
-        console.print(f"turning {len(todo)} question-answer pairs into statements…")
-    await asyncio.gather(*(one(item) for item in todo))
-    return done
+    if console is not None:
+        console.print(f"turning {len(items)} question-answer pairs into statements (those done before are kept)…")
+    return await resumable_step(items, key=lambda item: item.item_id, field="item_id", path=out_dir / STATEMENTS,
+                                work=one, concurrency=config.eval.concurrency)
 
 
 @dataclass(frozen=True)

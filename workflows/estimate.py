@@ -31,9 +31,9 @@ from claire.indexes.corpus import Passage
 from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
-from claire.evals.runner import run_eval
+from claire.evals.runner import resumable_step, run_eval
 from claire.indexes.sampling import Unit, sample_index
-from claire.files import append_jsonl, read_log, write_jsonl
+from claire.files import read_log, write_jsonl
 from claire.workflows.rates import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan
 from claire.agent.runtime import run_settings
 
@@ -63,29 +63,22 @@ def draw_facts(blocks: list[dict[str, Any]], extracted: dict[str, list[str]], k:
 async def _extract_all(blocks: list[dict[str, Any]], out_dir: Path, llm: ChatClient, config: Config,
                        console: Console | None) -> dict[str, list[str]]:
     """The facts of every sampled block, extracting only those not yet in facts.jsonl (or failed)."""
-    path = out_dir / FACTS
-    done = {r["block_id"]: r for r in read_log(path)}
-    todo = [b for b in blocks if str(b["id"]) not in done or done[str(b["id"])].get("error")]
     prompts = prompt_library(config)
-    limit = asyncio.Semaphore(max(1, config.eval.concurrency))
-    lock = asyncio.Lock()
 
-    async def one(block: dict[str, Any]) -> None:
-        async with limit:
-            record: dict[str, Any] = {"block_id": str(block["id"]), "facts": [], "error": None}
-            try:
-                facts = await extract_facts(title=block.get("document_title", ""), section=block.get("section_title", ""),
-                                            text=block.get("content", ""), llm=llm, prompts=prompts)
-                record["facts"] = [fact.text for fact in facts]
-            except Exception as error:  # one failed block must not end the estimate; a re-run retries it
-                record["error"] = f"{type(error).__name__}: {error}"
-            async with lock:
-                await asyncio.to_thread(append_jsonl, path, record)
-                done[record["block_id"]] = record
+    async def one(block: dict[str, Any]) -> dict[str, Any]:
+        record: dict[str, Any] = {"block_id": str(block["id"]), "facts": [], "error": None}
+        try:
+            facts = await extract_facts(title=block.get("document_title", ""), section=block.get("section_title", ""),
+                                        text=block.get("content", ""), llm=llm, prompts=prompts)
+            record["facts"] = [fact.text for fact in facts]
+        except Exception as error:  # one failed block must not end the estimate; a re-run retries it
+            record["error"] = f"{type(error).__name__}: {error}"
+        return record
 
-    if todo and console is not None:
-        console.print(f"extracting facts from {len(todo)} sampled blocks…")
-    await asyncio.gather(*(one(block) for block in todo))
+    if console is not None:
+        console.print(f"extracting facts from the {len(blocks)} sampled blocks (those done before are kept)…")
+    done = await resumable_step(blocks, key=lambda block: str(block["id"]), field="block_id", path=out_dir / FACTS,
+                                work=one, concurrency=config.eval.concurrency)
     failed = [r for r in done.values() if r.get("error")]
     if failed and console is not None:
         console.print(f"[yellow]note:[/] fact extraction failed for {len(failed)} blocks (e.g. {failed[0]['error']}); "

@@ -71,7 +71,7 @@ def test_serve_starts_answers_with_its_token_and_stops_cleanly(tmp_path):
     finally:
         server.send_signal(signal.SIGINT)
         out, err = server.communicate(timeout=60)
-    assert server.returncode in (0, 130), err
+    assert server.returncode == 130, err  # stopped by Ctrl-C: the conventional exit code, after a clean shutdown
     assert "Traceback" not in err and "token required" in err
     assert err.index("starting CLAIRE") < err.index("CLAIRE on http")  # the address is printed once it answers
 

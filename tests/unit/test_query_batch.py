@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -11,10 +10,9 @@ import pytest
 from claire.indexes.query_batch import QueryBatcher
 
 
-def slow_encoder(calls: list[list[str]], delay: float = 0.05):
+def slow_encoder(calls: list[list[str]]):
     def encode(texts: list[str]) -> np.ndarray:
         calls.append(list(texts))
-        time.sleep(delay)
         if "boom" in texts:
             raise RuntimeError("encoder failed")
         return np.array([[float(len(t)), float(sum(map(ord, t)))] for t in texts])

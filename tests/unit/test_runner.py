@@ -10,61 +10,18 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from claire.agent.system import Assessment
-from claire.indexes.evidence import Evidence
-from claire.tasks.records import Claim, TraceItem
+from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.evals.thresholds import resolve_threshold
 from claire.evals.predictions import load_predictions
 from claire.evals.reporting import compare_runs, comparison_rows
+from claire.testing.fake_system import FakeSystem, score_for
 from claire.evals.runner import pending_claims, run_eval, score_run
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json"
 COMPARED = ("auroc", "auroc_ci95", "accuracy", "precision", "recall", "f1", "confusion", "recall_by_type", "counts")
-
-
-def score_for(claim: Claim) -> float:
-    """Scores that rank most, not all, inconsistent claims first (AUROC 24/25 on the fixture)."""
-    number = int(claim.claim_id.split("_")[1])
-    return round((number * 37 % 10) / 20 + (0.4 if claim.label == "inconsistent" else 0.1), 3)
-
-
-class FakeSystem:
-    """Scores claims without an LLM; records calls and how many ran at once."""
-
-    def __init__(self, name: str = "claire", *, delay: float = 0.01, fail: set[str] = frozenset(),
-                 explode: set[str] = frozenset()):
-        self.name = name
-        self.delay = delay
-        self.fail = fail
-        self.explode = explode
-        self.calls: list[str] = []
-        self.active = 0
-        self.peak = 0
-
-    async def assess(self, claim: Claim) -> Assessment:
-        self.calls.append(claim.claim_id)
-        self.active += 1
-        self.peak = max(self.peak, self.active)
-        try:
-            await asyncio.sleep(self.delay)
-            if claim.claim_id in self.explode:
-                raise RuntimeError("the fake system exploded")
-            assessment = Assessment(
-                claim_id=claim.claim_id, system=self.name, claim_text=claim.text, score=score_for(claim), threshold=0.5,
-                evidence=[Evidence(n=1, block_id=f"blk-{claim.claim_id}", document_title="Doc", content="text")],
-                trace=[TraceItem(action_name="search", action_argument=claim.text[:20], action_output=["blk"])],
-                usage={"calls": 2, "cached_calls": 0, "prompt_tokens": 90, "completion_tokens": 10,
-                       "total_tokens": 100, "cost_usd": 0.001},
-            )
-            if claim.claim_id in self.fail:
-                assessment.score, assessment.error = None, "LLMError: the endpoint kept failing"
-            assessment.decide()
-            return assessment
-        finally:
-            self.active -= 1
 
 
 @pytest.fixture
@@ -86,7 +43,7 @@ def same_metrics(a: dict, b: dict) -> None:
 
 
 def test_one_line_per_claim_and_the_run_files(tmp_path, claims):
-    system = FakeSystem(delay=0.02)
+    system = FakeSystem()
     summary = run(claims, system, tmp_path / "run", concurrency=3)
     rows = lines(tmp_path / "run")
     assert sorted(r["claim_id"] for r in rows) == sorted(c.claim_id for c in claims)
@@ -167,19 +124,6 @@ def test_a_damaged_middle_line_is_moved_aside_and_its_claim_run_again(tmp_path, 
     assert "garbage" in rejected[0]["text"] and rejected[1]["text"] == '{"claim_id": 5}'
     assert len(lines(out)) == 10 and {r["claim_id"] for r in lines(out)} == {c.claim_id for c in claims}
     same_metrics(summary.metrics, clean.metrics)
-
-
-KILLED_RUN = """
-import asyncio, importlib.util, sys
-from pathlib import Path
-spec = importlib.util.spec_from_file_location("runner_tests", sys.argv[1])
-tests = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tests)
-from claire.tasks.wikicollide.dataset import load_wikicollide
-from claire.evals.runner import run_eval
-claims = load_wikicollide(tests.FIXTURE)
-asyncio.run(run_eval(claims, tests.FakeSystem(delay=0.3), Path(sys.argv[2]), concurrency=2, show_progress=False))
-"""
 
 
 def test_errors_are_recorded_and_retried_on_request(tmp_path, claims):
