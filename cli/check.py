@@ -12,7 +12,8 @@ from rich.markup import escape
 from rich.text import Text
 
 from claire.cli.options import (
-    SystemOpt, BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
+    BaseUrlOpt, ConfigOpt, DocsPerQueryOpt, IndexOpt, JsonOpt, MaxStepsOpt, ModelOpt, NoCacheOpt, NoRerankOpt,
+    PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
     check_writable, common, console, err, passage_text, resolve, run,
 )
 from claire.errors import ConfigError
@@ -25,13 +26,13 @@ def check_command(
     context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
     context_file: Annotated[Optional[Path], typer.Option("--context-file", help="Read the passage from a file.")] = None,
     system: SystemOpt = None,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps", help="Step budget (agent.max_steps).")] = None,
-    docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query", help="Passages per search (agent.docs_per_query).")] = None,
-    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Turn RankGPT reranking off.")] = False,
-    tools: Annotated[Optional[str], typer.Option("--tools", help="Enabled tools, e.g. search,clarify_entity,explain.")] = None,
+    max_steps: MaxStepsOpt = None,
+    docs_per_query: DocsPerQueryOpt = None,
+    no_rerank: NoRerankOpt = False,
+    tools: ToolsOpt = None,
     no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the Assessment as JSON only.")] = False,
+    as_json: JsonOpt = False,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,

@@ -10,7 +10,8 @@ from rich.markup import escape
 
 from claire.errors import ConfigError
 from claire.cli.options import (
-    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, RefreshOpt, SetOpt,
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, ModelOpt, NoCacheOpt,
+    NoRerankOpt, PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
     console, err, eval_config, require_index, run,
 )
 
@@ -28,10 +29,10 @@ def eval_command(
     calibrate_from: Annotated[Optional[Path], typer.Option("--calibrate-from", help="Calibrate the scores on this validation run (metrics.json's calibrated section; calibrator.json in the run).")] = None,
     calibration: Annotated[str, typer.Option("--calibration", help="How --calibrate-from fits: isotonic or platt.")] = "isotonic",
     cut_from: Annotated[Optional[Path], typer.Option("--cut-from", help="--system cascade: choose the first-pass cut on this validation run (of the cascade or of its first-pass system) so that agent.cascade_recall of the inconsistent facts reach claire.")] = None,
-    max_steps: Annotated[Optional[int], typer.Option("--max-steps")] = None,
-    docs_per_query: Annotated[Optional[int], typer.Option("--docs-per-query")] = None,
-    no_rerank: Annotated[bool, typer.Option("--no-rerank")] = False,
-    tools: Annotated[Optional[str], typer.Option("--tools")] = None,
+    max_steps: MaxStepsOpt = None,
+    docs_per_query: DocsPerQueryOpt = None,
+    no_rerank: NoRerankOpt = False,
+    tools: ToolsOpt = None,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), or citations (WAFER-style records; --index names the sources index).")] = None,
     index: IndexOpt = None,
     preset: PresetOpt = None,

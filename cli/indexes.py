@@ -10,8 +10,8 @@ import typer
 from rich.markup import escape
 
 from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, IndexOpt, ModelOpt, PathOpt, SetOpt,
-    UrlOpt, common, console, err, passage_text, resolve, run,
+    BaseUrlOpt, ConfigOpt, IndexOpt, JsonOpt, ModelOpt, PathOpt, SetOpt, UrlOpt,
+    common, console, err, passage_text, resolve, run,
 )
 from claire.config import Config
 from claire.errors import ConfigError
@@ -185,7 +185,7 @@ def search_command(
     exclude_title: Annotated[Optional[str], typer.Option("--exclude-title", help="Leave out this article.")] = None,
     rerank: Annotated[bool, typer.Option("--rerank", help="Rerank with RankGPT through the LLM (search never reranks otherwise).")] = False,
     mode: Annotated[Optional[str], typer.Option("--mode", help="hybrid (default), dense or bm25.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     index: IndexOpt = None,
     path: PathOpt = None,
     url: UrlOpt = None,

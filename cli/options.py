@@ -34,6 +34,14 @@ UrlOpt = Annotated[Optional[str], typer.Option("--url", help="Qdrant server URL,
 DatasetOpt = Annotated[Path, typer.Option("--dataset", help="WikiCollide JSON (or JSONL) file, e.g. dev.json or test.json; with --task feverous a FEVEROUS JSONL file.")]
 SystemOpt = Annotated[Optional[str], typer.Option(
     "--system", help="claire (default), rav, nli or cascade (a baseline first, claire only where needed).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
+SectionOpt = Annotated[str, typer.Option("--section", help="The section the passage is from.")]
+TextOpt = Annotated[Optional[str], typer.Option("--text", help="The passage.")]
+FileOpt = Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file (at most 1 MB).")]
+MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Step budget (agent.max_steps).")]
+DocsPerQueryOpt = Annotated[Optional[int], typer.Option("--docs-per-query", min=1, help="Passages per search (agent.docs_per_query).")]
+NoRerankOpt = Annotated[bool, typer.Option("--no-rerank", help="Turn RankGPT reranking off.")]
+ToolsOpt = Annotated[Optional[str], typer.Option("--tools", help="Enabled tools, e.g. search,clarify_entity,explain (agent.tools).")]
 ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
 
 

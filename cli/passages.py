@@ -9,18 +9,19 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, PresetOpt, SetOpt,
-    UrlOpt, common, console, err, eval_config, passage_text, resolve, run,
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, FileOpt, IndexOpt, JsonOpt, ModelOpt, NoCacheOpt, PathOpt, PresetOpt,
+    SectionOpt, SetOpt, SystemOpt, TextOpt, UrlOpt,
+    common, console, err, eval_config, passage_text, resolve, run,
 )
 from claire.errors import ConfigError
 
 
 def extract_command(
     title: Annotated[str, typer.Option("--title", help="The article the passage is from.")],
-    section: Annotated[str, typer.Option("--section")] = "",
-    text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
-    file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    section: SectionOpt = "",
+    text: TextOpt = None,
+    file: FileOpt = None,
+    as_json: JsonOpt = False,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     no_cache: NoCacheOpt = False,
@@ -55,9 +56,9 @@ def extract_command(
 
 def scan_command(
     title: Annotated[str, typer.Option("--title", help="The article the passage is from (excluded from search).")],
-    section: Annotated[str, typer.Option("--section")] = "",
-    text: Annotated[Optional[str], typer.Option("--text", help="The passage.")] = None,
-    file: Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file.")] = None,
+    section: SectionOpt = "",
+    text: TextOpt = None,
+    file: FileOpt = None,
     system: SystemOpt = None,
     max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
@@ -101,7 +102,7 @@ def cite_command(
     section: Annotated[Optional[str], typer.Option("--section", help="The claim's section.")] = None,
     context: Annotated[Optional[str], typer.Option("--context", help="The text around the claim.")] = None,
     expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="Let the LLM write extra search queries (cite.expand_queries).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print {original, suggestions, verdict, ...} as JSON.")] = False,
+    as_json: JsonOpt = False,
     index: Annotated[Optional[str], typer.Option("--index", help="The sources index (cite.index; default: the bundled example sources).")] = None,
     path: PathOpt = None,
     url: UrlOpt = None,

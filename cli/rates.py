@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from claire.cli.options import (
-    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt,
+    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, JsonOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt, SystemOpt,
     console, err, eval_config, run,
 )
 from claire.errors import ConfigError
@@ -31,7 +31,7 @@ def estimate_command(
     margin: Annotated[float, typer.Option("--margin", help="Margin of error for --sample-size.")] = 0.05,
     p: Annotated[float, typer.Option("--p", help="Expected proportion for --sample-size.")] = 0.5,
     population: Annotated[Optional[int], typer.Option("--population", help="Finite population size (correction).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     system: SystemOpt = None,
     concurrency: ConcurrencyOpt = None,
     path: PathOpt = None,
@@ -119,7 +119,7 @@ def audit_command(
     margin: Annotated[Optional[float], typer.Option("--margin", help="Draw a random sample of Cochran's size for --confidence and this margin of error (e.g. 0.05), the paper's rule.")] = None,
     confidence: Annotated[float, typer.Option("--confidence")] = 0.99,
     decisions: Annotated[Optional[list[Path]], typer.Option("--decisions", help="More decisions (reviews JSONL); repeatable.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     system: SystemOpt = None,
     concurrency: ConcurrencyOpt = None,
     index: IndexOpt = None,

@@ -11,7 +11,7 @@ response object, and converts it back on a worker thread. With many claims in fl
 loop, that costs about 3 ms of CPU per call more than this model does (``claire bench llm`` prints
 both), which is what limits a batch run on a small machine. ``llm.openai_client`` chooses:
 ``auto`` takes this model for a plain endpoint (no proxy from the environment, no streaming, not
-Azure) and ``ChatOpenAI`` otherwise; ``sdk`` always takes ``ChatOpenAI``.
+Azure) and ``ChatOpenAI`` otherwise; ``chat_openai`` always takes ``ChatOpenAI``.
 
 Failures keep the shapes :func:`claire.llm.errors.classify_error` reads: an HTTP error has
 ``status_code``, ``response.headers`` and the JSON ``body``; timeouts and refused connections are

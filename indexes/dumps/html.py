@@ -10,7 +10,8 @@ styles, maths, navigation boxes, hatnotes, maintenance boxes, figures and the ap
 from __future__ import annotations
 
 from lxml import html as lxml_html
-from lxml.etree import ParserError, _Element
+from lxml.etree import ParserError
+from lxml.html import HtmlElement
 
 from claire.indexes.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, clean_line, skipped, span
 
@@ -25,11 +26,11 @@ _PROSE = frozenset(("p", "li", "dd", "dt", "blockquote", "pre"))
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 
 
-def _classes(el: _Element) -> set[str]:
+def _classes(el: HtmlElement) -> set[str]:
     return set((el.get("class") or "").split())
 
 
-def _skipped(el: _Element) -> bool:
+def _skipped(el: HtmlElement) -> bool:
     if not isinstance(el.tag, str):  # comments and processing instructions
         return True
     tag = el.tag.lower()
@@ -42,7 +43,7 @@ def _skipped(el: _Element) -> bool:
     return bool(_classes(el) & _SKIP_CLASSES) or el.get("role") == "note" or el.get("id") == "disambigbox"
 
 
-def text_of(el: _Element) -> str:
+def text_of(el: HtmlElement) -> str:
     """The visible text of ``el`` without reference markers, edit links and other apparatus."""
     parts = [el.text or ""]
     for child in el:
@@ -52,7 +53,7 @@ def text_of(el: _Element) -> str:
     return "".join(parts)
 
 
-def is_disambiguation(root: _Element) -> bool:
+def is_disambiguation(root: HtmlElement) -> bool:
     """Whether the page is a disambiguation page."""
     for el in root.iter("meta", "link"):
         if "mw:PageProp/disambiguation" in ((el.get("property") or "") + (el.get("rel") or "")):
@@ -60,7 +61,7 @@ def is_disambiguation(root: _Element) -> bool:
     return bool(root.xpath('//*[@id="disambigbox" or contains(@class, "dmbox-disambig")]'))
 
 
-def _is_redirect(root: _Element) -> bool:
+def _is_redirect(root: HtmlElement) -> bool:
     return any("mw:PageProp/redirect" in (el.get("rel") or "") for el in root.iter("link"))
 
 
@@ -86,7 +87,7 @@ def convert(page: DumpPage, *, max_words: int = 150) -> PageResult:
     return writer.result()
 
 
-def _walk(el: _Element, writer: BlockWriter) -> None:
+def _walk(el: HtmlElement, writer: BlockWriter) -> None:
     for child in el:
         if _skipped(child):
             continue
@@ -114,7 +115,7 @@ def _walk(el: _Element, writer: BlockWriter) -> None:
             _walk(child, writer)
 
 
-def _rows(table: _Element) -> list[_Element]:
+def _rows(table: HtmlElement) -> list[HtmlElement]:
     """The rows of ``table`` itself (through thead/tbody/tfoot), not of tables nested in cells."""
     rows = []
     for part in table:
@@ -127,11 +128,11 @@ def _rows(table: _Element) -> list[_Element]:
     return rows
 
 
-def _cells(row: _Element) -> list[_Element]:
+def _cells(row: HtmlElement) -> list[HtmlElement]:
     return [c for c in row if isinstance(c.tag, str) and c.tag in ("th", "td")]
 
 
-def _infobox_fields(table: _Element) -> list[tuple[str, str]]:
+def _infobox_fields(table: HtmlElement) -> list[tuple[str, str]]:
     fields = []
     for row in _rows(table):
         cells = _cells(row)
@@ -140,14 +141,14 @@ def _infobox_fields(table: _Element) -> list[tuple[str, str]]:
     return fields
 
 
-def _cell_text(cell: _Element) -> str:
+def _cell_text(cell: HtmlElement) -> str:
     items = [clean_line(text_of(li)) for li in cell.iter("li")]
     if items:
         return ", ".join(i for i in items if i)
     return text_of(cell)
 
 
-def _table(table: _Element, writer: BlockWriter) -> None:
+def _table(table: HtmlElement, writer: BlockWriter) -> None:
     if _skipped(table):
         return
     caption_el = table.find("caption")

@@ -14,7 +14,7 @@ from claire.indexes.evidence import Evidence
 from claire.llm.answers import NLI_LABELS, cited_elements, nli_label, tag_text
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tasks.base import NLIJudgement, Verdict
+from claire.tasks.base import NLIJudgement, Verdict, judging_prompt
 from claire.tasks.records import Claim
 
 LABELS = NLI_LABELS
@@ -48,11 +48,20 @@ def read_label(text: str) -> str | None:
 
 async def judge_label(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
                       llm: ChatClient, prompts: PromptLibrary) -> Verdict:
-    """The FEVEROUS verifier: a label and cited element ids; an unreadable label is asked for once more."""
-    prompt = prompts.render("verifier", claim=claim.text, clarifications=clarifications, documents=list(documents))
-    asked = await llm.ask(prompt, read_label,
+    """The FEVEROUS verifier: a label and cited element ids; an unreadable label is asked for once
+    more. The passages are fitted to the model's window as for every judging prompt."""
+    prompt, fit = judging_prompt("verifier", claim, documents, clarifications, llm, prompts)
+    refits = []
+
+    def refit(reserve: int) -> list:
+        smaller, note = judging_prompt("verifier", claim, documents, clarifications, llm, prompts, reserve=reserve)
+        refits.append(note)
+        return smaller
+
+    asked = await llm.ask(prompt, read_label, refit=refit,
                           follow_up=lambda problem: prompts.render("follow_up", wanted="label", problem=problem))
     return Verdict(
+        fit=refits[-1] if refits else fit,
         label=asked.value,
         analysis=tag_text(asked.text, "analysis") or asked.text.strip(),
         raw=asked.text,
