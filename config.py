@@ -2,8 +2,11 @@
 
 Precedence, lowest first: built-in defaults < ``claire.toml`` (the working directory, or the file
 given with ``--config``) < environment (``CLAIRE_SECTION__FIELD``, plus ``OPENAI_API_KEY`` /
-``OPENAI_BASE_URL`` as the OpenAI SDK reads them) < command-line flags and ``--set key=value``.
-A leaf module: every layer may import it.
+``OPENAI_BASE_URL`` as the OpenAI SDK reads them) < command-line flags and ``--set key=value``;
+a preset (``paper``, the defaults, or ``practical``) sits just above the defaults.
+A leaf module: every layer may import it. It is longer than the project's other modules on
+purpose: every setting, with its type, limits and description, stands in this one place, which is
+what ``claire config show`` and the README's configuration reference read.
 """
 
 from __future__ import annotations
