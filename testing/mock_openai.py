@@ -38,16 +38,13 @@ import json
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
 from claire.prompts import PROMPT_HEADER
+from claire.testing.http_server import BackgroundServer
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class _Server(ThreadingHTTPServer):
-    request_queue_size = 256  # bursts of concurrent clients must not wait on a full backlog
 
 
 def _tokens(text: str) -> int:
@@ -65,7 +62,7 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return total
 
 
-class MockOpenAIServer:
+class MockOpenAIServer(BackgroundServer):
     """A local OpenAI-compatible Chat Completions server for tests and benchmarks."""
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model",
                  max_prompt_tokens: int | None = None):
@@ -79,39 +76,13 @@ class MockOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        self._httpd = _Server(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(self._handler_class())
 
     # -- lifecycle -------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        """The port the server listens on."""
-        return self._httpd.server_address[1]
-
     @property
     def base_url(self) -> str:
         """The server's OpenAI base URL."""
         return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> "MockOpenAIServer":
-        """Start serving on a thread of its own."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port."""
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> "MockOpenAIServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
     # -- scripting -------------------------------------------------------------------------
     def script(self, *items: dict[str, Any]) -> None:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from claire.testing.http_server import BackgroundServer
 
 
 def change_event(title: str, old: int | None, new: int, *, wiki: str = "enwiki", namespace: int = 0, bot: bool = False,
@@ -36,44 +38,7 @@ def change_event(title: str, old: int | None, new: int, *, wiki: str = "enwiki",
     }
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
-
-
-class _Running:
-    """Start and stop a ThreadingHTTPServer on a thread of its own."""
-
-    def __init__(self, handler: type[BaseHTTPRequestHandler]):
-        self._httpd = _Server(("127.0.0.1", 0), handler)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        """The port it listens on."""
-        return self._httpd.server_address[1]
-
-    def start(self) -> Any:
-        """Serve on a thread of its own."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and free the port."""
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> Any:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-
-class EventStreamServer(_Running):
+class EventStreamServer(BackgroundServer):
     """Server-sent ``recentchange`` events from a list (``raw`` strings are sent as they are, to
     play a malformed event). ``drop_after``: close the first connection after that many events;
     ``hold``: keep the stream open at its end (seconds) as a live stream does; ``interval``:
@@ -132,7 +97,7 @@ class EventStreamServer(_Running):
         return f"http://127.0.0.1:{self.port}/v2/stream/recentchange"
 
 
-class WikiApiServer(_Running):
+class WikiApiServer(BackgroundServer):
     """A MediaWiki Action API double: revisions from ``revisions`` ({revid: (page id, title,
     wikitext)}); ``deleted``: page titles the API reports missing; ``maxlag_once``: the first request
     is told the wiki is lagging (with Retry-After); ``categories``: {title: [category, ...]}."""
