@@ -323,7 +323,8 @@ class CiteConfig(_Section):
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="support score at or above which a source supports the claim")
     decision: Literal["ranking", "threshold"] = Field(
         "ranking", description="ranking (Side's rule: the citation holds when the verifier ranks the retrieved original "
-                               "first among the retrieved sources) or threshold (the original's score reaches cite.threshold)",
+                               "first among the retrieved sources and its score reaches cite.threshold) "
+                               "or threshold (the original's score reaches cite.threshold)",
     )
     search_k: int = Field(30, ge=1, le=500, description="passages retrieved per search query")
     candidates: int = Field(8, ge=0, le=100, description="candidate sources (documents) verified besides the original")

@@ -27,7 +27,7 @@ from rich.table import Table
 
 from claire import event_loop
 
-CALLS_PER_FACT = 5  # controller (search), controller (report), verifier, two-sided report x2
+CALLS_PER_FACT = 6  # controller (search), controller (report), controller (finish: the research goes on after a report), verifier, two-sided report x2
 
 
 def _article(facts: int) -> tuple[str, list[str]]:

@@ -48,11 +48,15 @@ def serve(config: Config, settings: ServeSettings, console: Console | None = Non
     threading.Thread(target=announce, name="claire-serve-ready", daemon=True).start()
     try:
         server.run()
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down for (not always in time to land here)
+        pass
     except (OSError, SystemExit) as error:  # uvicorn exits when it cannot bind
         raise ClaireError(f"cannot listen on {settings.host}:{settings.port}: "
                           f"{getattr(error, 'strerror', None) or 'the address is in use or not this machine’s'}") from None
     finally:
         retriever.close()
+    if server.should_exit:  # stopped by a signal after a clean shutdown: the command exits as interrupted (130)
+        raise KeyboardInterrupt
 
 
 def _check_port(host: str, port: int) -> None:

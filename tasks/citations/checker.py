@@ -299,11 +299,13 @@ def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: f
     ``threshold``: the original supports the claim when its score reaches the threshold.
     ``ranking`` (Side's rule): it does when the search retrieved it and the verifier ranks it first
     among the retrieved sources; a source the search missed cannot be ranked first, whatever its
-    score (the score is still kept: it is what detecting failing citations reads)."""
+    score (the score is still kept: it is what detecting failing citations reads). Ranking first
+    is not enough on its own: when every source scores below the threshold, nothing supports the
+    claim and the verdict says so."""
     if original.score is None:
         return None
     if rule == "ranking":
-        if original.retrieval_rank is not None and original.rank == 1:
+        if original.retrieval_rank is not None and original.rank == 1 and original.score >= threshold:
             return "supported"
         if any(s.score is not None and s.score >= threshold and (s.rank or 0) < (original.rank or 10**9) for s in suggestions):
             return "better source found"

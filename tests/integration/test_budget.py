@@ -66,7 +66,7 @@ async def test_ten_step_check_fits_an_8k_model(demo_root, clean_env):
         # the test means something: all gathered passages together would not have fitted
         prompts = prompt_library(config)
         uncut = prompts.render("verifier", claim=CLAIM.text, context=CLAIM.context, clarifications=[],
-                               documents=result.evidence)
+                               explanations=[], documents=result.evidence)
         uncut_body = {"messages": [{"role": m.type, "content": m.content} for m in uncut]}
         print("uncut verifier prompt tokens", prompt_tokens(uncut_body), "max sent", max(server.prompt_tokens))
         assert len(result.evidence) > 60 and prompt_tokens(uncut_body) > 8192

@@ -45,7 +45,7 @@ def test_check_json_end_to_end(server, demo_cache):
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     assert data["verdict"] == "inconsistent" and data["score"] == 0.9
-    assert [t["action_name"] for t in data["trace"]] == ["search", "report_inconsistency", "verifier"]
+    assert [t["action_name"] for t in data["trace"]] == ["search", "report_inconsistency", "finish", "verifier"]
     titles = {e["document_title"] for e in data["evidence"]}
     assert "Paris" not in titles and "Eiffel Tower" in titles
     assert data["report"]["consistent"] and data["report"]["inconsistent"]
@@ -128,7 +128,7 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json"
 
 def test_eval_writes_a_run_dir_and_resumes_for_free(server, demo_cache, tmp_path):
     out = tmp_path / "run"
-    args = ("eval", "--dataset", str(FIXTURE), "--system", "claire", "--out", str(out), "--ids", "demo_1,demo_2,demo_6,demo_7",
+    args = ("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "claire", "--out", str(out), "--ids", "demo_1,demo_2,demo_6,demo_7",
             "--base-url", server.base_url, "--no-rerank", "--concurrency", "2")
     first = claire(*args, cache=demo_cache)
     assert first.returncode == 0, first.stderr
@@ -152,7 +152,7 @@ def test_eval_writes_a_run_dir_and_resumes_for_free(server, demo_cache, tmp_path
 def test_eval_rejects_a_malformed_dataset(demo_cache, tmp_path):
     bad = tmp_path / "dev.json"
     bad.write_text(json.dumps([{"claim": {"claim_id": "x"}, "label": "maybe"}]))
-    result = claire("eval", "--dataset", str(bad), "--out", str(tmp_path / "o"), cache=demo_cache, env={"OPENAI_API_KEY": "k"})
+    result = claire("eval", "--index", "demo", "--dataset", str(bad), "--out", str(tmp_path / "o"), cache=demo_cache, env={"OPENAI_API_KEY": "k"})
     assert result.returncode == 2 and "record 0" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "o" / "predictions.jsonl").exists()
 
@@ -212,8 +212,8 @@ def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
 def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server, demo_cache, tmp_path):
     dev, test = tmp_path / "dev", tmp_path / "test"
     common_args = ("--system", "rav", "--base-url", server.base_url, "--no-rerank", "--ids", "demo_1,demo_2,demo_6,demo_7")
-    assert claire("eval", "--dataset", str(FIXTURE), "--out", str(dev), *common_args, cache=demo_cache).returncode == 0
-    result = claire("eval", "--dataset", str(FIXTURE), "--out", str(test), "--threshold", "0.05", *common_args, cache=demo_cache)
+    assert claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(dev), *common_args, cache=demo_cache).returncode == 0
+    result = claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(test), "--threshold", "0.05", *common_args, cache=demo_cache)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in (test / "predictions.jsonl").read_text().splitlines()]
     assert {r["threshold"] for r in rows} == {0.05} and {r["verdict"] for r in rows} == {"inconsistent"}
@@ -230,7 +230,7 @@ def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server,
 
 def test_a_run_directory_refuses_to_resume_with_other_settings(server, demo_cache, tmp_path):
     out = tmp_path / "run"
-    args = ("eval", "--dataset", str(FIXTURE), "--out", str(out), "--system", "rav", "--base-url", server.base_url,
+    args = ("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(out), "--system", "rav", "--base-url", server.base_url,
             "--no-rerank", "--limit", "1")
     assert claire(*args, cache=demo_cache).returncode == 0
     changed = claire(*args, "--model", "another-model", cache=demo_cache)

@@ -74,7 +74,7 @@ def test_two_searches_run_while_an_eval_uses_the_same_index(tmp_path):
     with MockOpenAIServer(http_responder()) as server, open_retriever("shared", root=root) as held:
         # this process keeps the index open throughout: before versions, every other open failed
         processes = [
-            start("eval", "--dataset", str(FIXTURE), "--out", str(tmp_path / "run"), "--ids", "demo_1,demo_2",
+            start("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(tmp_path / "run"), "--ids", "demo_1,demo_2",
                   "--index", "shared", "--base-url", server.base_url, "--no-rerank", "--no-cache", cache=cache),
             start("search", "Eiffel Tower completion", "-k", "3", "--json", "--index", "shared", cache=cache),
             start("search", "Apollo 11 lunar module", "-k", "3", "--json", "--index", "shared",

@@ -35,7 +35,7 @@ def test_cli_eval_refuses_a_dataset_with_an_over_long_claim(tmp_path):
     records[2]["claim"]["claim_text"] = PASTED
     dataset = tmp_path / "dev.json"
     dataset.write_text(json.dumps(records), encoding="utf-8")
-    result = claire("eval", "--dataset", str(dataset), "--out", str(tmp_path / "run"), cache=tmp_path)
+    result = claire("eval", "--index", "demo", "--dataset", str(dataset), "--out", str(tmp_path / "run"), cache=tmp_path)
     assert result.returncode == 2, result.stderr
     assert records[2]["claim"]["claim_id"] in result.stderr and "claire scan" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()

@@ -112,7 +112,7 @@ def test_replace_never_touches_a_user_index_named_like_a_temporary(tmp_path):
     (["--limit", "-1"], "--limit"), (["--limit", "0"], "--limit"), (["--ids", ","], "--ids"), (["--concurrency", "0"], "--concurrency"),
 ])
 def test_eval_refuses_empty_or_negative_selections(tmp_path, args, needle):
-    result = _claire("eval", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(tmp_path / "run"), *args,
+    result = _claire("eval", "--index", "demo", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(tmp_path / "run"), *args,
                      env={"CLAIRE_CACHE_DIR": str(tmp_path)})
     assert result.returncode == 2 and needle in result.stderr
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
@@ -120,7 +120,7 @@ def test_eval_refuses_empty_or_negative_selections(tmp_path, args, needle):
 
 def test_eval_fails_when_too_many_claims_end_in_error(tmp_path):
     with MockOpenAIServer(lambda body: {"fault": "404"}) as server:
-        result = _claire("eval", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(tmp_path / "run"),
+        result = _claire("eval", "--index", "demo", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(tmp_path / "run"),
                          "--system", "rav", "--no-rerank", "--no-cache", "--base-url", server.base_url,
                          "--set", "eval.max_error_share=0.0", env={"CLAIRE_CACHE_DIR": str(tmp_path)})
     assert result.returncode == 2, result.stdout + result.stderr
@@ -143,7 +143,7 @@ def test_keys_in_urls_and_pasted_into_api_key_env_are_never_written(tmp_path):
         shown = _claire("config", "show", "--json", "--set", f'llm.base_url="{base}"', env=env)
         assert shown.returncode == 0 and secret not in shown.stdout
         run = tmp_path / "run"
-        result = _claire("eval", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(run), "--limit", "1",
+        result = _claire("eval", "--index", "demo", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(run), "--limit", "1",
                          "--system", "rav", "--no-rerank", "--no-cache", "--base-url", base, env=env)
         assert result.returncode == 0, result.stderr
         assert secret not in result.stdout + result.stderr

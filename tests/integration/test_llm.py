@@ -252,8 +252,8 @@ async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, 
     prompts_ = PromptLibrary(variants={"nli": "feverous"})
     prompts = [
         prompts_.render("controller", claim="c", context=context, history=[], steps_left=3, text_actions=False,
-                        tools=[{"name": "search", "argument": "query", "description": "d"}]),
-        prompts_.render("verifier", claim="c", context=context, clarifications=[], documents=docs),
+                        finish=True, tools=[{"name": "search", "argument": "query", "description": "d"}]),
+        prompts_.render("verifier", claim="c", context=context, clarifications=[], explanations=[], documents=docs),
         prompts_.render("rankgpt", query="q", passages=docs, max_chars=600),
         prompts_.render("nli", claim="c", document=docs[0]),
         prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France."),

@@ -201,6 +201,8 @@ def test_sides_ranking_decision_and_success_at_k_with_a_featured_split():
     missed = original.model_copy(update={"retrieval_rank": None})  # the search missed it: it cannot rank first
     assert decide(missed, [other], 0.5, rule="ranking") == "not supported"
     assert decide(missed, [other], 0.5, rule="threshold") == "supported"
+    weak = original.model_copy(update={"score": 0.2})  # first among sources that all fail to support the claim
+    assert decide(weak, [other.model_copy(update={"score": 0.1})], 0.5, rule="ranking") == "not supported"
     below = original.model_copy(update={"rank": 2, "score": 0.6})
     above = other.model_copy(update={"rank": 1, "score": 0.8})
     assert decide(below, [above], 0.5, rule="ranking") == "better source found"
