@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
+from rich import box
 from rich.table import Table
 
 from claire.errors import ConfigError
@@ -30,7 +31,8 @@ def read_metrics(run_dir: str | Path) -> dict[str, Any]:
 
 
 def _with_delta(text: str, delta: float | None) -> str:
-    return text if delta is None else f"{text} ({100 * delta:+.1f})"
+    """A score with its difference from the first run on a second line (narrow columns)."""
+    return text if delta is None else f"{text}\n({100 * delta:+.1f})"
 
 
 def comparison_rows(dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -69,26 +71,34 @@ def _number(value: float | None, digits: int) -> str:
     return DASH if value is None else f"{value:,.{digits}f}"
 
 
+def _run_labels(dirs: Sequence[str | Path]) -> list[str]:
+    """Each run's folder name, or its whole path where two runs share a name."""
+    names = [Path(d).name or str(d) for d in dirs]
+    return names if len(set(names)) == len(names) else [str(d) for d in dirs]
+
+
+# Columns left out when every run has nothing to show in them (no errors, no repairs, no cost).
+_QUIET_COLUMNS = ("Errors", "Repaired", "Bad calls", "Cost")
+
+
 def compare_runs(dirs: Sequence[str | Path]) -> Table:
     """Runs side by side (×100, differences from the first run in brackets)."""
     if not dirs:
         raise ConfigError("compare needs at least one run directory")
     rows = comparison_rows(dirs)
-    table = Table(title="Runs compared (scores ×100; brackets: difference from the first run)")
     columns = ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "Repaired",
-               "Bad calls", "Calls/claim", "Tokens/claim (prompt+compl.)", "s/claim", "Cost")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right")
-    for row in rows:
+               "Bad calls", "Calls", "Tokens", "Seconds", "Cost")
+    cells: list[dict[str, str]] = []
+    for label, row in zip(_run_labels(dirs), rows):
         m, delta = row["metrics"], row["delta"]
         per_claim = per_claim_costs(m)
         robust = m.get("robustness") or {}
-        table.add_row(
-            row["run"],
+        values = [
+            label,
             m.get("system") or DASH,
             m.get("split") or DASH,
             f"{m['counts']['scored']}/{m['counts']['total']}",
-            _with_delta(auroc_text(m), delta["auroc"]),
+            _with_delta(auroc_text(m).replace(" (", "\n(", 1), delta["auroc"]),
             *(_with_delta(pct(m.get(k)), delta[k]) for k in ("accuracy", "precision", "recall", "f1")),
             str(m["counts"]["errors"]),
             str(robust.get("repaired_or_reasked", DASH)),
@@ -97,9 +107,30 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             f"{_number(per_claim['prompt_tokens'], 0)}+{_number(per_claim['completion_tokens'], 0)}",
             _number(per_claim["seconds"], 1),
             money(m["usage"]["cost_usd"]),
-        )
+        ]
+        cells.append(dict(zip(columns, values)))
+    # What every run shares goes under the table rather than in a column of repeats.
+    quiet = [c for c in _QUIET_COLUMNS if all(row[c] in ("0", DASH) for row in cells)]
+    splits = {row["Split"] for row in cells}
+    if len(splits) == 1:
+        quiet.append("Split")
+    if all(row["Run"] == row["System"] for row in cells):
+        quiet.append("System")
+    shown = [c for c in columns if c not in quiet]
+    table = Table(title="Runs compared (scores ×100; brackets: difference from the first run)", box=box.SIMPLE_HEAD)
+    for column in shown:
+        table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right")
+    for row in cells:
+        table.add_row(*(row[c] for c in shown))
+    notes = ["Calls, tokens (prompt+completion) and seconds are per claim."]
+    if "Split" in quiet:
+        notes.append(f"Split: {splits.pop()}.")
+    silent = [c for c in quiet if c in _QUIET_COLUMNS]
+    if silent:
+        notes.append("Every run: " + ", ".join(f"{c.lower()} {DASH if c == 'Cost' else 0}" for c in silent) + ".")
     if any(row["claim_ids"] != rows[0]["claim_ids"] for row in rows):
-        table.caption = "Warning: these runs cover different claims, so their differences are not like for like."
+        notes.append("Warning: these runs cover different claims, so their differences are not like for like.")
+    table.caption = " ".join(notes)
     return table
 
 

@@ -272,8 +272,6 @@ class BuildPipeline:
             except queue.Full:
                 continue
         self.encoding.join()
-        if self.storing.is_alive() and not self.encoding.is_alive() and self.encoding.error is None:
-            pass  # the encode stage passed the end mark on
         self.storing.join()
 
     def _account(self) -> None:
@@ -286,8 +284,10 @@ class BuildPipeline:
         self.parse_seconds = self.sparse_seconds = self.encoding.busy = self.storing.busy = 0.0
 
     def close(self, cancel: bool = False) -> None:
-        """Shut the parsing processes down."""
+        """Shut the parsing processes down. After Ctrl-C the queued work is dropped but the batches
+        being parsed are waited for (they are short): leaving the pool's manager thread running
+        into interpreter exit races CPython 3.11's exit hook and prints a traceback."""
         if self.pool is not None:
-            self.pool.shutdown(wait=not cancel, cancel_futures=cancel)
+            self.pool.shutdown(wait=True, cancel_futures=cancel)
             self.pool = None
 
