@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from claire.files import write_atomically
 from claire.llm.usage import EVENTS
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
+from claire.tasks.records import COUNTING_SYSTEMS
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -158,7 +159,7 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         lines.append(f"- … and {len(failed) - 50} more (see {PREDICTIONS})")
     if failed:
         lines.append("")
-    lines += _calibration_section(metrics.get("calibration"), metrics.get("calibrated"))
+    lines += _calibration_section(metrics.get("calibration"), metrics.get("calibrated"), system=metrics.get("system"))
     robust = metrics.get("robustness") or {}
     events = (metrics.get("usage") or {}).get("events") or {}
     if events:
@@ -186,11 +187,15 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
     return "\n".join(lines)
 
 
-def _calibration_section(found: dict[str, Any] | None, calibrated: dict[str, Any] | None = None) -> list[str]:
+def _calibration_section(found: dict[str, Any] | None, calibrated: dict[str, Any] | None = None, *,
+                         system: str | None = None) -> list[str]:
     if not found:
-        return []
+        if system not in COUNTING_SYSTEMS:
+            return []
+        return ["## Calibration", "", "None: this system's scores count the passages judged to refute the claim; "
+                "they are not probabilities, so neither ECE nor `--calibrate-from` applies.", ""]
     after = [] if not calibrated else [
-        f"After isotonic calibration fitted on `{calibrated['source']}` ({calibrated['fitted_on']} claims): "
+        f"After {calibrated.get('method', 'isotonic')} calibration fitted on `{calibrated['source']}` ({calibrated['fitted_on']} claims): "
         f"ECE {calibrated['ece']:.3f} (raw scores: {calibrated['ece_before']:.3f}).", ""]
     lines = [
         "## Calibration",
