@@ -158,9 +158,9 @@ def test_eval_rejects_a_malformed_dataset(demo_cache, tmp_path):
 
 
 def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
-    text = "The Eiffel Tower was completed in 1890. It stands in Paris and is made of wrought iron."
+    example = Path(__file__).parents[2] / "docs" / "examples" / "Paris.txt"  # README's example passage
     out = tmp_path / "scan"
-    result = claire("scan", "--title", "Paris", "--text", text, "--out", str(out), "--base-url", server.base_url,
+    result = claire("scan", "--title", "Paris", "--file", str(example), "--out", str(out), "--base-url", server.base_url,
                     "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     report = (out / "scan.md").read_text()
