@@ -1,8 +1,11 @@
-"""Test doubles shipped for CLAIRE's tests and users' own: an OpenAI-compatible HTTP server
-(``mock_openai``), a scripted chat backend and ``scripted_client`` (``scripted``), scripted
-models and a keyword retriever (``doubles``), and a local server that answers like the WikiChat
-search API (``wikichat_mock``).
+"""Test doubles shipped for CLAIRE's tests and users' own: the background HTTP server they all run
+on (``http_server``), an OpenAI-compatible server (``mock_openai``) with its quirks mode
+(``quirks``), recorded answers of a real model (``cassette``), an oracle model for a dataset
+(``oracle``), a scripted chat backend (``scripted``), scripted models and a keyword retriever
+(``doubles``), models for the benchmarks (``bench_models``), a fake system (``fake_system``),
+wiki-dump fixtures (``dumps``), a live wiki's event stream and API (``wiki_doubles``), the WikiChat
+search API (``wikichat_mock``) and ``claire serve``'s search route (``search_server``).
 
-May import ``agent``, ``tools``, ``indexes``, ``config`` and ``errors``; nothing imports it but
-tests and benchmarks.
+May import any layer below the CLI (``agent``, ``tools``, ``llm``, ``tasks``, ``indexes``, ...);
+nothing imports it but tests and the benchmarks in ``bench/``.
 """

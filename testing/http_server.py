@@ -1,11 +1,35 @@
 """The one way CLAIRE's test servers run: a threaded HTTP server on 127.0.0.1 (a free port) served
-from a thread of its own, started and stopped as a context manager."""
+from a thread of its own, started and stopped as a context manager, and the quiet handler base
+their request handlers share."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A keep-alive (HTTP/1.1) request handler that logs nothing and answers with :meth:`send_body`."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: Any) -> None:
+        """Keep test output quiet."""
+        return None
+
+    def send_body(self, status: int, body: Any, headers: dict[str, str] | None = None,
+                  content_type: str = "application/json") -> None:
+        """Answer ``status`` with ``body`` (bytes as they are, anything else as JSON) and ``headers``."""
+        payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(payload)
 
 
 class _Server(ThreadingHTTPServer):

@@ -38,11 +38,10 @@ import json
 import threading
 import time
 from collections import deque
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Callable
 
 from claire.prompts import PROMPT_HEADER
-from claire.testing.http_server import BackgroundServer
+from claire.testing.http_server import BackgroundServer, QuietHandler
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -140,32 +139,19 @@ class MockOpenAIServer(BackgroundServer):
             },
         }
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+    def _handler_class(self) -> type[QuietHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        class Handler(QuietHandler):
             disable_nagle_algorithm = True  # small JSON answers must not wait 40 ms for an ACK
-
-            def log_message(self, *args: Any) -> None:  # keep test output quiet
-                return None
-
-            def _send(self, status: int, payload: bytes, content_type: str = "application/json", headers: dict | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
 
             def _error(self, status: int, message: str, headers: dict | None = None) -> None:
                 body = json.dumps({"error": {"message": message, "type": "mock_error", "code": status}}).encode()
-                self._send(status, body, headers=headers)
+                self.send_body(status, body, headers)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode())
+                    self.send_body(200, json.dumps({"object": "list", "data": [{"id": server.model, "object": "model"}]}).encode())
                 else:
                     self._error(404, "not found")
 
@@ -195,7 +181,7 @@ class MockOpenAIServer(BackgroundServer):
                     body_out = {"error": {"message": f"This model's maximum context length is {server.max_prompt_tokens} tokens; "
                                           f"the messages came to {size} tokens.", "type": "invalid_request_error",
                                           "code": "context_length_exceeded"}}
-                    self._send(400, json.dumps(body_out).encode())
+                    self.send_body(400, json.dumps(body_out).encode())
                     return
                 item = server._next_item(body)
                 if server.latency:
@@ -213,13 +199,13 @@ class MockOpenAIServer(BackgroundServer):
                     time.sleep(float(item.get("seconds", 5)))
                     self.close_connection = True  # the client has given up by now
                 elif fault == "malformed":
-                    self._send(200, b'{"choices": [ this is not json')
+                    self.send_body(200, b'{"choices": [ this is not json')
                 elif fault == "empty":
-                    self._send(200, json.dumps(server._completion(body, {"content": ""})).encode())
+                    self.send_body(200, json.dumps(server._completion(body, {"content": ""})).encode())
                 elif body.get("stream"):
                     self._stream(body, item)
                 else:
-                    self._send(200, json.dumps(server._completion(body, item)).encode())
+                    self.send_body(200, json.dumps(server._completion(body, item)).encode())
 
             def _stream(self, body: dict[str, Any], item: dict[str, Any]) -> None:
                 full = server._completion(body, item)
@@ -244,6 +230,6 @@ class MockOpenAIServer(BackgroundServer):
                 events.append({"id": full["id"], "object": "chat.completion.chunk", "created": full["created"],
                                "model": full["model"], "choices": [], "usage": full["usage"]})
                 payload = b"".join(f"data: {json.dumps(e)}\n\n".encode() for e in events) + b"data: [DONE]\n\n"
-                self._send(200, payload, content_type="text/event-stream")
+                self.send_body(200, payload, content_type="text/event-stream")
 
         return Handler

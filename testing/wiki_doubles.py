@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from claire.testing.http_server import BackgroundServer
+from claire.testing.http_server import BackgroundServer, QuietHandler
 
 
 def change_event(title: str, old: int | None, new: int, *, wiki: str = "enwiki", namespace: int = 0, bot: bool = False,
@@ -54,12 +53,7 @@ class EventStreamServer(BackgroundServer):
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
+        class Handler(QuietHandler):
             def do_GET(self) -> None:
                 last = self.headers.get("Last-Event-ID")
                 with server._lock:
@@ -113,21 +107,7 @@ class WikiApiServer(BackgroundServer):
         self._lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-            def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+        class Handler(QuietHandler):
 
             def do_GET(self) -> None:
                 query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
@@ -138,10 +118,10 @@ class WikiApiServer(BackgroundServer):
                 if server.latency:
                     time.sleep(server.latency)
                 if lagging:
-                    self._send(200, {"error": {"code": "maxlag", "info": "Waiting for a database server: 7 seconds lagged."}},
+                    self.send_body(200, {"error": {"code": "maxlag", "info": "Waiting for a database server: 7 seconds lagged."}},
                                {"Retry-After": "0", "X-Database-Lag": "7"})
                     return
-                self._send(200, server.answer(query))
+                self.send_body(200, server.answer(query))
 
         super().__init__(Handler)
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from claire.testing.http_server import BackgroundServer, QuietHandler
 
 
-class MockWikiChat:
+class MockWikiChat(BackgroundServer):
     """Answers POSTs like the WikiChat retriever; ``script`` holds canned (status, headers, body)
     answers served first, in order."""
 
@@ -16,24 +16,15 @@ class MockWikiChat:
         self.script: list[tuple[int, dict[str, str], object]] = []
         mock = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 mock.requests.append(body)
                 status, headers, payload = mock.script.pop(0) if mock.script else (200, {}, mock.answer(body))
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in {"Content-Type": "application/json", **headers}.items():
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_body(status, payload, headers)
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/wikipedia_20250320"
+        super().__init__(Handler)
+        self.url = f"http://127.0.0.1:{self.port}/wikipedia_20250320"
 
     @staticmethod
     def answer(body: dict) -> list[dict]:
@@ -54,11 +45,3 @@ class MockWikiChat:
             }
 
         return [{"results": [result(q, i) for i in range(body["num_blocks"])]} for q in body["query"]]
-
-    def __enter__(self) -> MockWikiChat:
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()

@@ -7,8 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,6 +15,7 @@ from claire.indexes.corpus import Block
 from claire.indexes.http_search import HttpSearcher, answer
 from claire.indexes.registry import open_searcher
 from claire.indexes.retriever import build_index, open_retriever
+from claire.testing.search_server import SearchServer
 
 BLOCKS = [
     Block(id="bridge-0", document_title="Old Bridge", content="The old stone bridge crosses the river since 1850."),
@@ -24,51 +23,6 @@ BLOCKS = [
     Block(id="tower-0", document_title="Clock Tower", content="The clock tower in the square strikes every hour."),
     Block(id="lake-0", document_title="Blue Lake", content="Blue Lake is a deep mountain lake full of trout."),
 ]
-
-
-class SearchServer:
-    """A stand-in for ``claire serve``'s search route: stdlib HTTP in front of ``answer``.
-    ``fail_first`` answers that many requests with ``fail_status`` (and ``Retry-After: retry_after``) first."""
-
-    def __init__(self, retriever, fail_first: int = 0, fail_status: int = 503, retry_after: str | None = None) -> None:
-        self.retriever, self.fail_first, self.requests = retriever, fail_first, []
-        self.fail_status, self.retry_after = fail_status, retry_after
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"null")
-                owner.requests.append((self.path, body))
-                if self.path != "/api/search":
-                    status, payload = 404, {"detail": "Not Found"}
-                elif owner.fail_first > 0:
-                    owner.fail_first -= 1
-                    status, payload = owner.fail_status, {"detail": "busy"}
-                else:
-                    status, payload = answer(owner.retriever, body, index="tiny")
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                if status != 200 and owner.retry_after is not None:
-                    self.send_header("Retry-After", owner.retry_after)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/api/search"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> SearchServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")
