@@ -11,6 +11,9 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+"""HTTP answers worth asking again."""
+
 
 class TransientError(Exception):
     """A failure worth retrying; ``retry_after`` is the server's requested wait in seconds."""

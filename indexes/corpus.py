@@ -32,7 +32,7 @@ BlockType = Literal["text", "table", "infobox"]
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _WIKI_HEADING = re.compile(r"^(={2,6})\s*(.+?)\s*\1\s*$")
-_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"'”’)\]]))\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 
 
 def block_id(document_title: str, section_title: str, content: str) -> str:
@@ -293,6 +293,12 @@ def blocks_from_wikicollide(path: str | Path) -> list[Block]:
 def _heading(line: str) -> tuple[int, str] | None:
     match = _MD_HEADING.match(line) or _WIKI_HEADING.match(line)
     return (len(match.group(1)), match.group(2)) if match else None
+
+
+def split_sentences(text: str) -> list[str]:
+    """A paragraph's sentences (split after ``.!?`` and any closing quote or bracket, before a
+    capital, a digit or an opening quote)."""
+    return [part.strip() for part in _SENTENCE_END.split(" ".join(text.split())) if part.strip()]
 
 
 def _pieces(paragraph: str, max_words: int) -> list[str]:

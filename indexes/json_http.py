@@ -12,10 +12,7 @@ import httpx
 
 from claire import __version__
 from claire.errors import RetrievalError
-from claire.retrying import TransientError, retry_after, retrying
-
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-"""HTTP answers worth asking again."""
+from claire.retrying import RETRY_STATUSES, TransientError, retry_after, retrying
 
 
 class JsonService:

@@ -11,6 +11,7 @@ settings from the start, the job store, runner and retriever once the server has
 from __future__ import annotations
 
 import asyncio
+import logging
 from contextlib import asynccontextmanager
 from functools import partial
 from collections.abc import AsyncIterator
@@ -23,7 +24,7 @@ from claire import __version__
 from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval
 from claire.config import Config
-from claire.errors import ClaireError
+from claire.errors import ClaireError, redact
 from claire.indexes.registry import Searcher
 from claire.web import security
 from claire.web.health_routes import server
@@ -37,6 +38,8 @@ from claire.web.search_routes import index
 from claire.web.settings import ServeSettings
 from claire.web.store import JobStore
 from claire.web.views import RenderedScans
+
+log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
@@ -57,6 +60,7 @@ async def running_services(app: FastAPI, *, llm: ChatClient | None, retriever: S
     if settings.watch:  # the patrol of live edits, inside the server (its results: GET /api/patrol)
         patrol = patrol_from_config(config, store, runner)
         patrolling = asyncio.get_running_loop().create_task(patrol.run(), name="claire-patrol")
+        patrolling.add_done_callback(partial(_patrol_ended, app))
     app.state.patrol = patrol
     try:
         yield
@@ -72,6 +76,16 @@ async def running_services(app: FastAPI, *, llm: ChatClient | None, retriever: S
         if llm is None:
             await client.aclose()
         store.close()
+
+
+def _patrol_ended(app: FastAPI, task: asyncio.Task) -> None:
+    """Say why a patrol stopped before the server did, and stop reporting it as watching."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        log.error("the patrol stopped: %s", redact(str(error) if isinstance(error, ClaireError) else f"{type(error).__name__}: {error}"))
+    app.state.patrol = None
 
 
 async def invalid_request_response(_: Request, error: RequestValidationError) -> JSONResponse:

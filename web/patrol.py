@@ -22,27 +22,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from claire.agent.extraction import extract_facts
-from claire.agent.runtime import prompt_library
 from claire.config import Config
-from claire.errors import ClaireError
-from claire.indexes.corpus import Passage
+from claire.errors import ClaireError, ConfigError, redact
 from claire.indexes.dumps.pages import DumpPage
 from claire.indexes.live_update import can_take_edits, update_pages
-from claire.tasks.records import Claim
 from claire.web.jobs import JobRunner
 from claire.web.store import JobStore
 from claire.workflows.edit_diff import changed_passages, page_blocks
-from claire.workflows.mediawiki import MediaWikiClient
+from claire.workflows.mediawiki import USER_AGENT, MediaWikiClient
 from claire.workflows.recentchanges import (
-    Change, ChangeFilter, describe_event, parse_change, position_after, replay_changes, stream_changes,
+    Change, ChangeFilter, describe_event, parse_change, replay_changes, replay_position, stream_changes,
 )
-from claire.workflows.scan import facts_within_limit, fact_id
+from claire.workflows.scan import extract_claims
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +60,7 @@ class PatrolStats:
     flagged: int = 0  # facts found inconsistent
     indexed: int = 0  # edited pages stored in the index
     lag_s: float | None = None  # now minus the newest event's time
-    latencies: list[float] = field(default_factory=list)  # seconds from an event to its last fact checked
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))  # event to last fact, seconds (latest)
 
     def line(self) -> str:
         """The live progress line."""
@@ -73,18 +70,23 @@ class PatrolStats:
 
     def to_dict(self) -> dict[str, Any]:
         """The counts as plain data (latencies summarised)."""
-        data = asdict(self)
-        data.pop("latencies")
-        return data
+        return {key: value for key, value in asdict(self).items() if key != "latencies"}
 
 
 @dataclass
 class ChangeSource:
-    """Where the events come from: the live stream at ``url``, or a recording ``replay`` (JSONL)."""
+    """Where the events come from: the live stream at ``url``, or a recording ``replay`` (JSONL).
+    ``user_agent`` is sent to the stream and the wiki's API."""
 
     url: str | None = None
     replay: Path | None = None
-    user_agent: str = ""
+    user_agent: str = USER_AGENT
+
+    def __post_init__(self) -> None:
+        if self.replay and not Path(self.replay).is_file():
+            raise ConfigError(f"--replay {self.replay}: no such file")
+        if not self.replay and not self.url:
+            raise ConfigError("the patrol needs an event stream (watch.stream_url / --stream-url) or --replay FILE")
 
     @property
     def key(self) -> str:
@@ -94,7 +96,7 @@ class ChangeSource:
     def events(self, position: str | None, stop: Callable[[], bool]) -> AsyncIterator[tuple[str | None, str]]:
         """``(position, JSON text)`` of the events after ``position``."""
         if self.replay:
-            return replay_changes(Path(self.replay), after=position_after("replay", position))
+            return replay_changes(Path(self.replay), after=replay_position(position))
         return stream_changes(self.url or "", last_event_id=position, user_agent=self.user_agent, stop=stop)
 
 
@@ -112,19 +114,22 @@ class Patrol:
         self.filters = filters or ChangeFilter()
         self.categories = [c.removeprefix("Category:") for c in categories or []]
         self.api_url = api_url
-        self.edits = asyncio.Semaphore(max(edits_in_flight, 1))
+        self.edits = asyncio.Semaphore(max(edits_in_flight, 1))  # taken before an edit's task starts
         self.index_every = index_every
-        self.wiki = wiki or MediaWikiClient(**({"user_agent": source.user_agent} if source.user_agent else {}))
+        self.wiki = wiki or MediaWikiClient(user_agent=source.user_agent)
         self.on_progress = on_progress
         self.stats = PatrolStats()
         self._stopping = False
         self._tasks: set[asyncio.Task] = set()
         retrieval = config.retrieval
-        self._indexable = retrieval.backend == "qdrant" and can_take_edits(retrieval.index, retrieval.index_root(), retrieval.url)
+        # an index holds one wiki's pages (block ids are page ids): edits are stored in it only when
+        # the patrol keeps a single wiki's changes
+        self._indexable = (len(self.filters.wikis) == 1 and retrieval.backend == "qdrant"
+                           and can_take_edits(retrieval.index, retrieval.index_root(), retrieval.url))
         self._last_indexed = time.monotonic()
 
     def stop(self) -> None:
-        """Stop reading events (edits in flight are finished)."""
+        """Stop reading events (the edits in flight are finished; queued ones wait in the store)."""
         self._stopping = True
 
     @property
@@ -136,12 +141,16 @@ class Patrol:
     async def run(self, *, max_events: int | None = None) -> PatrolStats:
         """Read events until stopped (or ``max_events`` read, or a recording's end), checking kept
         edits as they come; returns the counts."""
-        for job in self.store.unfinished_jobs("patrol"):  # left queued or running by an earlier patrol
-            self._spawn(job["id"], Change(**job["request"]["change"]))
         position = self.store.position(self.source.key)
         try:
+            for job in self.store.unfinished_jobs("patrol"):  # left queued or running by an earlier patrol
+                if self._stopping:
+                    break
+                await self._start(job["id"], Change(**job["request"]["change"]))
             async for position, data in self.source.events(position, lambda: self._stopping):
-                self._event(position, data)
+                kept = self._event(position, data)
+                if kept is not None:
+                    await self._start(*kept)  # waits while edits_in_flight edits are being checked
                 if self._stopping or (max_events is not None and self.stats.seen >= max_events):
                     break
                 await self._index_if_due()
@@ -152,7 +161,8 @@ class Patrol:
         self._progress()
         return self.stats
 
-    def _event(self, position: str | None, data: str) -> None:
+    def _event(self, position: str | None, data: str) -> tuple[str, Change] | None:
+        """Store a kept edit as a job (its id and change returned when it is new to the store)."""
         self.stats.seen += 1
         try:
             change = parse_change(data)
@@ -160,14 +170,14 @@ class Patrol:
             self.stats.bad += 1
             log.warning("patrol: event at %s left aside: %s (%s)", position, error, describe_event(data))
             self.store.set_position(self.source.key, position)
-            return
+            return None
         if change.timestamp:
             self.stats.lag_s = max(time.time() - change.timestamp, 0.0)
         reason = self.filters.why_not(change)
         if reason is not None:
             self.stats.left_aside += 1
             self.store.set_position(self.source.key, position)
-            return
+            return None
         job_id = f"{change.wiki}:{change.new_revision}"
         request = {"title": change.title, "revision": change.new_revision, "old_revision": change.old_revision,
                    "wiki": change.wiki, "diff_url": change.diff_url(), "user": change.user, "comment": change.comment,
@@ -176,29 +186,29 @@ class Patrol:
         self.store.set_position(self.source.key, position)  # only now: the edit is safe in the store
         if not new:
             self.stats.repeated += 1
-            return
+            return None
         self.stats.kept += 1
-        self._spawn(job_id, change)
         self._progress()
+        return job_id, change
 
-    def _spawn(self, job_id: str, change: Change) -> None:
+    async def _start(self, job_id: str, change: Change) -> None:
+        """Check an edit on a task of its own once fewer than ``edits_in_flight`` are being checked."""
+        await self.edits.acquire()
         task = asyncio.get_running_loop().create_task(self._edit(job_id, change), name=f"claire-patrol-{job_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     # -- one edit --------------------------------------------------------------------------------
     async def _edit(self, job_id: str, change: Change) -> None:
-        async with self.edits:
+        """Check one edit (the slot :meth:`_start` took is given back at the end)."""
+        try:
             received = (self.store.job(job_id) or {}).get("request", {}).get("received") or time.time()
             try:
                 facts = await self._facts(job_id, change)
                 if facts is None:
                     self.stats.skipped += 1
                     return
-                if facts:
-                    await self.runner.run_job(job_id)
-                else:
-                    self.store.set_status(job_id, "done")
+                await self.runner.run_job(job_id)
                 finished = self.store.job(job_id) or {}
                 if finished.get("status") == "error":
                     self.stats.failed += 1
@@ -216,10 +226,13 @@ class Patrol:
                 log.warning("patrol: %s (%s) could not be checked: %s", change.title, job_id, error)
             except Exception as error:  # a bug ends this edit with a message, never the patrol
                 self.stats.failed += 1
-                self.store.set_status(job_id, "error", f"{type(error).__name__}: {error}")
-                log.warning("patrol: %s (%s) failed: %s: %s", change.title, job_id, type(error).__name__, error)
+                problem = redact(f"{type(error).__name__}: {error}")
+                self.store.set_status(job_id, "error", problem)
+                log.warning("patrol: %s (%s) failed: %s", change.title, job_id, problem)
             finally:
                 self._progress()
+        finally:
+            self.edits.release()
 
     async def _facts(self, job_id: str, change: Change) -> list[dict[str, Any]] | None:
         """Store the facts the edit added or changed (None: the edit has nothing to check, said in its job)."""
@@ -252,21 +265,21 @@ class Patrol:
         if new.skipped:
             self.store.set_status(job_id, "skipped", f"the page is a {new.skipped} page")
             return None
-        rows = []
-        llm, prompts = self.runner.llm, prompt_library(self.config)
+        rows: dict[str, dict[str, Any]] = {}
         for passage in changed_passages(old, new):
-            found = await extract_facts(title=change.title, section=passage.section, text=passage.text, llm=llm,
-                                        prompts=prompts)
-            for fact in facts_within_limit(found, self.config.agent.max_fact_chars, None) if found else []:
-                claim = Claim(claim_id=fact_id(fact.text), text=fact.text,
-                              context=Passage(document_title=change.title, section_title=passage.section,
-                                              content=passage.block.content, url=passage.block.url))
-                if all(row["claim_id"] != claim.claim_id for row in rows):
-                    rows.append({"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()})
+            try:
+                claims = await extract_claims(title=change.title, section=passage.section, text=passage.text,
+                                              llm=self.runner.llm, config=self.config)
+            except ClaireError as error:  # nothing checkable in this passage (none found, or all too long)
+                log.info("patrol: %s (%s), %s: %s", change.title, job_id, passage.section or "lead", error)
+                continue
+            for claim in claims:  # checked in the context of the block the edit wrote into
+                claim.context = claim.context.model_copy(update={"content": passage.block.content, "url": passage.block.url})
+                rows.setdefault(claim.claim_id, {"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()})
         if not rows:
             self.store.set_status(job_id, "skipped", "the edit added or changed no checkable fact")
             return None
-        self.store.add_facts(job_id, rows)
+        self.store.add_facts(job_id, list(rows.values()))
         return self.store.facts(job_id)
 
     # -- keeping the index current ---------------------------------------------------------------
@@ -291,7 +304,7 @@ class Patrol:
         except ClaireError as error:
             log.warning("patrol: %d edited page(s) could not be stored in index %s yet: %s", len(pages), retrieval.index, error)
             return
-        self.store.drop_pending_pages([item["page_key"] for item in waiting])
+        self.store.drop_pending_pages([(item["page_key"], item["job_id"]) for item in waiting])
         self.stats.indexed += len(pages)
         refresh = getattr(self.runner.retriever, "refresh", None)
         if refresh is not None:
@@ -302,13 +315,20 @@ class Patrol:
             self.on_progress(self.stats)
 
 
+def patrol_source(config: Config) -> tuple[ChangeSource, ChangeFilter]:
+    """Where ``config.watch`` reads events from and which it keeps (a ConfigError when it cannot)."""
+    watch = config.watch
+    source = ChangeSource(url=watch.stream_url, replay=watch.replay, user_agent=watch.user_agent or USER_AGENT)
+    filters = ChangeFilter(wikis=list(watch.wikis), namespaces=list(watch.namespaces), include_bots=watch.include_bots,
+                           titles=list(watch.titles))
+    return source, filters
+
+
 def patrol_from_config(config: Config, store: JobStore, runner: JobRunner, *,
                        on_progress: Callable[[PatrolStats], None] | None = None) -> Patrol:
     """The patrol ``config.watch`` describes, over the store and job runner given."""
     watch = config.watch
-    source = ChangeSource(url=watch.stream_url, replay=watch.replay, user_agent=watch.user_agent or "")
-    filters = ChangeFilter(wikis=list(watch.wikis), namespaces=list(watch.namespaces), include_bots=watch.include_bots,
-                           titles=list(watch.titles))
+    source, filters = patrol_source(config)
     return Patrol(config, store, runner, source, filters=filters, categories=list(watch.categories),
                   api_url=watch.api_url, edits_in_flight=watch.edits_in_flight, index_every=watch.index_every,
                   on_progress=on_progress)
@@ -332,8 +352,8 @@ async def run_patrol(config: Config, settings: Any, *, max_events: int | None = 
         loop.add_signal_handler(number, patrol.stop)
     try:
         if not patrol.indexable:
-            log.warning("patrol: index %s was not built from a dump, so edited pages are checked but not stored in it",
-                        config.retrieval.index)
+            log.warning("patrol: edited pages are checked but not stored in index %s (it was not built from a dump, "
+                        "or the patrol keeps more than one wiki)", config.retrieval.index)
         return await patrol.run(max_events=max_events)
     finally:
         for number in stop_on:

@@ -17,6 +17,7 @@ from claire.config import Config
 from claire.errors import ClaireError
 from claire.llm.client import ChatClient
 from claire.web.app import create_app
+from claire.web.patrol import patrol_source
 from claire.web.security import check_bind
 from claire.web.settings import ServeSettings
 
@@ -33,6 +34,8 @@ def serve(config: Config, settings: ServeSettings, console: Console | None = Non
     # error, rather than inside the server's start-up.
     _check_port(settings.host, settings.port)
     asyncio.run(ChatClient.from_config(config.llm).aclose())
+    if settings.watch:
+        patrol_source(config)  # a missing recording or a bad title filter, said before the server starts
     retriever = open_retrieval(config)
     app = create_app(config, settings, retriever=retriever)
     server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",

@@ -101,7 +101,8 @@ class JobStore:
         self._write("UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?", status, error, time.time(), job_id)
 
     def unfinished_jobs(self, kind: str | None = None) -> list[dict[str, Any]]:
-        """The jobs (of ``kind``, or of every kind) still queued or running, oldest first."""
+        """The jobs still queued or running, oldest first: of ``kind``, or (without one) the web
+        app's checks and scans."""
         kinds = (kind,) if kind else ("check", "scan")
         ids = [r["id"] for r in self._rows(
             f"SELECT id FROM jobs WHERE status IN (?, ?) AND kind IN ({', '.join('?' * len(kinds))}) ORDER BY created",
@@ -215,10 +216,11 @@ class JobStore:
         return [{"page_key": r["page_key"], "job_id": r["job_id"], "page": json.loads(r["page"])}
                 for r in self._rows("SELECT * FROM pending_pages ORDER BY created")]
 
-    def drop_pending_pages(self, keys: list[str]) -> None:
-        """Forget pages now stored in the index."""
+    def drop_pending_pages(self, stored: list[tuple[str, str]]) -> None:
+        """Forget pages now stored in the index, given as (page key, job id): a newer revision of the
+        page queued meanwhile (another job) stays."""
         with self._lock:
-            self._db.executemany("DELETE FROM pending_pages WHERE page_key = ?", [(k,) for k in keys])
+            self._db.executemany("DELETE FROM pending_pages WHERE page_key = ? AND job_id = ?", stored)
 
     # -- reviews ---------------------------------------------------------------------------
     def put_review(self, job_id: str, claim_id: str, fact: str, decision: str, comment: str | None) -> dict[str, Any]:

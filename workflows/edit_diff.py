@@ -14,11 +14,10 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from claire.indexes.corpus import Block
+from claire.indexes.corpus import Block, split_sentences
 from claire.indexes.dumps.convert import convert_page
 from claire.indexes.dumps.pages import DumpPage, PageResult
 
-_SENTENCE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[A-Z0-9\"'“‘(\[])")
 MIN_WORDS = 4  # shorter units (a lone date, a heading-like fragment) carry no checkable fact
 
 
@@ -35,7 +34,7 @@ def units(block: Block) -> list[str]:
     """A block's units: sentences of prose, rows of a table, lines of an infobox."""
     if block.block_type in ("table", "infobox"):
         return [line.strip() for line in block.content.splitlines() if line.strip() and not line.startswith("| ---")]
-    return [part.strip() for part in _SENTENCE.split(" ".join(block.content.split())) if part.strip()]
+    return split_sentences(block.content)
 
 
 def _normal(unit: str) -> str:

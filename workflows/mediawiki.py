@@ -18,9 +18,8 @@ import httpx
 
 from claire import __version__
 from claire.errors import ClaireError
-from claire.retrying import TransientError, async_retrying, retry_after
+from claire.retrying import RETRY_STATUSES, TransientError, async_retrying, retry_after
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 USER_AGENT = (f"CLAIRE-patrol/{__version__} (checks new edits for corpus-level inconsistencies; set watch.user_agent "
               f"to add your contact) httpx/{httpx.__version__}")
 """Sent with every request, as Wikimedia's User-Agent policy asks (tool name and version; the
@@ -30,13 +29,12 @@ policy also asks for a contact, which only the person running the patrol can giv
 
 @dataclass
 class Revisions:
-    """An edit's revisions as the API gave them: the page, the texts found (by revision id), the
-    revision ids the API did not have, and the page's categories."""
+    """An edit's revisions as the API gave them: the page, the texts found (by revision id; a
+    revision the API no longer has, or whose text is hidden, is absent), whether the page is gone,
+    and the page's categories."""
 
     page_id: int | None = None
-    title: str | None = None
     texts: dict[int, str] = field(default_factory=dict)
-    missing: list[int] = field(default_factory=list)
     page_missing: bool = False
     categories: list[str] = field(default_factory=list)
 
@@ -46,7 +44,6 @@ class MediaWikiClient:
 
     def __init__(self, *, user_agent: str = USER_AGENT, timeout: float = 30.0, max_attempts: int = 5,
                  base_wait: float = 1.0, max_wait: float = 60.0, maxlag: int = 5):
-        self.user_agent = user_agent
         self.max_attempts = max_attempts
         self.base_wait = base_wait
         self.max_wait = max_wait
@@ -100,23 +97,18 @@ class MediaWikiClient:
 def read_revisions(data: Any) -> Revisions:
     """The revisions of an Action API ``query`` answer (formatversion 2)."""
     query = (data or {}).get("query") or {}
-    found = Revisions(missing=[int(r["revid"]) for r in query.get("badrevids", {}).values() if "revid" in r]
-                      if isinstance(query.get("badrevids"), dict) else [])
+    found = Revisions()
     for page in query.get("pages") or []:
         if page.get("missing") or page.get("invalid"):
             found.page_missing = True
             continue
         found.page_id = int(page["pageid"]) if page.get("pageid") is not None else None
-        found.title = page.get("title")
         found.categories = [str(c.get("title", "")).split(":", 1)[-1] for c in page.get("categories") or []]
         for revision in page.get("revisions") or []:
             if revision.get("texthidden") or revision.get("textmissing"):
-                found.missing.append(int(revision["revid"]))
                 continue
             slot = ((revision.get("slots") or {}).get("main") or {})
             content = slot.get("content", revision.get("content"))
-            if content is None:
-                found.missing.append(int(revision["revid"]))
-            else:
+            if content is not None:
                 found.texts[int(revision["revid"])] = content
     return found

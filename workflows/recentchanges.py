@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
-from claire.errors import ConfigError, DatasetError
+from claire.errors import ClaireError, ConfigError, DatasetError, redact
 from claire.files import read_jsonl
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,9 @@ def parse_change(data: str) -> Change:
     missing = [key for key in ("wiki", "title", "namespace", "type", "server_url") if key not in event]
     if missing:
         raise ValueError(f"no {', '.join(missing)}")
-    revision = event.get("revision") or {}
-    if not isinstance(revision, dict):
-        raise ValueError("revision is not an object")
+    revision, meta = event.get("revision") or {}, event.get("meta") or {}
+    if not isinstance(revision, dict) or not isinstance(meta, dict):
+        raise ValueError("revision and meta must be objects")
     try:
         namespace = int(event["namespace"])
         old = int(revision["old"]) if revision.get("old") else None
@@ -90,7 +90,7 @@ def parse_change(data: str) -> Change:
         bot=bool(event.get("bot")), old_revision=old, new_revision=new, server_url=str(event["server_url"]),
         server_script_path=str(event.get("server_script_path") or "/w"), timestamp=timestamp,
         user=str(event.get("user") or ""), comment=str(event.get("comment") or ""),
-        event_id=str((event.get("meta") or {}).get("id") or "") or None,
+        event_id=str(meta.get("id") or "") or None,
     )
 
 
@@ -132,7 +132,8 @@ async def stream_changes(url: str, *, last_event_id: str | None = None, user_age
                          stop: Callable[[], bool] = lambda: False,
                          client: httpx.AsyncClient | None = None) -> AsyncIterator[tuple[str | None, str]]:
     """``(event id, JSON text)`` of every event of the stream at ``url``, from after
-    ``last_event_id``; reconnects on its own (as ``Last-Event-ID`` says) until ``stop()``."""
+    ``last_event_id``; reconnects on its own (as ``Last-Event-ID`` says) until ``stop()``. An answer
+    that will not change by asking again (a 4xx other than 429, or no event stream) is a ClaireError."""
     own = client is None
     client = client or httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=120.0))
     wait, last = 1.0, last_event_id
@@ -143,7 +144,10 @@ async def stream_changes(url: str, *, last_event_id: str | None = None, user_age
                 headers["Last-Event-ID"] = last
             try:
                 async with aconnect_sse(client, "GET", url, headers=headers) as source:
-                    if source.response.status_code >= 400:
+                    status = source.response.status_code
+                    if 400 <= status < 500 and status not in (408, 429):
+                        raise ClaireError(f"the event stream at {redact(url)} refused the request: HTTP {status}")
+                    if status >= 400:
                         raise httpx.HTTPStatusError(f"HTTP {source.response.status_code}", request=source.response.request,
                                                     response=source.response)
                     async for event in source.aiter_sse():
@@ -158,8 +162,10 @@ async def stream_changes(url: str, *, last_event_id: str | None = None, user_age
                             return
                         wait = 1.0  # events flow again: start the backoff afresh
                 log.info("the event stream closed; reconnecting after %s", last or "its start")
-            except (httpx.HTTPError, SSEError) as error:
-                log.warning("the event stream at %s failed (%s); reconnecting in %.0f s", url, error, wait)
+            except SSEError as error:
+                raise ClaireError(f"{redact(url)} is not an event stream ({error})") from None
+            except httpx.HTTPError as error:
+                log.warning("the event stream at %s failed (%s); reconnecting in %.0f s", redact(url), redact(str(error)), wait)
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, MAX_BACKOFF)
     finally:
@@ -170,18 +176,16 @@ async def stream_changes(url: str, *, last_event_id: str | None = None, user_age
 async def replay_changes(path: Path, *, after: int = 0) -> AsyncIterator[tuple[str, str]]:
     """``(line number, JSON text)`` of a recording's events after line ``after`` (a bad line is
     yielded too: the patrol says so and goes on)."""
-    if not Path(path).is_file():
-        raise ConfigError(f"--replay {path}: no such file")
     for line in read_jsonl(Path(path), what="recorded events", hint="a JSONL file of recentchange events"):
         if line.number <= after:
             continue
-        yield str(line.number), line.raw.decode("utf-8", "replace")
+        yield str(line.number), line.raw.decode("utf-8-sig", "replace")  # a leading byte-order mark is no part of it
         await asyncio.sleep(0)
 
 
-def position_after(kind: str, position: str | None) -> int:
-    """The line of a recording to go on after (0 for none or for a stream's id)."""
-    if kind != "replay" or not position:
+def replay_position(position: str | None) -> int:
+    """The line of a recording to go on after (0 for none)."""
+    if not position:
         return 0
     try:
         return int(position)
