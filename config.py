@@ -252,7 +252,7 @@ class AgentConfig(_Section):
         True, description="offer the finish() action, the controller's way to stop early (WikiCollide's own traces end "
                           "with such an action, give_up)",
     )
-    threshold: float = Field(0.5, ge=0.0, le=1.0, description="inconsistency score from which the verdict is inconsistent")
+    threshold: float = Field(0.5, ge=0.0, le=1.0, description="inconsistency score above which the verdict is inconsistent (exactly the threshold is not flagged)")
     report: bool | None = Field(None, description="write the two-sided report; unset: on for claire check, off in batch runs")  # the two-sided report; None: on for `claire check`, off in batch runs
     review: bool = Field(False, description="pause for a person to review reported inconsistencies")
     checkpoints: Path | None = Field(

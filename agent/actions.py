@@ -54,13 +54,18 @@ def _normalised(name: str) -> str:
     return re.sub(r"[\s\-.]+", "_", spaced).strip("_").lower()
 
 
-def canonical_name(name: str) -> str:
-    """The tool a model meant by ``name`` (counted as a repair when it was not written exactly)."""
+def _meant_tool(name: str) -> str | None:
+    """The tool ``name`` stands for, written exactly or not (None: no tool)."""
     if name in TOOLS:
         return name
     plain = _normalised(name)
-    found = plain if plain in TOOLS else ALIASES.get(plain)
-    if found is None:
+    return plain if plain in TOOLS else ALIASES.get(plain)
+
+
+def canonical_name(name: str) -> str:
+    """The tool a model meant by ``name`` (counted as a repair when it was not written exactly)."""
+    found = _meant_tool(name)
+    if found is None or found == name:
         return name
     record_event("tool_name_fixed")
     return found
@@ -141,23 +146,13 @@ def _text_calls(text: str) -> list[tuple[str, dict[str, Any] | str]]:
         name = data.get("name") or data.get("tool") or data.get("action") or data.get("function")
         if isinstance(name, dict):  # {"function": {"name": ..., "arguments": ...}}
             data, name = name, name.get("name")
-        if isinstance(name, str) and canonical_name(name) in TOOLS:
+        if isinstance(name, str) and _meant_tool(name) is not None:
             arguments = data.get("arguments", data.get("parameters", data.get("args", data.get("input", {}))))
             calls.append((name, arguments if isinstance(arguments, dict) else lenient_arguments(arguments) or {}))
     if calls:
         return calls
-    written = [(name, raw) for name, raw in _CALL.findall(text) if canonical_name(name) in TOOLS]
+    written = [(name, raw) for name, raw in _CALL.findall(text) if _meant_tool(name) is not None]
     return [(written[-1][0], _clean_argument(written[-1][1]))] if written else []
-
-
-def parse_text_action(text: str) -> tuple[str, str] | None:
-    """The first action written in the text (name and argument), or None."""
-    calls = _text_calls(html.unescape(text or ""))
-    if not calls:
-        return None
-    name, raw = calls[0]
-    name = canonical_name(name)
-    return name, raw if isinstance(raw, str) else argument_from(name, raw)
 
 
 def _checked(name: str, argument: str, allowed: list[str], call_id: str | None) -> Action:

@@ -63,8 +63,16 @@ class CalibratedSystem:
         self.calibrator = calibrator
         self.name = system.name
 
-    def __getattr__(self, name: str) -> Any:  # resume, prompts, ...: the wrapped system's own
-        return getattr(self.system, name)
+    def __getattr__(self, name: str) -> Any:  # prompts, ...: the wrapped system's own
+        found = getattr(self.system, name)  # an AttributeError when it has none (no resume for rav, ...)
+        if name != "resume":
+            return found
+
+        async def resume(thread_id: str) -> Assessment:
+            """A resumed interactive check's answer, with the probability."""
+            return self.calibrated(await found(thread_id))
+
+        return resume
 
     def calibrated(self, assessment: Assessment) -> Assessment:
         """The assessment with the probability of its score (none for a REFUTES count)."""
@@ -75,10 +83,6 @@ class CalibratedSystem:
     async def assess(self, claim: Claim, **kwargs: Any) -> Assessment:
         """The wrapped system's answer, with the probability."""
         return self.calibrated(await self.system.assess(claim, **kwargs))
-
-    async def resume(self, thread_id: str) -> Assessment:
-        """A resumed interactive check's answer, with the probability."""
-        return self.calibrated(await self.system.resume(thread_id))
 
 
 class System(Protocol):

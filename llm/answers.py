@@ -40,7 +40,7 @@ _SYNONYMS = [
         r"best[äa]tigt|apoya|respalda|sostiene|conferma|supporta|apoia|支持|证实", re.I)),
 ]
 _SCORE_WORDS = [  # a score written in words, most specific first
-    (re.compile(r"\bvery\s+high\b|\bcertain(?:ly)?\b", re.I), 0.9),
+    (re.compile(r"\bvery\s+high\b", re.I), 0.9),
     (re.compile(r"\bvery\s+low\b|\bnone\b|\bno\s+contradiction\b", re.I), 0.05),
     (re.compile(r"\bhigh\b|\blikely\b", re.I), 0.8),
     (re.compile(r"\bmedium\b|\bmoderate\b|\buncertain\b", re.I), 0.5),
@@ -110,7 +110,9 @@ def to_score(raw: str) -> float | None:
         value = float(match.group())
     else:
         for pattern, worded in _SCORE_WORDS:
-            if pattern.search(raw):
+            if found := pattern.search(raw):
+                if _NEGATED.search(raw[: found.start()]):  # "not likely", "not high": no fixed value
+                    return None
                 record_event("score_words")
                 return worded
         return None

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 from pathlib import Path
 from typing import Any, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
+
+from claire.errors import ConfigError
+from claire.files import append_jsonl
 
 _FACT = re.compile(r"<fact>(.*?)</fact>", re.S)
 
@@ -61,7 +65,12 @@ class Recorder:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"llm.record: cannot create the folder of {self.path} ({error.strerror or error})") from None
+        if self.path.is_dir() or not os.access(self.path.parent, os.W_OK):
+            raise ConfigError(f"llm.record: {self.path} is not a file CLAIRE can write")
         self._lock = threading.Lock()
 
     def record(self, messages: Sequence[BaseMessage], template: str | None, tools: Sequence[Any] | None,
@@ -69,6 +78,5 @@ class Recorder:
         """Append one call."""
         wire = convert_to_openai_messages(list(messages))
         line = {"request": request_fingerprint(wire, template, tools), "answer": answer_record(answer)}
-        text = json.dumps(line, ensure_ascii=False) + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(text)
+        with self._lock:
+            append_jsonl(self.path, line)

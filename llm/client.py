@@ -30,7 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from claire.config import LLMConfig
-from claire.errors import ClaireError, LLMError
+from claire.errors import ClaireError, LLMError, redact
 from claire.llm.answers import text_of, without_cut_tail, without_reasoning
 from claire.llm.cassette import Recorder
 from claire.llm.errors import TransientLLMError, classify_error
@@ -248,7 +248,7 @@ class ChatClient:
                 if done:
                     return task.result()
                 log.warning("still waiting for the LLM endpoint %s: %.0f s so far (llm.timeout is %.0f s)",
-                            self.endpoint, self.clock() - started, self.timeout)
+                            redact(self.endpoint), self.clock() - started, self.timeout)
         finally:
             if not task.done():
                 task.cancel()

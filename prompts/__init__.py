@@ -130,8 +130,10 @@ class PromptLibrary:
         other prompt texts than it began with."""
         names = sorted({path.stem for folder in self.folders for path in folder.glob("*.j2")})
         hasher = hashlib.sha256()
-        for name in names:
-            source, _, _ = self._env.loader.get_source(self._env, self.file_name(name))  # type: ignore[union-attr]
+        files = [(name, self.file_name(name)) for name in names]
+        files += [(f"{name}:base", f"{name}.j2") for name in sorted(self.variants) if self.variants[name]]  # a variant extends it
+        for name, file in files:
+            source, _, _ = self._env.loader.get_source(self._env, file)  # type: ignore[union-attr]
             hasher.update(f"{name}\0{source}\0".encode("utf-8"))
         return hasher.hexdigest()[:16]
 

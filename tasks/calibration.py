@@ -75,10 +75,11 @@ class Calibrator:
         """Read a calibrator written by :meth:`save`."""
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            calibrator = cls(**{**data, "points": [tuple(p) for p in data.get("points") or []]})
+            calibrator = cls(**{**data, "points": [(float(x), float(y)) for x, y in data.get("points") or []]})
         except (OSError, ValueError, TypeError) as error:
             raise ConfigError(f"{path}: not a calibrator file ({error})") from None
-        if calibrator.method not in METHODS or (calibrator.method == "isotonic" and not calibrator.points) or (
+        if calibrator.method not in METHODS or (calibrator.method == "isotonic" and not calibrator.points) or not all(
+                math.isfinite(v) for point in calibrator.points for v in point) or (
                 calibrator.method == "platt" and not all(math.isfinite(v or math.nan) for v in (calibrator.slope, calibrator.intercept))):
             raise ConfigError(f"{path}: not a usable calibrator")
         return calibrator
@@ -94,9 +95,10 @@ def scored_pairs(predictions: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndar
     return scores, gold
 
 
-def load_calibration(path: str | Path, *, method: str = "isotonic") -> Calibrator:
+def load_calibration(path: str | Path) -> Calibrator:
     """The calibrator ``agent.calibration`` names: a calibrator file, a run directory holding one,
-    or a validation run directory to fit one from (``method``)."""
+    or a validation run directory to fit one from (isotonic; one prediction per claim, the last
+    line of a claim winning as in every reading of a run)."""
     path = Path(path)
     if path.is_file():
         return Calibrator.load(path)
@@ -105,6 +107,6 @@ def load_calibration(path: str | Path, *, method: str = "isotonic") -> Calibrato
     predictions_file = path / "predictions.jsonl"
     if not predictions_file.is_file():
         raise ConfigError(f"agent.calibration: {path} is neither a calibrator file nor a run directory of `claire eval`")
-    predictions = [line for line in read_log(predictions_file) if isinstance(line, dict)]
-    scores, gold = scored_pairs(predictions)
-    return Calibrator.fit(scores, gold, method=method, source=str(path))
+    latest = {line.get("claim_id"): line for line in read_log(predictions_file) if isinstance(line, dict)}
+    scores, gold = scored_pairs(list(latest.values()))
+    return Calibrator.fit(scores, gold, source=str(path))

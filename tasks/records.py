@@ -19,7 +19,7 @@ COUNTING_SYSTEMS = frozenset({"nli"})
 
 
 def flags(score: float, threshold: float, system: str | None = None) -> bool:
-    """Whether a score makes a claim inconsistent. As in the paper, a score flags a claim when it is
+    """Whether a score (or each of an array of scores) makes a claim inconsistent. As in the paper, a score flags a claim when it is
     *above* the threshold (0.5 is not flagged at 0.5); a REFUTES count flags it from the threshold
     on (one REFUTES passage at threshold 1)."""
     return score >= threshold if system in COUNTING_SYSTEMS else score > threshold

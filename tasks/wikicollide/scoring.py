@@ -17,7 +17,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 from claire.errors import ConfigError
 from claire.tasks.calibration import Calibrator
 from claire.tasks.measures import covers, latency_summary, robustness, usage_totals
-from claire.tasks.records import COUNTING_SYSTEMS
+from claire.tasks.records import COUNTING_SYSTEMS, flags
 
 POSITIVE = "inconsistent"
 BOOTSTRAP_RESAMPLES = 1000
@@ -108,7 +108,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
     else:
         metrics["note"] = f"AUROC needs both labels; this run has only '{labels[0]}'"
     metrics["calibration"] = calibration(gold, scores)
-    predicted = _flagged(scores, threshold, system).astype(int)
+    predicted = flags(scores, threshold, system).astype(int)
     precision, recall, f1, _ = precision_recall_fscore_support(
         gold, predicted, average="binary", pos_label=1, zero_division=0
     )
@@ -132,11 +132,6 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
     return metrics
 
 
-def _flagged(scores: np.ndarray, threshold: float, system: str | None) -> np.ndarray:
-    """:func:`claire.tasks.records.flags` over an array of scores."""
-    return scores >= threshold if system in COUNTING_SYSTEMS else scores > threshold
-
-
 def _full_set(predictions: list[dict[str, Any]], threshold: float, system: str | None) -> dict[str, Any] | None:
     """AUROC, accuracy and F1 over every claim with a gold label, a claim that ended in an error
     (or without a score) counted as a score of 0."""
@@ -146,7 +141,7 @@ def _full_set(predictions: list[dict[str, Any]], threshold: float, system: str |
                        for p in labelled], dtype=float)
     if len(set(gold.tolist())) < 2:
         return None
-    predicted = _flagged(scores, threshold, system).astype(int)
+    predicted = flags(scores, threshold, system).astype(int)
     _, _, f1, _ = precision_recall_fscore_support(gold, predicted, average="binary", pos_label=1, zero_division=0)
     return {"claims": len(labelled), "auroc": float(roc_auc_score(gold, scores)),
             "accuracy": float(accuracy_score(gold, predicted)), "f1": float(f1)}
@@ -212,7 +207,7 @@ def best_f1_threshold(predictions: list[dict[str, Any]], system: str | None = No
         candidates = distinct
     else:
         candidates = np.round(np.concatenate([[distinct[0] / 2], (distinct[:-1] + distinct[1:]) / 2]), 6)
-    predicted = _flagged(scores[None, :], candidates[:, None], system)
+    predicted = flags(scores[None, :], candidates[:, None], system)
     tp = (predicted & (gold == 1)).sum(axis=1)
     f1 = 2 * tp / (predicted.sum(axis=1) + gold.sum())
     return float(candidates[int(np.argmax(f1))])

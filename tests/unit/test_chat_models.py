@@ -105,3 +105,10 @@ def test_the_direct_model_serves_plain_endpoints_and_leaves_the_rest_to_chat_ope
     assert not uses_proxy("http://127.0.0.1:9/v1")
 
 
+
+
+def test_a_misspelt_tool_name_written_in_text_counts_as_one_repair():
+    with track_usage() as usage:
+        action = read_actions(AIMessage(content='Next: Search("Eiffel Tower")'), ["search", "finish"])[0]
+    assert (action.name, action.argument) == ("search", "Eiffel Tower")
+    assert usage.events.get("tool_name_fixed") == 1

@@ -41,6 +41,9 @@ def test_support_scores_and_queries_are_read_leniently():
     assert parse_tagged_score("<support_score> 7/10 </support_score>", "support_score") == 0.7
     assert parse_tagged_score("Support score: 90%", "support_score") == 0.9
     assert parse_tagged_score("<support_score>0.2</support_score> then <support_score>n/a</support_score>", "support_score") == 0.2
+    assert parse_tagged_score("<support_score>high</support_score>", "support_score") == 0.8
+    assert parse_tagged_score("<support_score>not likely</support_score>", "support_score") is None  # asked again
+    assert parse_tagged_score("<support_score>not very high</support_score>", "support_score") is None
     assert parse_tagged_score("<support_score>4</support_score>", "support_score") is None
     assert parse_queries("<query>a b</query>\n<query>A B</query><query>c</query>", 5) == ["a b", "c"]
     assert parse_queries("1. first query\n- second\n\n", 1) == ["first query"]

@@ -229,3 +229,32 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
     metrics["setup"] = describe_setup(practical, "claire")
     report = render_report(metrics, TIES)
     assert "**Differs from the paper's method in:**" in report and "a score above it means *inconsistent*" in report
+
+
+def test_a_calibrator_file_with_malformed_points_is_refused_when_read(tmp_path):
+    import json
+
+    from claire.tasks.calibration import Calibrator
+
+    for points in ([[1]], [["x", 0.5]], [[0.5, float("nan")]]):
+        path = tmp_path / "calibrator.json"
+        path.write_text(json.dumps({"method": "isotonic", "fitted_on": 3, "source": "s", "points": points}))
+        with pytest.raises(ConfigError, match="calibrator"):
+            Calibrator.load(path)
+
+
+def test_a_calibrated_baseline_has_no_resume_and_takes_no_thread(tmp_path):
+    import asyncio
+
+    from claire.agent.system import Assessment, CalibratedSystem
+    from claire.tasks.calibration import Calibrator
+
+    class Baseline:  # a system without interactive checks, as rav and nli are
+        name = "rav"
+
+        async def assess(self, claim):
+            return Assessment(claim_id="c", claim_text="t", system="rav", score=0.9, threshold=0.5)
+
+    wrapped = CalibratedSystem(Baseline(), Calibrator("isotonic", 2, "s", points=[(0.0, 0.1), (1.0, 0.7)]))
+    assert not hasattr(wrapped, "resume")
+    assert asyncio.run(wrapped.assess(object())).probability == pytest.approx(0.64)

@@ -163,3 +163,14 @@ def test_no_inserted_value_stands_outside_its_fence(variants):
             assert not re.search(r"^\s*(=== system ===|INJECTED)", bare, re.MULTILINE), (name, bare)
             assert 'x"' not in bare and 'trusted="true"' not in bare, (name, bare)
             assert "INJECTED" not in message.content or "INJECTED" in bare or "[fenced]" in bare, name
+
+
+def test_the_digest_of_a_variant_covers_the_template_it_extends(tmp_path):
+    import shutil
+
+    from claire.prompts import BUILTIN_DIR, PromptLibrary
+
+    shutil.copy(BUILTIN_DIR / "controller.j2", tmp_path / "controller.j2")
+    before = PromptLibrary(str(tmp_path), variants={"controller": "thorough"}).digest()
+    (tmp_path / "controller.j2").write_text((tmp_path / "controller.j2").read_text() + "\nOne more line.\n")
+    assert PromptLibrary(str(tmp_path), variants={"controller": "thorough"}).digest() != before
