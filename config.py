@@ -212,6 +212,7 @@ class RetrievalConfig(_Section):
     server_on_disk: bool = Field(True, description="keep a server collection's vectors and payloads on disk")
     server_int8: bool = Field(True, description="int8 scalar quantization of a server collection (kept in RAM, rescored from disk)")
     upload_parallel: int = Field(4, ge=1, description="concurrent upload requests per batch to a Qdrant server")
+    edge_int8: bool = Field(False, description="int8 copies of the dense vectors of an embedded index a dump build creates (searches rescore with the floats)")
 
     @field_validator("url", "wikichat_url")
     @classmethod

@@ -227,9 +227,11 @@ def run_ingest_bench(
                       f"{summary.seconds:.1f} s = {e2e:.1f} blocks/s = {e2e / raw:.2f} of warm raw encode "
                       f"(target >= {TARGET_FRACTION}; finalize included)")
         busy = Table("stage", "busy seconds", "share of the build", title="where the build's time went (stages overlap)")
+        processes = max(workers, 1)  # 0: parsed in this process
         for name in ("parse", "sparse", "encode", "upsert", "finalize"):
-            if name in stages:
-                busy.add_row(name, f"{stages[name]:.1f}", f"{stages[name] / summary.seconds:.0%}")
+            if name in stages:  # parse and BM25 are CPU seconds summed over the parsing processes
+                share = stages[name] / summary.seconds / (processes if name in ("parse", "sparse") else 1)
+                busy.add_row(name, f"{stages[name]:.1f}", f"{share:.0%}" + (f" of {processes} processes" if name in ("parse", "sparse") else ""))
         if figures["gpu_utilisation"]:
             busy.caption = "GPU busy: " + figures["gpu_utilisation"]
         console.print(busy)

@@ -27,8 +27,6 @@ from rich.table import Table
 
 from claire import event_loop
 
-CALLS_PER_FACT = 6  # controller (search), controller (report), controller (finish: the research goes on after a report), verifier, two-sided report x2
-
 
 def _article(facts: int) -> tuple[str, list[str]]:
     sentences = [f"Landmark number {i} of the city was completed in {1800 + i} by the guild of builders." for i in range(facts)]
@@ -144,8 +142,11 @@ def run_serve_bench(*, facts: int = 40, concurrency: int = 8, latency: float = 0
         finally:
             if own_retriever:
                 retriever.close()
-    ideal_first = latency * (1 + CALLS_PER_FACT)
-    ideal_total = latency * (1 + CALLS_PER_FACT * math.ceil(facts / concurrency))
+    # the ideal: the extraction call, then each fact's calls one after another (measured: the
+    # calls per fact depend on the settings, e.g. a preset that stops at the first report)
+    per_fact = (calls - 1) / max(int(scan["facts"]), 1)
+    ideal_first = latency * (1 + per_fact)
+    ideal_total = latency * (1 + per_fact * math.ceil(facts / concurrency))
     results: dict[str, float] = {
         "first_fact_s": scan["first_fact"], "finished_s": scan["finished"], "extracted_s": scan["extracted"],
         "ideal_first_s": ideal_first, "ideal_finished_s": ideal_total, "llm_calls": calls, "facts": scan["facts"],

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, DatasetOpt, JsonOpt, ModelOpt, SetOpt,
+    BaseUrlOpt, ConfigOpt, DatasetOpt, ModelOpt, SetOpt,
     common, console, resolve,
 )
 from claire.errors import ConfigError
@@ -85,7 +85,7 @@ def bench_ingest(
     memory_pages: Annotated[str, typer.Option("--memory-pages", help="Comma-separated dump sizes for peak memory.")] = "5000,20000",
     workers: Annotated[Optional[int], typer.Option("--workers", help="Parsing processes for the build (default as for index build); the parse figure always also uses a pool of cores - 1 (at least 1).")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu, cuda or auto.")] = "cpu",
-    as_json: JsonOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Also print the figures as JSON (after the tables).")] = False,
 ) -> None:
     """Dump ingestion: parse pages/s, raw encode vs end-to-end build blocks/s, peak memory by dump size, resume overhead."""
     from claire.bench.ingest import run_ingest_bench

@@ -144,13 +144,14 @@ def sweep_command(
     from claire.evals.sweep import plan_sweep, run_sweep
 
     config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, None, concurrency, preset)
+    plan = plan_sweep(sweep_file, config)
     if dry_run:
-        plan = plan_sweep(sweep_file, config)
         console.print(f"sweep {plan.name}: {len(plan.cells)} cells")
         for cell in plan.cells:
             console.print(f"  {out / cell.dir_name}  ({cell.name})")
         return
-    require_index(config, index is not None, f"sweeping over {dataset.name}")
+    for cell in plan.cells:  # the sweep file's base or cells may name the index
+        require_index(cell.config, index is not None, f"sweeping over {dataset.name}")
     summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
                             limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
     console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")

@@ -102,6 +102,7 @@ def _ingest_options(config: Config, limit_pages, workers, device, encode_process
         limit_pages=limit_pages, device=device, encode_processes=encode_processes,
         server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
                              upload_parallel=r.upload_parallel),
+        int8=r.edge_int8,
     )
 
 
@@ -184,7 +185,7 @@ def search_command(
     k: Annotated[int, typer.Option("-k", min=1, help="Number of results.")] = 10,
     exclude_title: Annotated[Optional[str], typer.Option("--exclude-title", help="Leave out this article.")] = None,
     rerank: Annotated[bool, typer.Option("--rerank", help="Rerank with RankGPT through the LLM (search never reranks otherwise).")] = False,
-    mode: Annotated[Optional[str], typer.Option("--mode", help="hybrid (default), dense or bm25.")] = None,
+    mode: Annotated[Optional[str], typer.Option("--mode", help="dense, hybrid or bm25 (default: retrieval.mode, dense as in the paper).")] = None,
     as_json: JsonOpt = False,
     index: IndexOpt = None,
     path: PathOpt = None,

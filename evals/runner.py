@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from claire import __version__
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError, DatasetError, redact
-from claire.tasks.calibration import FILE as CALIBRATOR_FILE
+from claire.tasks.calibration import FILE as CALIBRATOR_FILE, METHODS as CALIBRATION_METHODS
 from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
 from claire.files import append_jsonl, read_log
 from claire.evals.reporting import read_metrics
@@ -141,6 +141,18 @@ def check_run_dir(out_dir: Path, *, task: Task, system: str, dataset: Path | Non
         raise ConfigError(
             f"{out_dir} holds a run on {previous}, not {dataset}: one dataset per run directory; choose another --out"
         )
+
+
+def calibration_run(task: Task, system: str | None, calibrate_from: str | Path, method: str) -> list[dict[str, Any]]:
+    """The predictions of the validation run ``--calibrate-from`` names, once the task, the method
+    and the system can be calibrated at all (a ConfigError saying which cannot)."""
+    if not task.threshold_protocol:
+        raise ConfigError(f"--calibrate-from is for WikiCollide runs, not the {task.name} task")
+    if method not in CALIBRATION_METHODS:
+        raise ConfigError(f"unknown calibration method {method!r}; allowed: {', '.join(CALIBRATION_METHODS)}")
+    if system in COUNTING_SYSTEMS:
+        raise ConfigError(f"--calibrate-from: {system} scores are REFUTES counts, not scores in [0, 1]; nothing to calibrate")
+    return load_predictions(check_source_run(Path(calibrate_from), "--calibrate-from"), task.line_model)
 
 
 def check_source_run(path: Path, option: str) -> Path:
@@ -279,11 +291,9 @@ def score_run(
 
         metrics["setup"] = describe_setup(stored.get("config") or {}, system)
     if calibrate_from is not None:
-        if not task.threshold_protocol:
-            raise ConfigError(f"--calibrate-from is for WikiCollide runs, not the {task.name} task")
         from claire.tasks.wikicollide.scoring import recalibrate
 
-        validation = load_predictions(check_source_run(Path(calibrate_from), "--calibrate-from"), task.line_model)
+        validation = calibration_run(task, system, calibrate_from, calibration_method)
         metrics["calibrated"], calibrator = recalibrate(predictions, validation, source=str(calibrate_from),
                                                         method=calibration_method)
         calibrator.save(out_dir / CALIBRATOR_FILE)
@@ -335,6 +345,11 @@ async def run_eval(
     check_run_dir(out_dir, task=task, system=system.name, dataset=dataset, config_public=config_public)
     if threshold is not None or threshold_from is not None:  # fail before the run, not after it
         _threshold(task, system.name, config_public, threshold, threshold_from)
+    if calibrate_from is not None:
+        from claire.tasks.wikicollide.scoring import recalibrate
+
+        validation = calibration_run(task, system.name, calibrate_from, calibration_method)
+        recalibrate(validation, validation, source=str(calibrate_from), method=calibration_method)  # it can calibrate
     log = PredictionLog(out_dir, task.line_model)
     try:
         write_run_config(out_dir, {

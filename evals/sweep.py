@@ -315,8 +315,7 @@ def _row(result: CellResult) -> dict[str, Any]:
         "wall_time_s": m.get("wall_time_s"),
         "repaired_or_reasked": (m.get("robustness") or {}).get("repaired_or_reasked"),
         "invalid_or_repeated_calls": (m.get("robustness") or {}).get("invalid_or_repeated_calls"),
-        **{f"{key}_per_claim" if key != "seconds" else "seconds_per_claim": value
-           for key, value in per_claim_costs(m).items()},
+        **{f"{key}_per_claim": value for key, value in per_claim_costs(m).items()},
     }
 
 

@@ -267,8 +267,9 @@ class WorkingEdgeStore(EdgeStore):
     the current version. ``exists`` and ``meta`` describe the working copy when there is one,
     else the published index."""
 
-    def __init__(self, path: str | Path, work_dir: str | Path, *, lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT) -> None:
-        super().__init__(path, open_existing=False, lock_timeout=lock_timeout)
+    def __init__(self, path: str | Path, work_dir: str | Path, *, lock_timeout: float = sharing.DEFAULT_LOCK_TIMEOUT,
+                 int8: bool = False) -> None:
+        super().__init__(path, open_existing=False, lock_timeout=lock_timeout, int8=int8)
         self.work_dir = Path(work_dir)
         if (self.work_dir / "meta.json").is_file():
             self._meta = read_meta_file(self.work_dir / "meta.json")
@@ -283,8 +284,8 @@ class WorkingEdgeStore(EdgeStore):
             raise RetrievalError(f"index {self.path.name} already exists in {self.path.parent}; delete it or rebuild with --replace")
         shutil.rmtree(self.work_dir, ignore_errors=True)
         self.work_dir.mkdir(parents=True)
-        meta.name, meta.backend = self.path.name, "edge"
-        self._shard = edge.EdgeShard.create(str(self.work_dir / "shard"), shard_config(meta.dim, wal=True))
+        meta.name, meta.backend, meta.int8 = self.path.name, "edge", self.int8
+        self._shard = edge.EdgeShard.create(str(self.work_dir / "shard"), shard_config(meta.dim, wal=True, int8=self.int8))
         self._shard.update(edge.UpdateOperation.create_field_index(TITLE, edge.PayloadSchemaType.Keyword))
         self._meta = meta
         self._write_work_meta()

@@ -42,7 +42,8 @@ ENCODE_GROUP = 8  # batches per encode call: the embedder sorts a call's passage
 # larger call pads less (measured here: one 256-passage batch a call ran 35% slower than one sorted call)
 LEDGER_BATCH = 10_000  # pages held for the ledger at most (memory stays bounded through skipped stretches)
 QUEUE_GROUPS = 3  # groups waiting between two stages (bounded memory)
-_DONE = object()
+END_OF_WORK = object()
+"""What a stage passes on, and then stops, when there is no more work."""
 
 SparseParts = list[tuple[list[int], list[float]]]
 
@@ -86,7 +87,7 @@ class Group:
     vectors: Any = None
 
 
-class _Stage(threading.Thread):
+class PipelineStage(threading.Thread):
     """A pipeline stage: takes groups from ``inbox``, works on each, hands it to ``outbox``; a
     failure is kept for the main thread and stops the stage."""
 
@@ -100,9 +101,11 @@ class _Stage(threading.Thread):
     def run(self) -> None:
         while True:
             item = self.inbox.get()
-            if item is _DONE or self.stopping:
+            if item is END_OF_WORK or self.stopping:
                 if self.outbox is not None:
-                    self.outbox.put(_DONE)
+                    self.outbox.put(END_OF_WORK)
+                if item is not END_OF_WORK:  # stopped early: keep taking so the stage before can end too
+                    self._drain()
                 return
             try:
                 started = time.perf_counter()
@@ -111,7 +114,7 @@ class _Stage(threading.Thread):
             except BaseException as error:  # handed to the main thread, which stops the build
                 self.error = error
                 if self.outbox is not None:
-                    self.outbox.put(_DONE)
+                    self.outbox.put(END_OF_WORK)
                 self._drain()
                 return
             if self.outbox is not None:
@@ -119,7 +122,7 @@ class _Stage(threading.Thread):
 
     def _drain(self) -> None:
         """Keep taking (and dropping) work so an upstream stage blocked on a full queue can end."""
-        while self.inbox.get() is not _DONE:
+        while self.inbox.get() is not END_OF_WORK:
             pass
 
 
@@ -147,8 +150,8 @@ class BuildPipeline:
         self.last_commit = time.monotonic()
         self.to_encode: queue.Queue = queue.Queue(QUEUE_GROUPS)
         self.to_store: queue.Queue = queue.Queue(QUEUE_GROUPS)
-        self.encoding = _Stage("claire-encode", self._encode, self.to_encode, self.to_store)
-        self.storing = _Stage("claire-store", self._store, self.to_store, None)
+        self.encoding = PipelineStage("claire-encode", self._encode, self.to_encode, self.to_store)
+        self.storing = PipelineStage("claire-store", self._store, self.to_store, None)
         self.encoding.start()
         self.storing.start()
 
@@ -243,13 +246,21 @@ class BuildPipeline:
 
     # -- the end -----------------------------------------------------------------------------------
     def drain(self) -> None:
-        """Finish every page read so far and commit it."""
-        self._submit()
-        while self.inflight:
-            self._take()
-        self._send()
+        """Finish every page read so far and commit it (a stage that failed meanwhile stops the
+        build, with what was stored before it committed)."""
+        try:
+            self._submit()
+            while self.inflight:
+                self._take()
+            self._send()
+        except BaseException:
+            self.abandon()
+            raise
         self._stop()
-        self._check()
+        failed = next((stage.error for stage in (self.encoding, self.storing) if stage.error is not None), None)
+        if failed is not None:
+            self.abandon()
+            raise failed
         self._commit()
         self._account()
 
@@ -267,7 +278,7 @@ class BuildPipeline:
     def _stop(self) -> None:
         while self.encoding.is_alive():  # the end mark, once there is room (the stage keeps taking)
             try:
-                self.to_encode.put(_DONE, timeout=0.2)
+                self.to_encode.put(END_OF_WORK, timeout=0.2)
                 break
             except queue.Full:
                 continue

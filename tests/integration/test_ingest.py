@@ -53,6 +53,17 @@ def test_build_from_xml_dump_then_search(tmp_path):
         build_from_dump(dump, name="wiki", root=tmp_path / "idx", options=FAST)
 
 
+def test_a_dump_build_can_keep_int8_copies_and_still_finds_the_passage(tmp_path):
+    from dataclasses import replace
+
+    dump = write_xml_dump(tmp_path / "wiki.xml.bz2", sample_pages())
+    build_from_dump(dump, name="wiki", root=tmp_path / "idx", options=replace(FAST, int8=True))
+    with open_retriever("wiki", root=tmp_path / "idx") as retriever:
+        assert retriever.meta.int8 and stored(retriever.store) == expected(dump)
+        hits = retriever.search("Which Nobel prize did she win in 1911?", k=3)
+        assert any(h.block.block_type == "table" and "1911" in h.block.content for h in hits)
+
+
 def test_build_with_a_parsing_process_pool_and_limit(tmp_path):
     dump = write_html_dump(tmp_path / "wiki.tar.gz", generated_pages(40))
     options = IngestOptions(workers=1, batch_size=32, device="cpu", show_progress=False, limit_pages=20)

@@ -258,3 +258,16 @@ def test_a_calibrated_baseline_has_no_resume_and_takes_no_thread(tmp_path):
     wrapped = CalibratedSystem(Baseline(), Calibrator("isotonic", 2, "s", points=[(0.0, 0.1), (1.0, 0.7)]))
     assert not hasattr(wrapped, "resume")
     assert asyncio.run(wrapped.assess(object())).probability == pytest.approx(0.64)
+
+
+def test_what_cannot_be_calibrated_is_said_before_a_run(tmp_path):
+    from claire.evals.runner import calibration_run
+    from claire.tasks.registry import get_task
+
+    wikicollide = get_task("wikicollide")
+    with pytest.raises(ConfigError, match="unknown calibration method 'platts'"):
+        calibration_run(wikicollide, "claire", tmp_path, "platts")
+    with pytest.raises(ConfigError, match="REFUTES counts"):
+        calibration_run(wikicollide, "nli", tmp_path, "isotonic")
+    with pytest.raises(ConfigError, match="not the citations task"):
+        calibration_run(get_task("citations"), "claire", tmp_path, "isotonic")
