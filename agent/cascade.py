@@ -24,11 +24,18 @@ from claire.tasks.records import COUNTING_SYSTEMS, Claim
 
 def first_pass_score(assessment: Assessment) -> float | None:
     """A first pass's score in [0, 1]: the NLI pipeline's share of REFUTES passages, else the score."""
-    if assessment.score is None:
+    return _score_in_unit_range(assessment.system, assessment.score, assessment.details)
+
+
+def _score_in_unit_range(system: str | None, score: float | None, details: dict[str, Any] | None) -> float | None:
+    """A system's score in [0, 1] (the NLI pipeline's REFUTES share instead of its count; None when
+    there is none)."""
+    if score is None:
         return None
-    if assessment.system in COUNTING_SYSTEMS:
-        return float(assessment.details.get("refutes_fraction") or 0.0)
-    return float(assessment.score)
+    if system in COUNTING_SYSTEMS:
+        share = (details or {}).get("refutes_fraction")
+        return None if share is None else float(share)
+    return float(score)
 
 
 class Cascade:
@@ -90,14 +97,10 @@ def _first_scores(predictions: list[dict[str, Any]]) -> list[float]:
     for line in predictions:
         if line.get("label") != "inconsistent" or line.get("error") is not None or line.get("score") is None:
             continue
-        system = line.get("system")
-        if system == "cascade":
-            details = (line.get("details") or {})
-            value = details.get("first_score")
-        elif system in COUNTING_SYSTEMS:
-            value = (line.get("details") or {}).get("refutes_fraction")
+        if line.get("system") == "cascade":
+            value = (line.get("details") or {}).get("first_score")
         else:
-            value = line.get("score")
+            value = _score_in_unit_range(line.get("system"), line.get("score"), line.get("details"))
         if value is not None:
             found.append(float(value))
     return found

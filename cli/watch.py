@@ -10,6 +10,7 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
+from claire.errors import redact
 from claire.cli.options import (
     BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt, SystemOpt,
     console, err, eval_config, run,
@@ -66,7 +67,7 @@ def watch_command(
                          **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,
                                           edits_in_flight))
     settings = ServeSettings(data_dir=data_dir, concurrency=config.eval.concurrency)
-    source = f"the recording {config.watch.replay}" if config.watch.replay else config.watch.stream_url
+    source = f"the recording {config.watch.replay}" if config.watch.replay else redact(config.watch.stream_url or "")
     err.print(f"watching {source} for edits of {', '.join(config.watch.wikis) or 'every wiki'} "
               f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {settings.store_path()}")
     with Live(Text("starting…"), console=err, transient=False, refresh_per_second=2) as live:

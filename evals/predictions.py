@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError
 
 from claire.tasks.measures import PREDICTIONS
 from claire.tasks.records import Prediction
@@ -147,7 +146,7 @@ def json_text(line: BaseModel) -> str:
     failing the whole run."""
     try:
         return line.model_dump_json()
-    except (PydanticSerializationError, UnicodeEncodeError):
+    except ValueError:  # pydantic's serialization error and UnicodeEncodeError both are one
         return json.dumps(_valid_text(line.model_dump(mode="python")), ensure_ascii=False, default=str)
 
 

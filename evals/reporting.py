@@ -15,7 +15,7 @@ from rich.table import Table
 
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions
-from claire.tasks.measures import DASH, METRICS, money, pct
+from claire.tasks.measures import DASH, METRICS, money, or_dash, pct
 from claire.tasks.wikicollide.report import auroc_text
 
 
@@ -67,10 +67,6 @@ def per_claim_costs(metrics: dict[str, Any]) -> dict[str, float | None]:
             "seconds": (metrics.get("latency_s") or {}).get("mean")}
 
 
-def _number(value: float | None, digits: int) -> str:
-    return DASH if value is None else f"{value:,.{digits}f}"
-
-
 def _run_labels(dirs: Sequence[str | Path]) -> list[str]:
     """Each run's folder name, or its whole path where two runs share a name."""
     names = [Path(d).name or str(d) for d in dirs]
@@ -103,9 +99,9 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             str(m["counts"]["errors"]),
             str(robust.get("repaired_or_reasked", DASH)),
             str(robust.get("invalid_or_repeated_calls", DASH)),
-            _number(per_claim["calls"], 1),
-            f"{_number(per_claim['prompt_tokens'], 0)}+{_number(per_claim['completion_tokens'], 0)}",
-            _number(per_claim["seconds"], 1),
+            or_dash(per_claim["calls"], ",.1f"),
+            f"{or_dash(per_claim['prompt_tokens'], ',.0f')}+{or_dash(per_claim['completion_tokens'], ',.0f')}",
+            or_dash(per_claim["seconds"], ",.1f"),
             money(m["usage"]["cost_usd"]),
         ]
         cells.append(dict(zip(columns, values)))

@@ -50,7 +50,7 @@ from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
 from claire.evals.reporting import per_claim_costs, plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
-from claire.tasks.measures import DASH, pct
+from claire.tasks.measures import DASH, or_dash, pct
 from claire.tasks.records import Claim
 from claire.tasks.registry import get_task
 from claire.tasks.wikicollide.report import auroc_text, plot_roc
@@ -319,10 +319,6 @@ def _row(result: CellResult) -> dict[str, Any]:
     }
 
 
-def _dash(value: Any, spec: str = "") -> str:
-    return DASH if value is None else format(value, spec)
-
-
 def _write_heatmap(sweep: SweepSummary, path: Path) -> bool:
     numeric = [axis for axis in sweep.axes if axis.numeric]
     if len(numeric) < 2:
@@ -385,8 +381,8 @@ def write_sweep_outputs(sweep: SweepSummary) -> None:
             f"| [{result.cell.name}]({result.cell.dir_name}/report.md) | "
             + " | ".join(result.cell.labels[label] for label in labels)
             + f" | {auroc_text(m)} | {pct(m['accuracy'])} | {pct(m['f1'])} | {m['counts']['scored']}/{m['counts']['total']}"
-            f" | {m['counts']['errors']} | {_dash(row['repaired_or_reasked'])} | {_dash(row['invalid_or_repeated_calls'])}"
-            f" | {_dash(row['calls_per_claim'], '.1f')} | {tokens} | {_dash(row['seconds_per_claim'], '.1f')} | {cost} |"
+            f" | {m['counts']['errors']} | {or_dash(row['repaired_or_reasked'])} | {or_dash(row['invalid_or_repeated_calls'])}"
+            f" | {or_dash(row['calls_per_claim'], '.1f')} | {tokens} | {or_dash(row['seconds_per_claim'], '.1f')} | {cost} |"
         )
     ranked = [r for r in sweep.cells if r.metrics["auroc"] is not None]
     if ranked:

@@ -18,6 +18,11 @@ ROC = "roc.png"
 DASH = "—"
 
 
+def or_dash(value: Any, spec: str = "") -> str:
+    """``value`` formatted with ``spec``, or a dash when it is unknown (None)."""
+    return DASH if value is None else format(value, spec)
+
+
 def usage_totals(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     """Calls, cached calls, tokens and cost summed over predictions (cost None when no price was known)."""
     keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "total_tokens")

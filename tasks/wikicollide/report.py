@@ -72,7 +72,7 @@ def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]
             continue
         found = value(key)
         if key == "prompts.variants.verifier" or found is not None:
-            if found != expected and not (isinstance(expected, float) and found == expected):
+            if found != expected:
                 differences.append(f"{key} = {json.dumps(found)} (the paper: {wording})")
     return {"preset": config.get("preset"), "model": value("llm.model"), "index": value("retrieval.index"),
             "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"), "rerank": value("retrieval.rerank"),
