@@ -61,7 +61,7 @@ async def running_services(app: FastAPI, *, llm: ChatClient | None, retriever: S
         patrol = patrol_from_config(config, store, runner)
         patrolling = asyncio.get_running_loop().create_task(patrol.run(), name="claire-patrol")
         patrolling.add_done_callback(partial(_patrol_ended, app))
-    app.state.patrol = patrol
+    app.state.patrol, app.state.patrol_stopped = patrol, None
     try:
         yield
     finally:
@@ -79,13 +79,17 @@ async def running_services(app: FastAPI, *, llm: ChatClient | None, retriever: S
 
 
 def _patrol_ended(app: FastAPI, task: asyncio.Task) -> None:
-    """Say why a patrol stopped before the server did, and stop reporting it as watching."""
+    """Record (and log, when it failed) why a patrol stopped before the server did: the API then
+    stops reporting it as watching and says why."""
     if task.cancelled():
         return
     error = task.exception()
     if error is not None:
-        log.error("the patrol stopped: %s", redact(str(error) if isinstance(error, ClaireError) else f"{type(error).__name__}: {error}"))
-    app.state.patrol = None
+        reason = redact(str(error) if isinstance(error, ClaireError) else f"{type(error).__name__}: {error}")
+        log.error("the patrol stopped: %s", reason)
+    else:
+        reason = "the recording has ended" if app.state.config.watch.replay else "the event stream ended"
+    app.state.patrol_stopped = reason
 
 
 async def invalid_request_response(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -332,13 +332,15 @@ def test_restart_keeps_finished_facts_and_resumes_the_scan(index_root, retriever
 def test_serve_bench_runs_end_to_end_with_tiny_parameters(index_root, retriever):
     from rich.console import Console
 
-    from claire.bench.serve import CALLS_PER_FACT, run_serve_bench
+    from claire.bench.serve import run_serve_bench
 
     console = Console(record=True, width=160)
     result = run_serve_bench(facts=3, concurrency=2, latency=0.01, clients=3, polls=2, console=console,
                              index_root=index_root, retriever=retriever)
     assert result["scan_ok"] and result["facts"] == 3
-    assert result["llm_calls"] == 3 * CALLS_PER_FACT + 1  # one extraction call for a short article
+    # per fact with the paper's defaults: search, report, finish, verifier and the two-sided report's
+    # two calls; plus one extraction call for a short article
+    assert result["llm_calls"] == 3 * 6 + 1
     assert 0 < result["first_fact_s"] <= result["finished_s"]
     for view in ("summary", "full"):
         assert result[f"poll_{view}_count"] == 6 and result[f"poll_{view}_errors"] == 0 and result[f"poll_{view}_p50_ms"] > 0

@@ -397,7 +397,9 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
                 browser.get(app.url + "/")
                 browser.find_element(By.ID, "patrol-tab").click()
                 wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")) == 2)
-                wait(browser).until(lambda d: "Watching live edits" in d.find_element(By.ID, "patrol-status").text)
+                # the replay's two events are read, so the patrol ends once they are checked, and says why
+                wait(browser).until(lambda d: "The patrol has stopped (the recording has ended)"
+                                    in d.find_element(By.ID, "patrol-status").text)
                 # newest edit first: the Paris edit came last in the stream
                 item = browser.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")[0]
                 assert "Paris" in item.text and "revision 502 by Visitor" in item.text

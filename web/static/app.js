@@ -365,7 +365,8 @@
     try {
       const data = await api("/api/patrol?flagged=" + ($("patrol-all").checked ? "false" : "true"));
       const counts = Object.entries(data.edits || {}).map(([status, n]) => n + " " + status).join(", ");
-      $("patrol-status").textContent = (data.watching ? "Watching live edits. " : "This server is not watching a wiki now. ")
+      $("patrol-status").textContent = (data.watching ? "Watching live edits. "
+        : data.stopped ? "The patrol has stopped (" + data.stopped + "). " : "This server is not watching a wiki now. ")
         + (counts ? "Edits so far: " + counts + ". " : "No edits yet. ") + data.items.length + " fact(s) shown.";
       const signatureNow = JSON.stringify(data.items.map((i) => [i.job_id, i.claim_id, i.review && i.review.decision]));
       if (list.dataset.signature === signatureNow) return;
