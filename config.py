@@ -365,10 +365,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     # The paper's method: the built-in defaults themselves (only the embedder differs offline:
     # MiniLM instead of mGTE, which needs a model hub; `--embedder mgte` at index build time).
     "paper": {},
-    # This project's measured additions, for cheaper runs and small embedders (see
-    # evals/sweeps/fidelity.yaml): hybrid dense + BM25 search, the research ends at the first
-    # report, the controller reads 400-character snippets, and the verifier forgives differences
-    # of rounding, spelling and calendar.
+    # This project's additions, for cheaper runs and small embedders: hybrid dense + BM25 search,
+    # the research ends at the first report, the controller reads 400-character snippets, and the
+    # verifier forgives differences of rounding, spelling and calendar. Their cost is measured
+    # (evals/sweeps/fidelity.yaml with the oracle model); their accuracy with a real model is not.
     "practical": {
         "retrieval": {"mode": "hybrid"},
         "agent": {"stop_on_report": True, "snippet_chars": 400},
