@@ -49,3 +49,21 @@ def test_prompt_bench_compares_prompt_sizes_with_and_without_the_budget():
     assert after["largest_prompt"] <= 2048 and after["over_window"] == after["rejected"] == 0
     assert after["mean_per_claim"] < before["mean_per_claim"]
     assert "prompts over 2048" in console.export_text()
+
+
+def test_watch_bench_checks_every_edit_of_the_burst_and_times_each():
+    from claire.bench.watch import run_watch_bench
+
+    console = Console(record=True, width=160)
+    [row] = run_watch_bench(edits=4, latency=0.01, in_flight=(2,), console=console)
+    assert (row["checked"], row["failed"], row["flagged"]) == (4, 0, 2)  # every other edit plants the 1890 date
+    assert 0 < row["p50_s"] <= row["p95_s"] <= row["wall_s"] and "Event to checked" in console.export_text()
+
+
+def test_cascade_bench_sends_only_part_of_the_facts_to_claire_and_spends_less():
+    from claire.bench.cascade import run_cascade_bench
+
+    figures = run_cascade_bench(claims=6, latency=0.0, cut=0.3, console=Console(record=True, width=160))
+    claire, cascade = figures["claire"], figures["cascade"]
+    assert claire["errors"] == cascade["errors"] == 0 and claire["to_claire"] == 1.0
+    assert 0 < cascade["to_claire"] < 1 and cascade["calls"] < claire["calls"]
