@@ -231,7 +231,7 @@ def run_ingest_bench(
         for name in ("parse", "sparse", "encode", "upsert", "finalize"):
             if name in stages:  # parse and BM25 are CPU seconds summed over the parsing processes
                 share = stages[name] / summary.seconds / (processes if name in ("parse", "sparse") else 1)
-                busy.add_row(name, f"{stages[name]:.1f}", f"{share:.0%}" + (f" of {processes} processes" if name in ("parse", "sparse") else ""))
+                busy.add_row(name, f"{stages[name]:.1f}", f"{share:.0%}" + (f" of {processes} process{'es' if processes > 1 else ''}" if name in ("parse", "sparse") else ""))
         if figures["gpu_utilisation"]:
             busy.caption = "GPU busy: " + figures["gpu_utilisation"]
         console.print(busy)
