@@ -24,7 +24,7 @@ from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.tasks.base import NLIJudgement, Task
 from claire.tasks.records import Claim, TraceItem
-from claire.tools.search_engine import SearchEngine
+from claire.indexes.search_engine import SearchEngine
 
 _REASON_TAG = re.compile(r"<\s*reason\s*>(.*?)(?:<\s*/\s*reason\s*>|$)", re.I | re.S)
 

@@ -19,16 +19,16 @@ from claire.agent.state import ResearchContext
 from claire.agent.system import SYSTEM_NAMES, CalibratedSystem, StepListener, System
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
-from claire.indexes.stores import list_indexes
+from claire.indexes.catalog import list_indexes
 from claire.indexes.registry import Searcher, open_searcher
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary, library
 from claire.tasks.base import Task
 from claire.tasks.calibration import load_calibration
 from claire.tasks.registry import get_task
-from claire.tools.rankgpt import RankGPTReranker
+from claire.indexes.rankgpt import RankGPTReranker
 from claire.tools.registry import tools_for
-from claire.tools.search_engine import SearchEngine
+from claire.indexes.search_engine import SearchEngine
 
 
 def prompt_library(config: Config) -> PromptLibrary:

@@ -37,11 +37,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from claire.indexes.dumps.convert import convert_pages
-from claire.indexes.dumps.readers import DumpReader
+from claire.ingestion.dumps.convert import convert_pages
+from claire.ingestion.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
-from claire.indexes.encoding import BatchEncoder
-from claire.indexes.ingest import IngestOptions, build_from_dump, default_batch_size, default_workers, update_from_dump
+from claire.ingestion.encoding import BatchEncoder
+from claire.ingestion.dump_build import IngestOptions, build_from_dump, default_batch_size, default_workers, update_from_dump
 from claire.testing.dumps import iter_generated_pages, write_xml_dump
 
 TARGET_FRACTION = 0.9
@@ -51,7 +51,7 @@ WIKIPEDIA_BLOCKS = 50_000_000
 _MEMORY_CHILD = """
 import json, multiprocessing, sys, threading, time
 from pathlib import Path
-from claire.indexes.ingest import IngestOptions, build_from_dump
+from claire.ingestion.dump_build import IngestOptions, build_from_dump
 
 def rss_mb(pid, field):
     try:
@@ -60,7 +60,7 @@ def rss_mb(pid, field):
     except (OSError, StopIteration):
         return 0.0
 
-from claire.indexes.stores import IndexStore
+from claire.indexes.catalog import IndexStore
 peak_worker = peak_stream = peak_stream_anon = 0.0
 finalizing = False
 def watch():  # sampled: ru_maxrss of a spawned child counts its parent's pages

@@ -27,7 +27,7 @@ from claire.bench.llm import ServerProcess
 from claire.config import Config
 from claire.testing.bench_models import patrol_answer
 from claire.testing.wiki_doubles import EventStreamServer, WikiApiServer, change_event
-from claire.web.patrol import run_patrol
+from claire.workflows.patrol import run_patrol
 from claire.web.settings import ServeSettings
 
 

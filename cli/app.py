@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from claire import __version__
-from claire.cli import bench, check, config_cmd, evaluate, indexes, passages, rates, serve, watch
+from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, review, serve, watch
 from claire.cli.options import console, err
 from claire.config import ConfigWarning
 from claire.errors import ClaireError, redact
@@ -49,9 +49,9 @@ COMMANDS = [
     (app, "extract", passages.extract_command),
     (app, "scan", passages.scan_command),
     (app, "cite", passages.cite_command),
-    (app, "estimate", rates.estimate_command),
-    (app, "audit", rates.audit_command),
-    (app, "review", rates.review_command),
+    (app, "estimate", estimate_audit.estimate_command),
+    (app, "audit", estimate_audit.audit_command),
+    (app, "review", review.review_command),
     (app, "serve", serve.serve_command),
     (app, "watch", watch.watch_command),
     (bench_app, "llm", bench.bench_llm),

@@ -61,7 +61,7 @@ def bench_retrieval_quality(
     from claire.llm.client import ChatClient
     from claire.agent.runtime import prompt_library
     from claire.bench.retrieval import run_retrieval_quality
-    from claire.tools.rankgpt import RankGPTReranker
+    from claire.indexes.rankgpt import RankGPTReranker
 
     reranker = None
     if rerank:

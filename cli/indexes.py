@@ -47,7 +47,7 @@ def index_build(
         raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE, "
                           "--from-feverous-pages PAGES.jsonl, --from-web-docs FILE.jsonl or --from-dump DUMP")
     if from_dump is not None:
-        from claire.indexes.ingest import build_from_dump
+        from claire.ingestion.dump_build import build_from_dump
 
         summary = build_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
                                   api_key=_qdrant_key(config), embedder=embedder, replace=replace,
@@ -55,11 +55,11 @@ def index_build(
         _print_ingest(summary)
         return
     if from_feverous_pages is not None:
-        from claire.indexes.feverous_pages import blocks_from_feverous_pages
+        from claire.ingestion.feverous_pages import blocks_from_feverous_pages
 
         blocks, invalid = blocks_from_feverous_pages(from_feverous_pages), 0
     elif from_web_docs is not None:
-        from claire.indexes.web_docs import read_web_docs
+        from claire.ingestion.web_docs import read_web_docs
 
         loaded = read_web_docs(from_web_docs, skip_invalid=skip_invalid, max_words=config.cite.passage_words)
         blocks, invalid = loaded.blocks, loaded.invalid
@@ -90,7 +90,7 @@ def index_build(
 
 
 def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
-    from claire.indexes.ingest import IngestOptions, default_batch_size, default_workers
+    from claire.ingestion.dump_build import IngestOptions, default_batch_size, default_workers
     from claire.indexes.server_store import ServerOptions
 
     r = config.retrieval
@@ -107,7 +107,7 @@ def _ingest_options(config: Config, limit_pages, workers, device, encode_process
 
 
 def _print_ingest(summary) -> None:  # noqa: ANN001
-    from claire.indexes.ingest import skip_counts_line
+    from claire.ingestion.dump_build import skip_counts_line
 
     s = summary
     verb = {"build": "resumed and built" if s.resumed else "built", "update": "updated"}[s.mode]
@@ -140,7 +140,7 @@ def index_update(
     sets: SetOpt = None,
 ) -> None:
     """Re-index pages whose revision changed in a newer dump, add new ones, delete vanished ones."""
-    from claire.indexes.ingest import update_from_dump
+    from claire.ingestion.dump_build import update_from_dump
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
     summary = update_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
@@ -153,7 +153,7 @@ def index_list(path: PathOpt = None, url: UrlOpt = None, config_file: ConfigOpt 
     """List the indexes (embedded ones under the index folder, or on the Qdrant server)."""
     from rich.table import Table
 
-    from claire.indexes.stores import list_indexes
+    from claire.indexes.catalog import list_indexes
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
     metas = list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))
@@ -170,7 +170,7 @@ def index_list(path: PathOpt = None, url: UrlOpt = None, config_file: ConfigOpt 
 def index_info(name: Annotated[str, typer.Argument()], path: PathOpt = None, url: UrlOpt = None,
                config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
     """Show what an index records: embedder, corpus stats, build time, size."""
-    from claire.indexes.stores import list_indexes
+    from claire.indexes.catalog import list_indexes
 
     config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
     metas = {m.name: m for m in list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))}

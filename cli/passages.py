@@ -115,7 +115,7 @@ def cite_command(
     """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not, 2 error."""
     from claire.tasks.citations.checker import open_checker
     from claire.tasks.citations.records import Citation, CitedSource
-    from claire.indexes.web_docs import check_source_text, read_source_text
+    from claire.ingestion.web_docs import check_source_text, read_source_text
 
     if not claim.strip():
         raise ConfigError("the claim is empty: give the sentence that carries the citation")

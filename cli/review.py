@@ -5,7 +5,7 @@ suspicious first, showing the fact, where it comes from, the passages the verifi
 analysis, and asks accept / reject / skip / quit. Each decision is appended to
 ``DIR/reviews.jsonl`` at once (:mod:`claire.workflows.reviews`), so quitting or a crash loses
 nothing and the next session starts with the facts still undecided. Estimates and audits are
-re-reported from the decisions when the session ends. Used only by ``cli.py``.
+re-reported from the decisions when the session ends. :func:`review_command` is the command.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Optional
 
+import typer
 from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.panel import Panel
@@ -22,11 +23,13 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
+from claire.cli.estimate_audit import print_rates
+from claire.cli.options import console
 from claire.errors import ConfigError
 from claire.evals.predictions import PREDICTIONS, load_predictions
 from claire.workflows.reviews import Decision, append_decision, load_decisions
 from claire.files import read_log
-from claire.workflows.rates import CLAIMS, read_plan, summarise
+from claire.workflows.rate_runs import CLAIMS, read_plan, summarise
 from claire.workflows.scan import row_from_prediction
 
 Ask = Callable[[str], str]
@@ -136,3 +139,14 @@ def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, revie
     if plan and plan.get("kind") in ("estimate", "audit"):
         result.summary = summarise(out_dir, decision_files=decision_files or [])
     return result
+
+
+def review_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory (estimate, audit, scan or eval).")],
+    reviewer: Annotated[Optional[str], typer.Option("--reviewer", help="Your name, stored with each decision.")] = None,
+) -> None:
+    """Accept or reject each flagged fact in the terminal (resumable; decisions in DIR/reviews.jsonl)."""
+    result = review_run(run_dir, console, reviewer=reviewer)
+    console.print(f"{result.accepted} accepted, {result.rejected} rejected, {result.skipped} skipped this session")
+    if result.summary is not None:
+        print_rates(result.summary, run_dir, False)

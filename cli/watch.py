@@ -60,7 +60,7 @@ def watch_command(
     sets: SetOpt = None,
 ) -> None:
     """Check new edits of a live wiki as they happen; flagged facts wait in the web app's Patrol view."""
-    from claire.web.patrol import run_patrol
+    from claire.workflows.patrol import run_patrol
     from claire.web.settings import ServeSettings
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,

@@ -1,6 +1,6 @@
 """Search an index with the embedder it was built with, and build indexes from blocks.
 
-:class:`Retriever` pairs an :class:`~claire.indexes.stores.IndexStore` with a matching
+:class:`Retriever` pairs an :class:`~claire.indexes.catalog.IndexStore` with a matching
 :class:`~claire.indexes.embedders.Embedder` and answers text queries (hybrid dense + BM25 by
 default) with ranked :class:`Hit` s. It is safe to call from several threads (the async agent
 calls it through ``asyncio.to_thread``). :func:`build_index` embeds and stores a corpus;
@@ -28,7 +28,7 @@ from claire.indexes.query_batch import QueryBatcher
 from claire.indexes.query_encoders import QueryEncoder, query_encoder
 from claire.indexes.index_meta import IndexMeta, check_name
 from claire.indexes.store import IndexStore, SearchMode
-from claire.indexes.stores import delete_index, list_indexes, open_index
+from claire.indexes.catalog import delete_index, list_indexes, open_index
 from claire.indexes.sharing import DEFAULT_LOCK_TIMEOUT
 
 QUERY_CACHE_SIZE = 4096

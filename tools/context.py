@@ -11,7 +11,7 @@ from langchain_core.tools import BaseTool
 
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tools.search_engine import SearchEngine
+from claire.indexes.search_engine import SearchEngine
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The JSON the API answers about stored jobs: a check, a scan with its facts (in three levels of
 detail, cached until the scan changes), and reviewed facts as WikiCollide records.
 
-Everything here reads a :class:`~claire.web.store.JobStore` and builds plain dicts; the routes
+Everything here reads a :class:`~claire.workflows.job_store.JobStore` and builds plain dicts; the routes
 in ``web/job_routes.py`` and ``web/review_routes.py`` decide what to answer with them.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from claire.web.jobs import cited_numbers
-from claire.web.store import JobStore
+from claire.workflows.jobs import cited_numbers
+from claire.workflows.job_store import JobStore
 
 RENDERED_SCANS = 256  # scan views kept rendered; the oldest goes first
 

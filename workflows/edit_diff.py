@@ -1,6 +1,6 @@
 """What an edit changed, in the text a reader sees: a diff of the parsed revisions, not of their markup.
 
-Both revisions are converted to blocks as a dump would be (:mod:`claire.indexes.dumps.wikitext`:
+Both revisions are converted to blocks as a dump would be (:mod:`claire.ingestion.dumps.wikitext`:
 references, templates and markup gone; sections, tables and infoboxes kept), each block is cut
 into units — sentences of prose, rows of tables, lines of infoboxes — and the two unit sequences
 are compared (``difflib``). Units the new revision added or changed are grouped by the block they
@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 
 from claire.indexes.corpus import Block, split_sentences
-from claire.indexes.dumps.convert import convert_page
-from claire.indexes.dumps.pages import DumpPage, PageResult
+from claire.ingestion.dumps.convert import convert_page
+from claire.ingestion.dumps.pages import DumpPage, PageResult
 
 MIN_WORDS = 4  # shorter units (a lone date, a heading-like fragment) carry no checkable fact
 

@@ -31,7 +31,7 @@ from claire.indexes import sparse
 from claire.indexes.corpus import Block
 from claire.indexes.evidence import Evidence
 from claire.indexes.registry import Searcher, open_searcher
-from claire.indexes.web_docs import EXAMPLE_INDEX, ensure_example_sources_index, source_blocks
+from claire.ingestion.web_docs import EXAMPLE_INDEX, ensure_example_sources_index, source_blocks
 from claire.llm.answers import tag_text, tagged_score, text_of
 from claire.llm.client import ChatClient
 from claire.llm.usage import track_usage

@@ -19,7 +19,7 @@ from claire.errors import ConfigError
 from claire.evals.runner import run_eval
 from claire.tasks.citations.records import load_citations
 from claire.indexes.retriever import build_index
-from claire.indexes.web_docs import read_web_docs
+from claire.ingestion.web_docs import read_web_docs
 from claire.testing.doubles import citation_responder
 from claire.testing.mock_openai import MockOpenAIServer
 
@@ -182,7 +182,7 @@ def test_cli_builds_a_sources_index_cites_and_evaluates(server, tmp_path):
 async def test_the_shipped_examples_work_with_the_default_sources_index(tmp_path):
     """The README's example: `sources-demo` is built from the bundled pages on first use."""
     from claire.tasks.citations.records import load_citations as load
-    from claire.indexes.web_docs import EXAMPLE_INDEX
+    from claire.ingestion.web_docs import EXAMPLE_INDEX
 
     example = Path(__file__).parents[2] / "evals" / "data" / "wafer_example.jsonl"
     with MockOpenAIServer(citation_responder()) as srv:

@@ -18,7 +18,7 @@ from claire.errors import RetrievalError
 from claire.indexes.corpus import Block
 from claire.indexes.retriever import build_index, open_retriever
 from claire.indexes.sharing import VERSION_PREFIX, VIEWS, WriterLock
-from claire.indexes.stores import list_indexes
+from claire.indexes.catalog import list_indexes
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from claire.indexes.embedders import load_embedder
-from claire.indexes.encoding import BatchEncoder
+from claire.ingestion.encoding import BatchEncoder
 
 TEXTS = ["Marie Curie > Awards\n| 1911 | Chemistry |", "Zürich lies on Lake Zurich.", "A short one.", "Bridges " * 40]
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from claire.workflows.estimation import estimate_rate
+from claire.workflows.rate_statistics import estimate_rate
 from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
 from claire.indexes.sampling import sample_index
 from claire.indexes.index_meta import IndexMeta
-from claire.indexes.stores import open_index
+from claire.indexes.catalog import open_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
 

@@ -14,7 +14,7 @@ import pytest
 
 from claire.indexes.corpus import Block
 from claire.indexes.retriever import build_index
-from claire.indexes.stores import list_indexes, open_index
+from claire.indexes.catalog import list_indexes, open_index
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
 

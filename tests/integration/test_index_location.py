@@ -15,7 +15,7 @@ from claire.config import RetrievalConfig
 from claire.indexes.corpus import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.retriever import build_index, open_retriever
-from claire.indexes.stores import list_indexes
+from claire.indexes.catalog import list_indexes
 
 BLOCKS = [
     Block(id="mars-0", document_title="Mars", section_title="", content="Mars is the fourth planet from the Sun, the Red Planet."),

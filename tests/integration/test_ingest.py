@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError, RetrievalError
-from claire.indexes.dumps.convert import convert_pages
-from claire.indexes.dumps.readers import DumpReader
-from claire.indexes.ingest import IngestOptions, build_from_dump, ledger_path, update_from_dump
+from claire.ingestion.dumps.convert import convert_pages
+from claire.ingestion.dumps.readers import DumpReader
+from claire.ingestion.dump_build import IngestOptions, build_from_dump, ledger_path, update_from_dump
 from claire.indexes.retriever import open_retriever
 from claire.indexes.edge_store import EdgeStore
 from claire.indexes.server_store import ServerOptions, ServerStore

@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from claire.config import load_config
-from claire.indexes.ingest import IngestOptions, build_from_dump
+from claire.ingestion.dump_build import IngestOptions, build_from_dump
 from claire.indexes.retriever import open_retriever
 from claire.testing.doubles import kind_of
 from claire.testing.dumps import WikiPage, write_xml_dump
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.testing.wiki_doubles import EventStreamServer, WikiApiServer, change_event
-from claire.web.patrol import run_patrol
+from claire.workflows.patrol import run_patrol
 from claire.web.settings import ServeSettings
-from claire.web.store import JobStore
+from claire.workflows.job_store import JobStore
 from claire.web.views import patrol_item
 
 TOWER = ("'''Eiffel Tower''' is a wrought-iron lattice tower in Paris. The Eiffel Tower was completed in March 1889 "

@@ -16,7 +16,7 @@ from claire.indexes.corpus import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.query_encoders import OnnxQueryEncoder, TorchQueryEncoder, query_encoder
 from claire.indexes.retriever import EXPORT_FOLDER, build_index, open_retriever
-from claire.indexes.stores import list_indexes
+from claire.indexes.catalog import list_indexes
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 TEXTS = ["Who designed the tower?", "x", "The Eiffel Tower was completed in 1889 for the world's fair. " * 20]

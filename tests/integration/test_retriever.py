@@ -15,7 +15,7 @@ from claire.indexes.embedders import load_embedder
 from claire.indexes.registry import open_searcher
 from claire.indexes.retriever import Retriever, build_index, ensure_demo_index, open_retriever
 from claire.indexes.index_meta import IndexMeta
-from claire.indexes.stores import list_indexes, open_index
+from claire.indexes.catalog import list_indexes, open_index
 from claire.indexes.wikichat import WikiChatRetriever
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

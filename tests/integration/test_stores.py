@@ -16,7 +16,7 @@ from claire.indexes.corpus import Block
 from claire.indexes.edge_store import EdgeStore
 from claire.indexes.index_meta import IndexMeta
 from claire.indexes.server_store import ServerStore
-from claire.indexes.stores import delete_index, list_indexes, open_index
+from claire.indexes.catalog import delete_index, list_indexes, open_index
 
 DIM = 32
 
@@ -143,7 +143,7 @@ def test_second_process_opens_an_embedded_index_that_is_open_here(tmp_path):
     build((root, None))
     script = (
         "from pathlib import Path\n"
-        "from claire.indexes.stores import open_index\n"
+        "from claire.indexes.catalog import open_index\n"
         f"with open_index('geo', root=Path({str(root)!r})) as store:\n"
         "    print(store.count())\n"
     )
@@ -163,7 +163,7 @@ def test_second_process_gets_a_clear_error_in_local_mode(tmp_path):
         "import sys\n"
         "from pathlib import Path\n"
         "from claire.errors import RetrievalError\n"
-        "from claire.indexes.stores import open_index\n"
+        "from claire.indexes.catalog import open_index\n"
         "try:\n"
         f"    open_index('geo', root=Path({str(root)!r}), url={url!r})\n"
         "except RetrievalError as error:\n"

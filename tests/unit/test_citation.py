@@ -17,7 +17,7 @@ from claire.llm.answers import tagged_score as parse_tagged_score
 from claire.errors import DatasetError
 from claire.indexes.evidence import Evidence
 from claire.tasks.citations.records import load_citations
-from claire.indexes.web_docs import check_source_text, example_sources_path, read_source_text, read_web_docs
+from claire.ingestion.web_docs import check_source_text, example_sources_path, read_source_text, read_web_docs
 from claire.prompts import PromptLibrary
 from claire.testing.doubles import citation_responder
 from claire.testing.mock_openai import MockOpenAIServer

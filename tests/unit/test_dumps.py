@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError
-from claire.indexes.dumps.convert import convert_pages
-from claire.indexes.dumps.readers import DumpReader
+from claire.ingestion.dumps.convert import convert_pages
+from claire.ingestion.dumps.readers import DumpReader
 from claire.testing.dumps import generated_pages, sample_pages, write_html_dump, write_xml_dump
 
 MARIE_LEAD = (
@@ -159,7 +159,7 @@ def test_spanning_cells_are_repeated_so_every_row_reads_whole(tmp_path, fmt):
 
 
 def test_cells_lay_out_as_html_lays_them_out():
-    from claire.indexes.dumps.pages import MAX_SPAN, Cell, lay_out, span
+    from claire.ingestion.dumps.pages import MAX_SPAN, Cell, lay_out, span
 
     grid = lay_out([[Cell("a", rows=3), Cell("b", cols=2)], [Cell("c"), Cell("d", rows=2)], [Cell("e")], [Cell("f")]])
     assert [[c.text for c in row] for row in grid] == [["a", "b", "b"], ["a", "c", "d"], ["a", "e", "d"], ["f"]]

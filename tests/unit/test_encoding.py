@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from claire.errors import ConfigError, RetrievalError
-from claire.indexes.encoding import resolve_device
+from claire.ingestion.encoding import resolve_device
 
 TEXTS = ["Marie Curie > Awards\n| 1911 | Chemistry |", "Zürich lies on Lake Zurich.", "A short one.", "Bridges " * 40]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from claire.errors import ConfigError, DatasetError
-from claire.workflows.estimation import cochran_sample_size, estimate_rate, extrapolate, z_value
+from claire.workflows.rate_statistics import cochran_sample_size, estimate_rate, extrapolate, z_value
 from claire.workflows.reviews import Decision, append_decision, load_decisions, read_decisions
 
 

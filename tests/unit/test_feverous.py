@@ -21,7 +21,7 @@ from claire.tasks.base import NLIJudgement
 from claire.errors import DatasetError
 from claire.tasks.feverous.dataset import load_feverous
 from claire.tasks.feverous.scoring import feverous_metrics
-from claire.indexes.feverous_pages import blocks_from_feverous_pages
+from claire.ingestion.feverous_pages import blocks_from_feverous_pages
 from claire.prompts import PromptLibrary
 from claire.testing.doubles import kind_of
 

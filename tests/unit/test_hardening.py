@@ -294,7 +294,7 @@ def test_half_a_surrogate_pair_in_a_prediction_is_written_not_fatal():
 
 def test_margins_and_totals_out_of_range_are_validation_errors_and_metrics_thresholds_fit_the_system(tmp_path):
     from claire.evals.predictions import write_run_config
-    from claire.workflows.estimation import cochran_sample_size, estimate_rate
+    from claire.workflows.rate_statistics import cochran_sample_size, estimate_rate
 
     with pytest.raises(ConfigError, match="margin of error must be from"):
         cochran_sample_size(margin=1e-300)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import time
 
-from claire.indexes.ingest_pipeline import END_OF_WORK, PipelineStage
+from claire.ingestion.pipeline import END_OF_WORK, PipelineStage
 
 
 def test_stopped_stages_end_with_full_queues_and_a_slow_store():

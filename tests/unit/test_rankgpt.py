@@ -7,8 +7,8 @@ import re
 from claire.indexes.corpus import Block
 from claire.indexes.retriever import Hit
 from claire.prompts import library
-from claire.tools.rankgpt import RankGPTReranker, parse_ranking, window_starts
-from claire.tools.search_engine import SearchEngine as SearchTool
+from claire.indexes.rankgpt import RankGPTReranker, parse_ranking, window_starts
+from claire.indexes.search_engine import SearchEngine as SearchTool
 from claire.testing.doubles import KeywordRetriever
 from claire.testing.scripted import scripted_client
 

@@ -10,7 +10,7 @@ import pytest
 
 from claire.errors import ClaireError
 from claire.testing.wiki_doubles import change_event
-from claire.web.store import JobStore
+from claire.workflows.job_store import JobStore
 from claire.workflows.recentchanges import parse_change, stream_changes
 
 

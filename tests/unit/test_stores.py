@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from claire.errors import RetrievalError
-from claire.indexes.stores import list_indexes
+from claire.indexes.catalog import list_indexes
 
 DIM = 32
 

@@ -26,7 +26,7 @@ from typing import IO, Any
 from lxml import etree
 
 from claire.errors import DatasetError
-from claire.indexes.dumps.pages import DumpPage, article_url
+from claire.ingestion.dumps.pages import DumpPage, article_url
 
 XML_SUFFIXES = (".xml", ".xml.bz2")
 HTML_SUFFIXES = (".ndjson", ".jsonl", ".json.gz", ".ndjson.gz", ".tar.gz", ".tgz")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from claire.indexes.registry import Searcher
 from claire.indexes.retriever import Hit
-from claire.tools.rankgpt import RankGPTReranker
+from claire.indexes.rankgpt import RankGPTReranker
 
 # Searches block on the query embedder and the store: they get threads of their own, so that many
 # claims in flight can all wait for one batched query encode at once, and nothing else that runs

@@ -1,7 +1,7 @@
 """Keeping an index current with single edits: a few pages' new revisions stored the way
 ``claire index update`` stores a newer dump's.
 
-An index built from a dump has a ledger of the pages it holds (:class:`~claire.indexes.ingest.Ledger`).
+An index built from a dump has a ledger of the pages it holds (:class:`~claire.ingestion.dump_build.Ledger`).
 :func:`update_pages` runs the same ingestion over the given pages only: block ids ``{page_id}-{n}``,
 so a page's new blocks overwrite its old ones (surplus ones deleted), an unchanged revision is
 skipped, and an embedded index publishes the change as a new version, so readers never see it
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from claire.errors import RetrievalError
-from claire.indexes.dumps.pages import DumpPage
-from claire.indexes.ingest import IngestOptions, IngestSummary, Ledger, ingest_pages, ledger_path, open_ingest_store
+from claire.ingestion.dumps.pages import DumpPage
+from claire.ingestion.dump_build import IngestOptions, IngestSummary, Ledger, ingest_pages, ledger_path, open_ingest_store
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Build and update an index from a Wikipedia dump: streamed, parsed on all cores, resumable.
 
-The dump is read as a stream (:mod:`claire.indexes.dumps.readers`) and flows through overlapping
-stages (:mod:`claire.indexes.ingest_pipeline`): parsing (in a process pool, BM25 vectors included),
-encoding (:mod:`claire.indexes.encoding`) and storing run side by side with bounded queues between
+The dump is read as a stream (:mod:`claire.ingestion.dumps.readers`) and flows through overlapping
+stages (:mod:`claire.ingestion.pipeline`): parsing (in a process pool, BM25 vectors included),
+encoding (:mod:`claire.ingestion.encoding`) and storing run side by side with bounded queues between
 them, so memory is bounded by the chunk and batch sizes, not by the dump, and the slowest stage
 sets the pace. A rich progress bar shows pages/s, blocks/s and the ETA (from the bytes read).
 
@@ -34,13 +34,13 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from claire.errors import ClaireError, ConfigError, RetrievalError
-from claire.indexes.dumps.pages import MAX_WORDS, SKIP_REASONS, PageResult, block_id
-from claire.indexes.dumps.readers import DumpReader
+from claire.ingestion.dumps.pages import MAX_WORDS, SKIP_REASONS, PageResult, block_id
+from claire.ingestion.dumps.readers import DumpReader
 from claire.indexes.embedders import load_embedder
-from claire.indexes.encoding import BatchEncoder, resolve_device
+from claire.ingestion.encoding import BatchEncoder, resolve_device
 from claire.indexes.edge_store import WorkingEdgeStore
 from claire.indexes.index_meta import IndexMeta, check_name
-from claire.indexes.ingest_pipeline import BuildPipeline
+from claire.ingestion.pipeline import BuildPipeline
 from claire.indexes.server_store import ServerOptions, ServerStore
 from claire.indexes.store import IndexStore
 
@@ -243,7 +243,7 @@ def open_ingest_store(name: str, root: Path, url: str | None, api_key: str | Non
 
 
 def _delete_everything(store: IndexStore, name: str, root: Path, url: str | None, api_key: str | None, ledger: Path) -> None:
-    from claire.indexes.stores import delete_index
+    from claire.indexes.catalog import delete_index
 
     if isinstance(store, WorkingEdgeStore):
         store.discard()

@@ -19,7 +19,7 @@ from claire.errors import DatasetError
 from claire.files import read_jsonl
 from claire.indexes.corpus import Block, CorpusLoad, block_id, blocks_from_article
 from claire.indexes.retriever import build_index
-from claire.indexes.stores import list_indexes
+from claire.indexes.catalog import list_indexes
 
 PASSAGE_WORDS = 100
 MAX_SOURCE_BYTES = 5_000_000

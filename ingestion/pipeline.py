@@ -31,9 +31,9 @@ from qdrant_edge import SparseVector
 
 from claire.indexes import sparse
 from claire.indexes.corpus import Block
-from claire.indexes.dumps.convert import convert_pages
-from claire.indexes.dumps.pages import DumpPage, PageResult, block_id
-from claire.indexes.encoding import BatchEncoder
+from claire.ingestion.dumps.convert import convert_pages
+from claire.ingestion.dumps.pages import DumpPage, PageResult, block_id
+from claire.ingestion.encoding import BatchEncoder
 from claire.indexes.store import IndexStore
 
 CHUNK_PAGES = 16  # pages per task sent to a parsing process

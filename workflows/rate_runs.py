@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from claire.errors import ConfigError
-from claire.workflows.estimation import RateEstimate, estimate_rate, extrapolate
+from claire.workflows.rate_statistics import RateEstimate, estimate_rate, extrapolate
 from claire.evals.predictions import PREDICTIONS, load_predictions
 from claire.files import read_log, write_atomically
 from claire.workflows.reviews import Decisions, load_decisions

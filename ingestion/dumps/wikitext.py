@@ -27,7 +27,7 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
-from claire.indexes.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, skipped, span
+from claire.ingestion.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, skipped, span
 
 DISAMBIGUATION_TEMPLATES = frozenset(
     ("disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "numberdis", "letter-number combination disambiguation",

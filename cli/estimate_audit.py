@@ -1,4 +1,5 @@
-"""``claire estimate``, ``audit`` and ``review``: how inconsistent a corpus or a benchmark is."""
+"""``claire estimate`` and ``claire audit``: how inconsistent a corpus or a benchmark is, and
+:func:`print_rates`, the summary both print (and ``claire review`` after a session)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def estimate_command(
     sets: SetOpt = None,
 ) -> None:
     """How inconsistent is a corpus: sample sizes, rates with intervals, and sampled estimates."""
-    from claire.workflows.estimation import cochran_sample_size, estimate_rate
+    from claire.workflows.rate_statistics import cochran_sample_size, estimate_rate
 
     modes = [sample_size, confirmed is not None or total is not None, index is not None or sample is not None or out is not None,
              from_dir is not None]
@@ -68,7 +69,7 @@ def estimate_command(
                           f"Wilson {rate.wilson_form()}")
         return
     if from_dir is not None:
-        from claire.workflows.rates import summarise
+        from claire.workflows.rate_runs import summarise
 
         summary = summarise(from_dir, confidence=confidence, decision_files=decisions or [])
     else:
@@ -83,10 +84,10 @@ def estimate_command(
         summary = run(run_estimate(config=config, sample=sample, seed=seed, out_dir=out, units=blocks, unit=unit,  # type: ignore[arg-type]
                                    confidence=level, decision_files=decisions or [], console=err))
         from_dir = out
-    _print_rates(summary, from_dir, as_json)
+    print_rates(summary, from_dir, as_json)
 
 
-def _print_rates(summary: dict[str, Any], out: Path, as_json: bool) -> None:
+def print_rates(summary: dict[str, Any], out: Path, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
         return
@@ -137,17 +138,4 @@ def audit_command(
     config = config.with_overrides({"retrieval.path": str(path)}) if path else config
     summary = run(run_audit(dataset=dataset, fmt=fmt, config=config, out_dir=out, limit=limit, sample=sample, seed=seed,
                             margin=margin, confidence=confidence, decision_files=decisions or [], console=err))
-    _print_rates(summary, out, as_json)
-
-
-def review_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory (estimate, audit, scan or eval).")],
-    reviewer: Annotated[Optional[str], typer.Option("--reviewer", help="Your name, stored with each decision.")] = None,
-) -> None:
-    """Accept or reject each flagged fact in the terminal (resumable; decisions in DIR/reviews.jsonl)."""
-    from claire.cli.review import review_run
-
-    result = review_run(run_dir, console, reviewer=reviewer)
-    console.print(f"{result.accepted} accepted, {result.rejected} rejected, {result.skipped} skipped this session")
-    if result.summary is not None:
-        _print_rates(result.summary, run_dir, False)
+    print_rates(summary, out, as_json)

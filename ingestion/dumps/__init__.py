@@ -9,5 +9,5 @@
 - ``readers`` — streaming readers of the XML export (``.xml``, ``.xml.bz2``) and of Enterprise
   HTML NDJSON (``.ndjson``, ``.json.gz``, ``.tar.gz``), with errors naming file and position.
 
-Build orchestration (process pool, batched encoding, resume, updates) is :mod:`claire.indexes.ingest`.
+Build orchestration (process pool, batched encoding, resume, updates) is :mod:`claire.ingestion.dump_build`.
 """

@@ -5,7 +5,7 @@ Jobs run as asyncio tasks on the server's loop, independent of the request that 
 jobs. Facts are extracted with ``workflows.scan.extract_claims`` and each one is assessed by a
 system from ``agent.runtime.open_system`` over one shared LLM client and retriever; every step
 the system reports, each finished fact and each status change is written to the
-:class:`~claire.web.store.JobStore` and wakes the clients listening for events. On start the
+:class:`~claire.workflows.job_store.JobStore` and wakes the clients listening for events. On start the
 runner picks up the jobs a previous server left queued or running: facts already checked are
 kept, the rest are checked.
 """
@@ -24,8 +24,8 @@ from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher
-from claire.web.spans import locate
-from claire.web.store import JobStore
+from claire.workflows.spans import locate
+from claire.workflows.job_store import JobStore
 from claire.workflows.scan import extract_claims
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)

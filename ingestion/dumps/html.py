@@ -13,7 +13,7 @@ from lxml import html as lxml_html
 from lxml.etree import ParserError
 from lxml.html import HtmlElement
 
-from claire.indexes.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, clean_line, skipped, span
+from claire.ingestion.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, clean_line, skipped, span
 
 _SKIP_TAGS = frozenset(("style", "script", "link", "meta", "figure", "math", "img", "audio", "video", "noscript",
                         "head", "title"))

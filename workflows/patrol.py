@@ -10,10 +10,10 @@ recognised, and queued ones are picked up, so no edit is lost or checked twice.
 Each edit (at most ``edits_in_flight`` at once) fetches its old and new revision over the
 MediaWiki Action API, finds the sentences the edit added or changed (:mod:`~claire.workflows.edit_diff`),
 extracts their atomic facts and checks each with the configured system — through the same
-:class:`~claire.web.jobs.JobRunner` as the web app's scans, so the LLM concurrency, cache, retries
+:class:`~claire.workflows.jobs.JobRunner` as the web app's scans, so the LLM concurrency, cache, retries
 and budget are shared — against the index without the edited article (its title is the facts'
 context). The new revision then waits in the store until it is stored in the index (an index
-built from a dump; see :mod:`claire.indexes.live_update`), a batch every ``index_every`` seconds,
+built from a dump; see :mod:`claire.ingestion.live_update`), a batch every ``index_every`` seconds,
 so later checks see the edit. :class:`PatrolStats` counts what happened, for the live line.
 """
 
@@ -30,10 +30,10 @@ from typing import Any
 
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError, redact
-from claire.indexes.dumps.pages import DumpPage
-from claire.indexes.live_update import can_take_edits, update_pages
-from claire.web.jobs import JobRunner
-from claire.web.store import JobStore
+from claire.ingestion.dumps.pages import DumpPage
+from claire.ingestion.live_update import can_take_edits, update_pages
+from claire.workflows.jobs import JobRunner
+from claire.workflows.job_store import JobStore
 from claire.workflows.edit_diff import changed_passages, page_blocks
 from claire.workflows.mediawiki import USER_AGENT, MediaWikiClient
 from claire.workflows.recentchanges import (

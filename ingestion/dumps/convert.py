@@ -4,8 +4,8 @@ process."""
 
 from __future__ import annotations
 
-from claire.indexes.dumps import html, wikitext
-from claire.indexes.dumps.pages import MAX_WORDS, DumpPage, PageResult
+from claire.ingestion.dumps import html, wikitext
+from claire.ingestion.dumps.pages import MAX_WORDS, DumpPage, PageResult
 
 
 def convert_page(page: DumpPage, max_words: int = MAX_WORDS) -> PageResult:
