@@ -26,17 +26,16 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from claire.agent.registry import SYSTEM_NAMES
 from claire.errors import ConfigError, mask, redact, register_secret
+from claire.tasks.registry import TASK_NAMES
+from claire.tools.registry import OPTIONAL_TOOLS, TOOL_NAMES
 from claire.validation import problems
 
-TOOL_NAMES = ("search", "clarify_entity", "explain", "report_inconsistency")
-OPTIONAL_TOOLS = ("clarify_entity", "explain")
 ENV_PREFIX = "CLAIRE_"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # settings whose values are never echoed in error messages
 _SECRET_FIELDS = {"api_key", "api_key_env", "qdrant_api_key"}
-# What a run answers: WikiCollide's inconsistency score, or FEVEROUS's three-way label + evidence.
-TASK_NAMES = ("wikicollide", "feverous")
 
 
 def cache_dir() -> Path:
@@ -232,10 +231,10 @@ class RetrievalConfig(_Section):
 
 class AgentConfig(_Section):
     """The system that answers and how the CLAIRE agent researches."""
-    system: Literal["claire", "rav", "nli", "cascade"] = Field(
+    system: str = Field(
         "claire", description="claire (the agent), rav (retrieve and verify), nli (the NLI pipeline) or cascade "
                               "(a baseline first, claire only for facts its score does not clear)")
-    task: Literal["wikicollide", "feverous"] = Field("wikicollide", description="what the systems answer: wikicollide (an inconsistency score) or feverous (a three-way label with cited element ids)")
+    task: str = Field("wikicollide", description="what the systems answer: wikicollide (an inconsistency score), feverous (a three-way label with cited element ids) or citations (whether a cited source supports a claim)")
     max_steps: int = Field(10, ge=1, le=100, description="research steps per claim")
     docs_per_query: int = Field(15, ge=1, le=100, description="passages per search")
     clarify_k: int = Field(10, ge=1, le=100, description="passages clarify_entity reads")
@@ -277,6 +276,20 @@ class AgentConfig(_Section):
     )
     cascade_recall: float = Field(
         0.95, gt=0.0, le=1.0, description="with eval --cut-from: the share of inconsistent facts the cut must send to claire")
+
+    @field_validator("system")
+    @classmethod
+    def _known_system(cls, value: str) -> str:
+        if value not in SYSTEM_NAMES:
+            raise ValueError(f"unknown system {value!r}; allowed: {', '.join(SYSTEM_NAMES)}")
+        return value
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        if value not in TASK_NAMES:
+            raise ValueError(f"unknown task {value!r}; allowed: {', '.join(TASK_NAMES)}")
+        return value
 
     @field_validator("tools", mode="before")
     @classmethod

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage
 
 from claire.llm.answers import text_of
 from claire.llm.usage import record_event
-from claire.tools.registry import TOOLS, argument_of
+from claire.tools.registry import ACTIONS, argument_of
 
 
 @dataclass
@@ -56,10 +56,10 @@ def _normalised(name: str) -> str:
 
 def _meant_tool(name: str) -> str | None:
     """The tool ``name`` stands for, written exactly or not (None: no tool)."""
-    if name in TOOLS:
+    if name in ACTIONS:
         return name
     plain = _normalised(name)
-    return plain if plain in TOOLS else ALIASES.get(plain)
+    return plain if plain in ACTIONS else ALIASES.get(plain)
 
 
 def canonical_name(name: str) -> str:

@@ -13,17 +13,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from claire.agent.system import Assessment, StepListener
+from claire.agent.system import StepListener, report_step, step_listeners
+from claire.domain import Assessment, Claim, Evidence, known_elements, ScoreKind, TraceItem
 from claire.agent.verifier import verdict_items
 from claire.errors import ClaireError
-from claire.indexes.elements import known_elements
-from claire.indexes.evidence import Evidence
 from claire.llm.answers import NLI_LABELS, cited_elements, nli_label
 from claire.llm.client import ChatClient
 from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.tasks.base import NLIJudgement, Task
-from claire.tasks.records import Claim, TraceItem
 from claire.indexes.search_engine import SearchEngine
 
 _REASON_TAG = re.compile(r"<\s*reason\s*>(.*?)(?:<\s*/\s*reason\s*>|$)", re.I | re.S)
@@ -45,6 +43,7 @@ class SearchOnce(ABC):
     """Shared first stage of both baselines: one search for the claim text; ``run`` does the rest."""
 
     name = "baseline"
+    score_kind: ScoreKind = "probability"
 
     def __init__(self, parts: BaselineParts, *, on_step: StepListener | None = None):
         self.parts = parts
@@ -56,8 +55,8 @@ class SearchOnce(ABC):
         return self.parts.prompts
 
     def _emit(self, item: TraceItem, documents: int) -> None:
-        if self.on_step:
-            self.on_step({"item": item.model_dump(mode="json"), "steps": 0, "documents": documents})
+        if step_listeners(self.on_step):
+            report_step(self.on_step, {"item": item.model_dump(mode="json"), "steps": 0, "documents": documents})
 
     async def _retrieve(self, claim: Claim, assessment: Assessment) -> list[Evidence]:
         hits = await self.parts.search.search(claim.text, exclude_title=claim.context.document_title or None, k=self.parts.k)
@@ -72,7 +71,7 @@ class SearchOnce(ABC):
         """The baseline's answer for one claim (an error in it is recorded, never raised)."""
         started = time.perf_counter()
         assessment = Assessment(claim_id=claim.claim_id, system=self.name, claim_text=claim.text,
-                                threshold=self.parts.threshold)
+                                score_kind=self.score_kind, threshold=self.parts.threshold)
         with track_usage() as usage:
             try:
                 await self.run(claim, assessment)
@@ -114,6 +113,7 @@ class NLIPipeline(SearchOnce):
     """Search once, then one NLI call per passage; the score is the number of REFUTES."""
 
     name = "nli"
+    score_kind: ScoreKind = "count"
 
     async def _judge(self, claim: Claim, document: Evidence) -> NLIJudgement:
         parts = self.parts

@@ -16,23 +16,24 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from claire.agent.system import Assessment, System
+from claire.agent.registry import score_kind
+from claire.agent.system import System
+from claire.domain import Assessment, Claim, ScoreKind
 from claire.errors import ConfigError
 from claire.llm.usage import Usage
-from claire.tasks.records import COUNTING_SYSTEMS, Claim
 
 
 def first_pass_score(assessment: Assessment) -> float | None:
     """A first pass's score in [0, 1]: the NLI pipeline's share of REFUTES passages, else the score."""
-    return _score_in_unit_range(assessment.system, assessment.score, assessment.details)
+    return _score_in_unit_range(assessment.score_kind, assessment.score, assessment.details)
 
 
-def _score_in_unit_range(system: str | None, score: float | None, details: dict[str, Any] | None) -> float | None:
-    """A system's score in [0, 1] (the NLI pipeline's REFUTES share instead of its count; None when
-    there is none)."""
+def _score_in_unit_range(kind: ScoreKind, score: float | None, details: dict[str, Any] | None) -> float | None:
+    """A score in [0, 1]: a count's share of the passages it counted over (the NLI pipeline's
+    REFUTES share), else the score itself; None when there is none."""
     if score is None:
         return None
-    if system in COUNTING_SYSTEMS:
+    if kind == "count":
         share = (details or {}).get("refutes_fraction")
         return None if share is None else float(share)
     return float(score)
@@ -42,6 +43,7 @@ class Cascade:
     """A baseline first, then CLAIRE for the facts whose first-pass score reaches ``cut``."""
 
     name = "cascade"
+    score_kind: ScoreKind = "probability"  # a first pass's count is answered as its share of passages
 
     def __init__(self, first: System, full: System, *, cut: float, threshold: float):
         self.first = first
@@ -62,7 +64,8 @@ class Cascade:
         stage = {"first_system": first.system, "first_score": score, "cut": self.cut,
                  "first_error": first.error}
         if score is not None and score < self.cut:
-            answer = first.model_copy(update={"system": self.name, "score": score, "threshold": self.threshold,
+            answer = first.model_copy(update={"system": self.name, "score": score, "score_kind": self.score_kind,
+                                              "threshold": self.threshold,
                                               "details": {**first.details, **stage, "stage": "first pass"}})
         else:
             full = await self.full.assess(claim)
@@ -100,7 +103,8 @@ def _first_scores(predictions: list[dict[str, Any]]) -> list[float]:
         if line.get("system") == "cascade":
             value = (line.get("details") or {}).get("first_score")
         else:
-            value = _score_in_unit_range(line.get("system"), line.get("score"), line.get("details"))
+            kind = line.get("score_kind") or score_kind(line.get("system"))
+            value = _score_in_unit_range(kind, line.get("score"), line.get("details"))
         if value is not None:
             found.append(float(value))
     return found

@@ -23,15 +23,13 @@ from langgraph.types import Command
 from claire.agent.controller import steps_taken
 from claire.agent.graph import RESEARCH, compile_research
 from claire.agent.state import ResearchContext, ResearchState
-from claire.agent.system import Assessment, StepListener
+from claire.agent.system import StepListener, step_listeners
+from claire.domain import Assessment, BlockElement, Claim, Evidence, Passage, ScoreKind, TraceItem
 from claire.config import data_dir
 from claire.errors import ClaireError, ConfigError
-from claire.indexes.corpus import BlockElement, Passage
-from claire.indexes.evidence import Evidence
 from claire.llm.budget import FitNote
 from claire.llm.usage import track_usage
 from claire.tasks.base import Verdict
-from claire.tasks.records import Claim, TraceItem
 
 Reviewer = Callable[[dict[str, Any]], Awaitable[str]]
 """Asks a person about a reported inconsistency (``{"claim", "evidence"}``) and returns the answer."""
@@ -44,6 +42,7 @@ class ClaireAgent:
     """The CLAIRE system. ``assess`` runs the graph for one claim and always returns an Assessment."""
 
     name = "claire"
+    score_kind: ScoreKind = "probability"
 
     def __init__(self, *, context: ResearchContext, threshold: float, reviewer: Reviewer | None = None,
                  on_step: StepListener | None = None, checkpoints: Path | None = None):
@@ -128,12 +127,13 @@ class ClaireAgent:
         return assessment
 
     async def _stream(self, graph: Any, graph_input: Any, run_config: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-        """Run the graph, handing each new trace item to ``on_step``; returns the final state and
+        """Run the graph, handing each new trace item to the step listeners; returns the final state and
         any interrupts it stopped at."""
         state: dict[str, Any] = {}
         interrupts: list[Any] = []
         # Only the streams someone reads: each one costs the graph work at every step.
-        listening = self.on_step is not None or self.reviewer is not None
+        listeners = step_listeners(self.on_step)
+        listening = bool(listeners) or self.reviewer is not None
         modes = ["values", "updates"] if listening else ["values"]
         progress = _Progress(state)
         async for mode, chunk in graph.astream(graph_input, run_config, context=self.context, stream_mode=modes):
@@ -142,9 +142,10 @@ class ClaireAgent:
                 progress.state = state
             elif isinstance(chunk, dict) and "__interrupt__" in chunk:
                 interrupts = list(chunk["__interrupt__"])
-            elif self.on_step is not None:
+            elif listeners:
                 for event in progress.events(chunk):
-                    self.on_step(event)
+                    for listener in listeners:
+                        listener(event)
         return state, interrupts
 
     def _assessment(self, claim: Claim, state: dict[str, Any], usage: dict[str, Any], latency: float) -> Assessment:
@@ -159,6 +160,7 @@ class ClaireAgent:
             system=self.name,
             claim_text=claim.text,
             score=verdict.score,
+            score_kind=self.score_kind,
             threshold=self.threshold,
             evidence=state.get("evidence", []),
             clarifications=state.get("clarifications", []),

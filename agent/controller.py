@@ -26,7 +26,7 @@ from claire.errors import ClaireError
 from claire.llm.answers import text_of
 from claire.llm.budget import fit_history
 from claire.llm.usage import record_event
-from claire.tasks.records import TraceItem
+from claire.domain import TraceItem
 from claire.tools.registry import argument_of
 
 REVIEWER = "reviewer"

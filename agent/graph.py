@@ -29,8 +29,8 @@ from claire.agent.controller import REVIEWER, controller
 from claire.agent.state import ResearchContext, ResearchState
 from claire.agent.verifier import report, verifier
 from claire.errors import ClaireError
-from claire.tasks.records import TraceItem
-from claire.tools.registry import TOOLS
+from claire.domain import TraceItem
+from claire.tools.registry import all_tools
 from claire.tools.results import step_result
 
 
@@ -71,7 +71,7 @@ def build_research() -> StateGraph:
     """The research graph, not yet compiled."""
     graph = StateGraph(ResearchState, context_schema=ResearchContext)
     graph.add_node("controller", controller, destinations=("tools", "controller", "verifier"))
-    graph.add_node("tools", ToolNode(list(TOOLS.values()), awrap_tool_call=_tool_failures))
+    graph.add_node("tools", ToolNode(list(all_tools().values()), awrap_tool_call=_tool_failures))
     graph.add_node("review", review)
     graph.add_node("verifier", verifier)
     graph.add_node("report", report)

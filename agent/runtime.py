@@ -16,7 +16,8 @@ from claire.agent.baselines import BaselineParts, NLIPipeline, RetrieveAndVerify
 from claire.agent.cascade import Cascade
 from claire.agent.claire_agent import ClaireAgent, Reviewer
 from claire.agent.state import ResearchContext
-from claire.agent.system import SYSTEM_NAMES, CalibratedSystem, StepListener, System
+from claire.agent.registry import SYSTEM_NAMES
+from claire.agent.system import CalibratedSystem, StepListener, System
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
 from claire.indexes.catalog import list_indexes

@@ -15,9 +15,8 @@ from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
 
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, Evidence, TraceItem
 from claire.tasks.base import Task, Verdict
-from claire.tasks.records import Claim, TraceItem
 from claire.tools.context import ToolContext
 
 

@@ -6,52 +6,38 @@ one from the resolved configuration.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Protocol
 
-from pydantic import BaseModel, Field
+from claire.domain import Assessment, Claim, ScoreKind
 
-from claire.indexes.evidence import Evidence
-from claire.tasks.records import COUNTING_SYSTEMS, Claim, Consistency, TraceItem, flags
-
-SYSTEM_NAMES = ("claire", "rav", "nli", "cascade")
 StepListener = Callable[[dict[str, Any]], None]
 """Called with ``{"item": trace item, "steps": n, "documents": n}`` as each step is taken."""
 
+_listener: ContextVar[StepListener | None] = ContextVar("claire_step_listener", default=None)
 
-class Assessment(BaseModel):
-    """A system's answer for one claim: score and verdict (or a FEVEROUS label), the evidence, the
-    research trace, usage and latency, and the error when it could not be answered."""
 
-    claim_id: str
-    system: str
-    claim_text: str
-    score: float | None = None  # inconsistency score in [0, 1]; for nli the number of REFUTES
-    probability: float | None = None  # the score calibrated into a probability (when agent.calibration is set)
-    verdict: Consistency | None = None
-    threshold: float
-    evidence: list[Evidence] = Field(default_factory=list)
-    clarifications: list[dict[str, str]] = Field(default_factory=list)
-    explanations: list[dict[str, str]] = Field(default_factory=list)
-    reported: list[str] = Field(default_factory=list)
-    restated_claim: str | None = None
-    reasoning: str | None = None
-    report: dict[str, str] | None = None  # {"consistent": ..., "inconsistent": ...}
-    details: dict[str, Any] = Field(default_factory=dict)
-    trace: list[TraceItem] = Field(default_factory=list)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    latency_s: float | None = None
-    error: str | None = None
-    # task "feverous": the three-way label and the cited evidence element ids
-    label: str | None = None
-    evidence_elements: list[str] = Field(default_factory=list)
+@contextmanager
+def steps_to(listener: StepListener | None) -> Iterator[None]:
+    """Within this block (this task and the tasks it starts), every system reports its steps to
+    ``listener`` as well as to its own: one system serves many claims, each heard by its caller."""
+    token = _listener.set(listener)
+    try:
+        yield
+    finally:
+        _listener.reset(token)
 
-    def decide(self) -> None:
-        """Set the verdict from the score and threshold (no verdict without a score): inconsistent when
-        the score is above the threshold (for nli, when the REFUTES count reaches it)."""
-        if self.score is None:
-            self.verdict = None
-        else:
-            self.verdict = "inconsistent" if flags(self.score, self.threshold, self.system) else "consistent"
+
+def step_listeners(own: StepListener | None) -> list[StepListener]:
+    """Who hears a system's steps now: its own listener and the caller's (:func:`steps_to`)."""
+    return [listener for listener in (own, _listener.get()) if listener is not None]
+
+
+def report_step(own: StepListener | None, event: dict[str, Any]) -> None:
+    """Hand one step to everyone listening."""
+    for listener in step_listeners(own):
+        listener(event)
 
 
 class CalibratedSystem:
@@ -62,6 +48,7 @@ class CalibratedSystem:
         self.system = system
         self.calibrator = calibrator
         self.name = system.name
+        self.score_kind = getattr(system, "score_kind", "probability")
 
     def __getattr__(self, name: str) -> Any:  # prompts, ...: the wrapped system's own
         found = getattr(self.system, name)  # an AttributeError when it has none (no resume for rav, ...)
@@ -76,7 +63,7 @@ class CalibratedSystem:
 
     def calibrated(self, assessment: Assessment) -> Assessment:
         """The assessment with the probability of its score (none for a REFUTES count)."""
-        if assessment.score is not None and assessment.system not in COUNTING_SYSTEMS:
+        if assessment.score is not None and assessment.score_kind == "probability":
             assessment.probability = round(self.calibrator.probability(assessment.score), 4)
         return assessment
 
@@ -86,9 +73,11 @@ class CalibratedSystem:
 
 
 class System(Protocol):
-    """Anything that assesses claims."""
+    """Anything that assesses claims; ``score_kind`` says what its scores are (a probability-like
+    score in [0, 1], or a count), and so how a threshold reads them."""
 
     name: str
+    score_kind: ScoreKind
 
     async def assess(self, claim: Claim) -> Assessment:
         """The system's answer for one claim (never raises for a claim it could not answer)."""

@@ -12,13 +12,12 @@ from langgraph.runtime import Runtime
 
 from claire.agent.state import ResearchContext, ResearchState
 from claire.errors import ClaireError
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, Evidence, TraceItem
 from claire.llm.answers import text_of
 from claire.llm.budget import FitNote
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import Verdict, judging_prompt
-from claire.tasks.records import Claim, TraceItem
 
 
 def verdict_items(verdict: Verdict) -> list[TraceItem]:

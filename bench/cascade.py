@@ -25,7 +25,7 @@ from claire.evals.predictions import load_predictions
 from claire.evals.reporting import per_claim_costs
 from claire.evals.runner import run_eval
 from claire.llm.client import ChatClient
-from claire.tasks.records import Claim
+from claire.domain import Claim
 from claire.testing.bench_models import research_answer
 
 

@@ -24,7 +24,7 @@ from rich.table import Table
 from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.llm.client import ChatClient
-from claire.tasks.records import Claim
+from claire.domain import Claim
 from claire.config import Config, LLMConfig
 from claire.errors import ConfigError
 from claire.bench.llm import ServerProcess

@@ -28,7 +28,8 @@ from rich.console import Console
 from qdrant_edge import SparseVector
 from rich.table import Table
 
-from claire.indexes.corpus import Block, blocks_from_wikicollide, wikicollide_claims
+from claire.indexes.corpus import blocks_from_wikicollide, wikicollide_claims
+from claire.domain import Block
 from claire.indexes.retriever import Hit, build_index, open_retriever
 from claire.indexes.edge_store import EdgeStore
 from claire.indexes.index_meta import IndexMeta

@@ -46,8 +46,8 @@ def check_command(
     sets: SetOpt = None,
 ) -> None:
     """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES), 2 error."""
-    from claire.indexes.corpus import Passage
-    from claire.tasks.records import Claim
+    from claire.domain import Passage
+    from claire.domain import Claim
     from claire.tasks.registry import get_task
 
     if resume is not None and (fact or as_json or no_review or not sys.stdin.isatty()):

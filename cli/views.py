@@ -16,10 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from claire.agent.runtime import open_system
-from claire.agent.system import Assessment
-from claire.tasks.records import COUNTING_SYSTEMS
+from claire.domain import Assessment, Claim
 from claire.llm.usage import Usage, track_usage
-from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ConfigError
 
@@ -124,7 +122,7 @@ class CheckView:
         """Print the result panel of an assessment."""
         c = self.console
         colour = {"inconsistent": "red", "consistent": "green"}.get(a.verdict or "", "yellow")
-        score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.system in COUNTING_SYSTEMS else f"{a.score:.2f}")
+        score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.score_kind == "count" else f"{a.score:.2f}")
         calibrated = "" if a.probability is None else f"; calibrated probability {a.probability:.0%}"
         headline = Text.assemble((f" {(a.verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
                                  f"  inconsistency score {score} (flagged above {a.threshold:g}{calibrated})")

@@ -1,8 +1,9 @@
 """Batch evaluation: run one system over many records of a task, concurrently, into a resumable
 run directory.
 
-``run_eval`` assesses the records not yet in ``OUT/predictions.jsonl`` (at most ``concurrency``
-at a time, by one pool of workers), appends each result the moment it is ready, and finishes with
+``run_eval`` submits the records to the executor (:mod:`claire.evals.executor`) with the run
+directory as its sink: the records not yet in ``OUT/predictions.jsonl`` are checked (at most
+``concurrency`` at a time), each result appended the moment it is ready, and it finishes with
 the task's outputs (metrics.json, report.md, plots). Killing it at any point and running it again
 on the same directory ends with exactly one line per record and the same metrics as an
 uninterrupted run. ``score_run`` re-scores an existing run directory (e.g. with a threshold taken
@@ -12,14 +13,13 @@ from a validation run). The task decides what a line holds and how a run is scor
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable, Sequence, get_args
+from typing import Any, Sequence
 
 from pydantic import BaseModel
 from rich.console import Console
@@ -27,17 +27,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from claire import __version__
 from claire.config import Config
-from claire.errors import ClaireError, ConfigError, DatasetError, redact
-from claire.tasks.calibration import FILE as CALIBRATOR_FILE, METHODS as CALIBRATION_METHODS
+from claire.agent.registry import score_kind
+from claire.domain import ScoreKind, threshold_problem
+from claire.errors import ClaireError, ConfigError, DatasetError
+from claire.evals.executor import Executor, Outcome, todo
 from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
-from claire.files import append_jsonl, read_log
 from claire.evals.reporting import read_metrics
-from claire.evals.thresholds import resolve_threshold
-from claire.llm.usage import track_usage
+from claire.evals.thresholds import resolve_threshold, threshold_setting
 from claire.tasks.base import Task
-from claire.tasks.records import COUNTING_SYSTEMS
+from claire.tasks.calibration import FILE as CALIBRATOR_FILE, METHODS as CALIBRATION_METHODS
 from claire.tasks.registry import get_task
-from claire.tasks.wikicollide.dataset import Split, infer_split
 
 
 @dataclass
@@ -60,6 +59,14 @@ def run_task(stored: dict[str, Any] | None) -> Task:
     of its configuration (runs written before the field existed), else wikicollide."""
     stored = stored or {}
     return get_task(stored.get("task") or ((stored.get("config") or {}).get("agent") or {}).get("task"))
+
+
+def run_score_kind(stored: dict[str, Any] | None, predictions: Sequence[dict[str, Any]] = ()) -> ScoreKind:
+    """What a run's scores are: as its config.json or its lines record it, else (a run written
+    before it was recorded) as its system declares."""
+    stored = stored or {}
+    recorded = stored.get("score_kind") or next((line.get("score_kind") for line in predictions if line.get("score_kind")), None)
+    return recorded or score_kind(stored.get("system") or (predictions[0].get("system") if predictions else None))
 
 
 # Settings that do not change what a system answers: a run may resume with other values.
@@ -143,15 +150,17 @@ def check_run_dir(out_dir: Path, *, task: Task, system: str, dataset: Path | Non
         )
 
 
-def calibration_run(task: Task, system: str | None, calibrate_from: str | Path, method: str) -> list[dict[str, Any]]:
+def calibration_run(task: Task, system: str | None, kind: ScoreKind, calibrate_from: str | Path,
+                    method: str) -> list[dict[str, Any]]:
     """The predictions of the validation run ``--calibrate-from`` names, once the task, the method
-    and the system can be calibrated at all (a ConfigError saying which cannot)."""
+    and the scores can be calibrated at all (a ConfigError saying which cannot)."""
     if not task.threshold_protocol:
         raise ConfigError(f"--calibrate-from is for WikiCollide runs, not the {task.name} task")
     if method not in CALIBRATION_METHODS:
         raise ConfigError(f"unknown calibration method {method!r}; allowed: {', '.join(CALIBRATION_METHODS)}")
-    if system in COUNTING_SYSTEMS:
-        raise ConfigError(f"--calibrate-from: {system} scores are REFUTES counts, not scores in [0, 1]; nothing to calibrate")
+    if kind == "count":
+        raise ConfigError(f"--calibrate-from: {system} scores are counts (of REFUTES passages), not scores in [0, 1]; "
+                          "nothing to calibrate")
     return load_predictions(check_source_run(Path(calibrate_from), "--calibrate-from"), task.line_model)
 
 
@@ -160,50 +169,6 @@ def check_source_run(path: Path, option: str) -> Path:
     if not (path / "predictions.jsonl").is_file():
         raise ConfigError(f"{option} {path} is not a run directory of `claire eval` (no predictions.jsonl)")
     return path
-
-
-def pending(records: Sequence[Any], done: dict[str, str | None], retry_errors: bool) -> list[Any]:
-    """Records with no line yet (``done`` maps claim ids to their line's error), plus, with
-    ``retry_errors``, those whose line is an error."""
-    return [r for r in records if r.claim_id not in done or (retry_errors and done[r.claim_id] is not None)]
-
-
-async def resumable_step(items: Sequence[Any], *, key: Callable[[Any], str], field: str, path: Path,
-                         work: Callable[[Any], Awaitable[dict[str, Any]]], concurrency: int) -> dict[str, dict[str, Any]]:
-    """One resumable step of a job over ``items``: the records of ``path`` (JSON lines, each naming
-    its item in ``field``) are kept, and ``work`` runs — ``concurrency`` at a time — for every item
-    without a record or whose record has an ``error``, each new record appended as it finishes.
-    Returns the latest record of every item, by key."""
-    done = {str(record[field]): record for record in read_log(path) if isinstance(record, dict) and field in record}
-    todo = [item for item in items if key(item) not in done or done[key(item)].get("error")]
-    lock = asyncio.Lock()
-
-    async def one(item: Any) -> None:
-        record = await work(item)
-        async with lock:
-            await asyncio.to_thread(append_jsonl, path, record)
-            done[str(record[field])] = record
-
-    await run_pool(todo, one, max(1, concurrency))
-    return done
-
-
-async def run_pool(items: Iterable[Any], work: Callable[[Any], Awaitable[None]], concurrency: int) -> None:
-    """Run ``work`` over ``items`` with at most ``concurrency`` at a time; an error in one stops
-    the others (``work`` turns the failures it expects into results of its own)."""
-    queue = iter(items)
-
-    async def worker() -> None:
-        for item in queue:
-            await work(item)
-
-    workers = [asyncio.create_task(worker()) for _ in range(max(concurrency, 1))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for job in workers:
-            job.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
 
 
 class _Tally:
@@ -226,34 +191,60 @@ class _Tally:
         return f"errors {self.errors} · {self.tokens:,} tokens · {cost}"
 
 
-async def _line(task: Task, system: Any, record: Any) -> BaseModel:
-    """A system's line for one record; an unexpected exception becomes an error line."""
-    start = time.perf_counter()
-    with track_usage() as usage:
-        try:
-            result = await system.assess(record)
-        except Exception as error:  # one broken record must not end the batch
-            return task.failed_line(record, system.name, redact(f"{type(error).__name__}: {error}"), usage.to_dict(),
-                                    time.perf_counter() - start)
-    line = task.line(record, result)
+def _line(task: Task, system_name: str, outcome: Outcome) -> BaseModel:
+    """A run's line for one checked record (a check that broke is an error line)."""
+    if outcome.result is None:
+        return task.failed_line(outcome.record, system_name, outcome.error or "no answer", outcome.usage,
+                                outcome.latency_s)
+    line = task.line(outcome.record, outcome.result)
     if hasattr(line, "usage") and not line.usage:
-        line.usage = usage.to_dict()
+        line.usage = outcome.usage
     if getattr(line, "latency_s", 0) is None:
-        line.latency_s = time.perf_counter() - start
+        line.latency_s = outcome.latency_s
     return line
+
+
+class RunDirectorySink:
+    """The executor's sink for a run directory: each outcome becomes a line of ``predictions.jsonl``
+    (the task decides its shape), counted on the progress line."""
+
+    def __init__(self, log: PredictionLog, task: Task, system_name: str, on_line: Any = None):
+        self.log = log
+        self.task = task
+        self.system_name = system_name
+        self.on_line = on_line
+
+    def finished(self) -> dict[str, str | None]:
+        """The claim ids with a line, each with its latest line's error."""
+        return {claim_id: line.error for claim_id, line in self.log.latest.items()}
+
+    def started(self, key: str) -> None:
+        """Nothing to note: a line is written when the check ends."""
+
+    def step(self, key: str) -> None:
+        """Nobody hears a batch run's steps (its trace is in the line)."""
+        return None
+
+    async def put(self, outcome: Outcome) -> None:
+        """Append the outcome's line."""
+        line = _line(self.task, self.system_name, outcome)
+        try:
+            await self.log.append(line)
+        except OSError as error:
+            raise ClaireError(f"cannot write {self.log.path}: {error}") from None
+        if self.on_line is not None:
+            self.on_line(line)
 
 
 def _threshold(task: Task, system: str, config_public: dict[str, Any] | None, threshold: float | None,
                threshold_from: str | Path | None) -> tuple[float, str | None]:
     """The threshold a run is scored with, and where it came from (None: the task's own setting)."""
     if task.threshold_protocol:
-        return resolve_threshold(system, config_public=config_public, threshold=threshold, threshold_from=threshold_from)
+        return resolve_threshold(system, task=task, config_public=config_public, threshold=threshold,
+                                 threshold_from=threshold_from)
     if threshold_from is not None:
         raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
     return (threshold if threshold is not None else task.default_threshold(config_public)), None
-
-
-SPLITS: tuple[str, ...] = get_args(Split)
 
 
 def score_run(
@@ -272,30 +263,29 @@ def score_run(
     out_dir = Path(out_dir)
     if threshold is not None and not (math.isfinite(threshold) and threshold >= 0):
         raise ConfigError(f"--threshold must be a finite number of at least 0, not {threshold}")
-    if split is not None and split not in SPLITS:
-        raise ConfigError(f"--split must be one of {', '.join(SPLITS)}, not {split!r}")
     stored = read_run_config(out_dir) or {}
     task = run_task(stored)
+    if split is not None and split not in task.splits:
+        raise ConfigError(f"--split must be one of {', '.join(task.splits) or '(none: the task has no splits)'}, "
+                          f"not {split!r}")
     predictions = load_predictions(out_dir, task.line_model)
     system = stored.get("system") or (predictions[0]["system"] if predictions else "?")
+    kind = run_score_kind(stored, predictions)
     if wall_time_s is None and (out_dir / "metrics.json").exists():
         wall_time_s = read_metrics(out_dir).get("wall_time_s")
-    if threshold is not None and threshold > 1 and system not in COUNTING_SYSTEMS:
-        raise ConfigError(f"--threshold {threshold:g} is above 1: {system}'s scores are in [0, 1] (only nli's threshold "
-                          "is a count of REFUTES passages)")
+    if threshold is not None and kind == "probability" and threshold_problem(threshold, kind):
+        raise ConfigError(f"--threshold {threshold:g} is above 1: {system}'s scores are in [0, 1] (only a count's "
+                          "threshold, such as nli's REFUTES passages, may exceed 1)")
     value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
-    metrics = task.score(predictions, threshold=value, system=system)
+    metrics = task.score(predictions, threshold=value, system=system, score_kind=kind)
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
-    if task.threshold_protocol:  # a WikiCollide run: its setup beside the paper's method
-        from claire.tasks.wikicollide.report import describe_setup
-
-        metrics["setup"] = describe_setup(stored.get("config") or {}, system)
+    setup = task.setup(stored.get("config") or {}, system)
+    if setup is not None:
+        metrics["setup"] = setup
     if calibrate_from is not None:
-        from claire.tasks.wikicollide.scoring import recalibrate
-
-        validation = calibration_run(task, system, calibrate_from, calibration_method)
-        metrics["calibrated"], calibrator = recalibrate(predictions, validation, source=str(calibrate_from),
-                                                        method=calibration_method)
+        validation = calibration_run(task, system, kind, calibrate_from, calibration_method)
+        metrics["calibrated"], calibrator = task.calibrate(predictions, validation, source=str(calibrate_from),
+                                                           method=calibration_method)
         calibrator.save(out_dir / CALIBRATOR_FILE)
     if source is not None:
         metrics["threshold_source"] = source
@@ -331,6 +321,7 @@ async def run_eval(
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
+    executor = Executor(concurrency)
     task = task if isinstance(task, Task) else get_task(task or ((config_public or {}).get("agent") or {}).get("task"))
     ids = [record.claim_id for record in records]
     if len(set(ids)) != len(ids):
@@ -338,23 +329,23 @@ async def run_eval(
         raise DatasetError(f"claim_id '{duplicate}' appears more than once; a run needs unique claim ids")
     out_dir = Path(out_dir)
     dataset = Path(dataset) if dataset is not None else None
-    split = split or (infer_split(dataset) if dataset else None)
+    split = split or (task.split_of(dataset) if dataset else None)
     library = getattr(system, "prompts", None)
     if config_public is not None and hasattr(library, "digest"):  # the prompt texts the run renders
         config_public = {**config_public, "prompts_digest": library.digest()}
     check_run_dir(out_dir, task=task, system=system.name, dataset=dataset, config_public=config_public)
     if threshold is not None or threshold_from is not None:  # fail before the run, not after it
         _threshold(task, system.name, config_public, threshold, threshold_from)
+    kind = getattr(system, "score_kind", None) or score_kind(system.name)
     if calibrate_from is not None:
-        from claire.tasks.wikicollide.scoring import recalibrate
-
-        validation = calibration_run(task, system.name, calibrate_from, calibration_method)
-        recalibrate(validation, validation, source=str(calibrate_from), method=calibration_method)  # it can calibrate
+        validation = calibration_run(task, system.name, kind, calibrate_from, calibration_method)
+        task.calibrate(validation, validation, source=str(calibrate_from), method=calibration_method)  # it can calibrate
     log = PredictionLog(out_dir, task.line_model)
     try:
         write_run_config(out_dir, {
             "task": task.name,
             "system": system.name,
+            "score_kind": kind,
             "dataset": str(dataset) if dataset else None,
             "split": split,
             "claims": len(records),
@@ -362,27 +353,24 @@ async def run_eval(
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "config": config_public,
         })
-        todo = pending(records, {claim_id: line.error for claim_id, line in log.latest.items()}, retry_errors)
         tally = _Tally()
+        pending = todo(records, {claim_id: line.error for claim_id, line in log.latest.items()},
+                       key=lambda record: record.claim_id, retry_errors=retry_errors)
         progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
             TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
             console=console, disable=not show_progress,
         )
-        bar = progress.add_task(system.name, total=len(records), completed=len(records) - len(todo), stats=str(tally))
+        bar = progress.add_task(system.name, total=len(records), completed=len(records) - len(pending), stats=str(tally))
 
-        async def work(record: Any) -> None:
-            line = await _line(task, system, record)
-            try:
-                await log.append(line)
-            except OSError as error:
-                raise ClaireError(f"cannot write {log.path}: {error}") from None
+        def counted(line: BaseModel) -> None:
             tally.add(line)
             progress.update(bar, advance=1, stats=str(tally))
 
+        sink = RunDirectorySink(log, task, system.name, on_line=counted)
         start = time.perf_counter()
         with progress:
-            await run_pool(todo, work, min(concurrency, len(todo)))
+            await executor.run(system, pending, sink, retry_errors=retry_errors)
         wall_time = time.perf_counter() - start
     finally:
         log.compact()
@@ -392,7 +380,7 @@ async def run_eval(
     wanted = set(ids)
     errors = Counter(line.error for line in log.latest.values() if line.claim_id in wanted and line.error is not None)
     return RunSummary(
-        out_dir=out_dir, system=system.name, total=len(records), skipped=len(records) - len(todo), ran=len(todo),
+        out_dir=out_dir, system=system.name, total=len(records), skipped=len(records) - len(pending), ran=len(pending),
         errors=sum(errors.values()), wall_time_s=wall_time, metrics=metrics,
         common_error=errors.most_common(1)[0][0] if errors else None,
     )
@@ -421,8 +409,8 @@ def with_threshold(task: Task, config: Config, threshold: float | None, threshol
             raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {task.name} task")
         return config.with_overrides({task.threshold_setting: threshold})
     system = config.agent.system
-    value, _ = resolve_threshold(system, threshold=threshold, threshold_from=threshold_from)
-    return config.with_overrides({"baselines.nli_threshold" if system in COUNTING_SYSTEMS else "agent.threshold": value})
+    value, _ = resolve_threshold(system, task=task, threshold=threshold, threshold_from=threshold_from)
+    return config.with_overrides({threshold_setting(score_kind(system)): value})
 
 
 def failure(summary: RunSummary, max_error_share: float, records_name: str = "claims") -> str | None:
@@ -444,4 +432,5 @@ def pending_claims(claims: list[Any], out_dir: str | Path, *, retry_errors: bool
     """The records a (resumed) run in ``out_dir`` still has to assess."""
     path = Path(out_dir) / "predictions.jsonl"
     done = load_predictions(out_dir) if path.exists() else []
-    return pending(claims, {line["claim_id"]: line["error"] for line in done}, retry_errors)
+    return todo(claims, {line["claim_id"]: line["error"] for line in done}, key=lambda record: record.claim_id,
+                retry_errors=retry_errors)

@@ -51,7 +51,7 @@ from claire.evals.predictions import load_predictions, read_run_config
 from claire.evals.reporting import per_claim_costs, plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
 from claire.tasks.measures import DASH, or_dash, pct
-from claire.tasks.records import Claim
+from claire.domain import Claim
 from claire.tasks.registry import get_task
 from claire.tasks.wikicollide.report import auroc_text, plot_roc
 from claire.agent.runtime import run_settings

@@ -1,6 +1,7 @@
-"""Which threshold a run is scored with: 0.5 on validation (``agent.threshold``), a REFUTES count
-for ``nli`` (``baselines.nli_threshold``), a value given on the command line, or — as the paper
-does on test — the threshold that maximised F1 on a validation run directory."""
+"""Which threshold a run is scored with: 0.5 on validation (``agent.threshold``), a count of
+REFUTES passages for a system whose scores are counts (``baselines.nli_threshold``), a value given
+on the command line, or — as the paper does on test — the threshold that maximised F1 on a
+validation run directory (the task picks it: :meth:`claire.tasks.base.Task.best_threshold`)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,24 @@ from typing import Any
 from claire.config import AgentConfig, BaselineConfig
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
-from claire.tasks.records import COUNTING_SYSTEMS
-from claire.tasks.wikicollide.scoring import best_f1_threshold
+from claire.agent.registry import score_kind
+from claire.domain import ScoreKind
+from claire.tasks.base import Task
+from claire.tasks.registry import get_task
+
+THRESHOLD_SETTINGS: dict[str, str] = {"probability": "agent.threshold", "count": "baselines.nli_threshold"}
+"""The setting that holds the validation threshold of each kind of score."""
+
+
+def threshold_setting(kind: ScoreKind) -> str:
+    """The setting that holds the threshold for scores of ``kind``."""
+    return THRESHOLD_SETTINGS[kind]
 
 
 def default_threshold(system: str, config_public: dict[str, Any] | None) -> float:
-    """The validation threshold of a system: ``baselines.nli_threshold`` (a REFUTES count) for
-    nli, ``agent.threshold`` otherwise, read from a run's public config when given."""
-    if system in COUNTING_SYSTEMS:
+    """The validation threshold of a system: ``baselines.nli_threshold`` for a count of REFUTES
+    passages, ``agent.threshold`` for a score, read from a run's public config when given."""
+    if score_kind(system) == "count":
         value = ((config_public or {}).get("baselines") or {}).get("nli_threshold")
         return float(BaselineConfig().nli_threshold if value is None else value)
     value = ((config_public or {}).get("agent") or {}).get("threshold")
@@ -27,6 +38,7 @@ def default_threshold(system: str, config_public: dict[str, Any] | None) -> floa
 def resolve_threshold(
     system: str,
     *,
+    task: Task | None = None,
     config_public: dict[str, Any] | None = None,
     threshold: float | None = None,
     threshold_from: str | Path | None = None,
@@ -44,8 +56,8 @@ def resolve_threshold(
                 f"{threshold_from} is a run of '{dev_config['system']}', not '{system}': "
                 "take the threshold from a validation run of the same system"
             )
-        value = best_f1_threshold(load_predictions(threshold_from), system)
+        value = (task or get_task(None)).best_threshold(load_predictions(threshold_from), score_kind(system))
         return value, f"best F1 on {threshold_from}"
-    if system in COUNTING_SYSTEMS:
+    if score_kind(system) == "count":
         return default_threshold(system, config_public), "a count of REFUTES passages, baselines.nli_threshold"
     return default_threshold(system, config_public), "the validation default, agent.threshold"

@@ -1,7 +1,7 @@
-"""The corpus block — CLAIRE's unit of retrieval — and the converters that produce blocks.
+"""Corpora of blocks — CLAIRE's unit of retrieval — and the converters that produce blocks.
 
-A block is one passage of one Wikipedia article: a paragraph or a few short ones, a table or an
-infobox. Corpora are JSONL files with one block a line (see :class:`Block`). Converters turn
+A block (:class:`claire.domain.Block`) is one passage of one Wikipedia article: a paragraph or a
+few short ones, a table or an infobox. Corpora are JSONL files with one block a line. Converters turn
 other sources into blocks: WikiCollide records (the passages their agent traces retrieved) and
 plain article text (split at headings, packed into passages of bounded length).
 """
@@ -17,8 +17,9 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ValidationError
 
+from claire.domain import Block
 from claire.errors import ConfigError, DatasetError
 from claire.files import read_jsonl
 from claire.validation import describe
@@ -26,8 +27,6 @@ from claire.validation import describe
 # WikiCollide's name for a search step, and CLAIRE's own (its traces can be read back the same way)
 SEARCH_ACTIONS = ("search_wikipedia_outside_claim_article", "search")
 """The action name of a corpus search in WikiCollide agent traces."""
-
-BlockType = Literal["text", "table", "infobox"]
 
 _TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
@@ -45,62 +44,6 @@ def is_table(content: str) -> bool:
     """True when ``content`` is a markdown table (a ``|`` row followed by a ``---`` rule)."""
     lines = [line.strip() for line in content.strip().splitlines()]
     return len(lines) >= 2 and lines[0].startswith("|") and bool(_TABLE_RULE.match(lines[1]))
-
-
-class BlockElement(BaseModel):
-    """A citable piece of a block (a sentence, table cell, caption or list item) with its
-    FEVEROUS-shaped id, e.g. ``Page_sentence_3`` or ``Page_cell_0_1_2``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    text: str
-
-
-class Passage(BaseModel):
-    """A passage of a Wikipedia article: where it stands (title, section, URL) and its text. The
-    one passage model of CLAIRE: a claim's context is a Passage, a corpus :class:`Block` is a
-    Passage with an id, and a piece of evidence (``indexes.evidence``) is a numbered one. Prompt
-    templates read these fields directly."""
-
-    model_config = ConfigDict(frozen=True)
-
-    document_title: str = ""
-    section_title: str = ""
-    content: str = ""
-    url: str | None = None
-    last_edit_date: str | None = None
-
-    @field_validator("section_title", mode="before")
-    @classmethod
-    def _section_or_empty(cls, value: Any) -> Any:
-        return "" if value is None else value
-
-
-class Block(Passage):
-    """One passage of the corpus, as stored in a JSONL line and in an index payload."""
-
-    id: str
-    document_title: str
-    content: str
-    block_type: BlockType = "text"
-    elements: list[BlockElement] | None = None  # optional: citable elements, in reading order
-    categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
-    # set by the dump converters: the wiki's page id and the revision the block was taken from
-    page_id: int | None = None
-    revision_id: int | None = None
-
-    @field_validator("id", "document_title", "content")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
-
-    def embed_text(self) -> str:
-        """The text that is embedded and BM25-indexed: ``title > section`` then the content."""
-        heading = f"{self.document_title} > {self.section_title}" if self.section_title else self.document_title
-        return f"{heading}\n{self.content}"
 
 
 MAX_BLOCK_CHARS = 6000

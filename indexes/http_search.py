@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, ValidationError
 
 from claire.errors import RetrievalError
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.json_http import JsonService
 from claire.indexes.retriever import Hit
 

@@ -22,7 +22,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from claire.errors import DatasetError, RetrievalError
-from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, demo_corpus_path, read_corpus, split_oversize
+from claire.indexes.corpus import MAX_BLOCK_CHARS, demo_corpus_path, read_corpus, split_oversize
+from claire.domain import Block
 from claire.indexes.embedders import Embedder, load_embedder
 from claire.indexes.query_batch import QueryBatcher
 from claire.indexes.query_encoders import QueryEncoder, query_encoder

@@ -18,7 +18,7 @@ import qdrant_edge as edge
 
 from claire.errors import RetrievalError
 from claire.indexes import sparse as bm25
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.index_meta import IndexMeta, point_id
 
 SearchMode = Literal["hybrid", "dense", "bm25"]

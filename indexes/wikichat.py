@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from claire.errors import RetrievalError
-from claire.indexes.corpus import Block, BlockType, block_id, is_table
+from claire.indexes.corpus import block_id, is_table
+from claire.domain import Block, BlockType
 from claire.indexes.json_http import JsonService
 from claire.indexes.retriever import Hit
 

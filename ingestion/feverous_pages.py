@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from claire.errors import ConfigError, DatasetError
-from claire.indexes.corpus import Block, BlockElement, block_id
+from claire.indexes.corpus import block_id
+from claire.domain import Block, BlockElement
 
 _LINK = re.compile(r"\[\[([^\[\]|]*)\|?([^\[\]]*)\]\]")
 _KEY = re.compile(r"^(sentence|section|table|list)_(\d+)$")

@@ -30,7 +30,7 @@ from typing import Any
 from qdrant_edge import SparseVector
 
 from claire.indexes import sparse
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.ingestion.dumps.convert import convert_pages
 from claire.ingestion.dumps.pages import DumpPage, PageResult, block_id
 from claire.ingestion.encoding import BatchEncoder

@@ -17,7 +17,8 @@ from typing import Any
 
 from claire.errors import DatasetError
 from claire.files import read_jsonl
-from claire.indexes.corpus import Block, CorpusLoad, block_id, blocks_from_article
+from claire.indexes.corpus import CorpusLoad, block_id, blocks_from_article
+from claire.domain import Block
 from claire.indexes.retriever import build_index
 from claire.indexes.catalog import list_indexes
 

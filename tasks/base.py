@@ -17,14 +17,14 @@ from typing import Any, ClassVar, Sequence
 from langchain_core.messages import BaseMessage
 
 from claire.errors import ConfigError
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, Evidence, ScoreKind
 from claire.llm.budget import FitNote, fit_documents
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from pydantic import BaseModel
 
 from claire.tasks.fact_limits import check_claims
-from claire.tasks.records import Claim, Prediction, failed_prediction, prediction_from
+from claire.tasks.records import Prediction, failed_prediction, prediction_from
 
 
 @dataclass
@@ -130,6 +130,27 @@ class Task(ABC):
         """What ``claire eval`` prints of a finished run's metrics."""
         return []
 
+    splits: ClassVar[tuple[str, ...]] = ()
+    """The dataset splits a run of this task may be (``--split``); none: the task has no splits."""
+
+    def split_of(self, path: str | Path) -> str | None:
+        """The split a data file holds, from its name (None: unknown, or the task has no splits)."""
+        return None
+
+    def setup(self, config_public: dict[str, Any], system: str | None) -> dict[str, Any] | None:
+        """What a run's report says of its setup beside the method it follows (None: nothing)."""
+        return None
+
+    def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind) -> float:
+        """The threshold a test run takes from a validation run's predictions (the best-F1 one)."""
+        raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {self.name} task")
+
+    def calibrate(self, predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str,
+                  method: str) -> tuple[dict[str, Any], Any]:
+        """The calibration metrics of ``predictions`` through a calibrator fitted on ``validation``,
+        and the calibrator (a ConfigError when the runs cannot be calibrated)."""
+        raise ConfigError(f"--calibrate-from is for WikiCollide runs, not the {self.name} task")
+
     line_model: ClassVar[type[BaseModel]] = Prediction
     """The model of one line of a run's predictions.jsonl."""
 
@@ -142,8 +163,9 @@ class Task(ABC):
         return failed_prediction(record, system, error, usage, latency_s)
 
     @abstractmethod
-    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None) -> dict[str, Any]:
-        """The metrics of a run's predictions."""
+    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None,
+              score_kind: ScoreKind = "probability") -> dict[str, Any]:
+        """The metrics of a run's predictions (``score_kind``: what the system's scores are)."""
 
     @abstractmethod
     def write_outputs(self, out_dir: Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:

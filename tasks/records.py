@@ -1,47 +1,15 @@
-"""What a task is made of: the :class:`Claim` a system checks (the fact, the passage it came from,
-and its gold answer when known), the :class:`TraceItem`, one step of research in the shape of
-WikiCollide's ``agent_trace`` (so CLAIRE's traces and the dataset's can be compared and replayed),
-and the :class:`Prediction`, one line of a run's ``predictions.jsonl``.
+"""One line of a run's ``predictions.jsonl``: the :class:`Prediction` of a system for one claim
+(its Assessment, :mod:`claire.domain`, with the claim's gold answer), and the line of a claim
+whose check broke.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from claire.indexes.corpus import Passage
-
-Consistency = Literal["consistent", "inconsistent"]
-
-COUNTING_SYSTEMS = frozenset({"nli"})
-"""Systems whose score is a count (the NLI pipeline's REFUTES passages), not a score in [0, 1]."""
-
-
-def flags(score: float, threshold: float, system: str | None = None) -> bool:
-    """Whether a score (or each of an array of scores) makes a claim inconsistent. As in the paper, a score flags a claim when it is
-    *above* the threshold (0.5 is not flagged at 0.5); a REFUTES count flags it from the threshold
-    on (one REFUTES passage at threshold 1)."""
-    return score >= threshold if system in COUNTING_SYSTEMS else score > threshold
-
-
-class Claim(BaseModel):
-    """One fact to check, with the passage it comes from (its own article is excluded from search)."""
-
-    claim_id: str = "claim"
-    text: str
-    context: Passage = Field(default_factory=Passage)
-    label: Consistency | None = None  # gold label, when known (evaluation)
-    inconsistency_type: str | None = None
-    gold: dict[str, Any] | None = None  # a task's gold answer, e.g. FEVEROUS {label, evidence}
-
-
-class TraceItem(BaseModel):
-    """One step of a system's work: the action, its argument and what it produced."""
-
-    action_name: str
-    action_argument: Any = None
-    action_output: Any = None
+from claire.domain import Claim, ScoreKind
 
 
 class Prediction(BaseModel):
@@ -51,6 +19,7 @@ class Prediction(BaseModel):
     system: str
     claim_text: str = ""
     score: float | None = None
+    score_kind: ScoreKind | None = None  # what the score is (None in runs written before it was recorded)
     probability: float | None = None  # the score calibrated (agent.calibration), when a calibrator was set
     verdict: str | None = None
     threshold: float | None = None
@@ -76,6 +45,7 @@ def prediction_from(assessment: Any, claim: Claim) -> Prediction:
         system=assessment.system,
         claim_text=claim.text,
         score=assessment.score,
+        score_kind=assessment.score_kind,
         probability=getattr(assessment, "probability", None),
         verdict=assessment.verdict,
         threshold=assessment.threshold,

@@ -1,21 +1,40 @@
 """Every task by name, looked up in one place: ``wikicollide`` (the default), ``feverous`` and
-``citations``."""
+``citations``.
+
+The names are listed here once (the configuration reads them at startup without loading any
+task); a task is loaded on first use by :func:`get_task`.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from claire.errors import ConfigError
-from claire.tasks.base import Task
-from claire.tasks.citations import Citations
-from claire.tasks.feverous import Feverous
-from claire.tasks.wikicollide import WikiCollide
 
-TASKS: dict[str, Task] = {task.name: task for task in (WikiCollide(), Feverous(), Citations())}
-"""The tasks, by name."""
+if TYPE_CHECKING:
+    from claire.tasks.base import Task
+
+TASKS: dict[str, str] = {
+    "wikicollide": "claire.tasks.wikicollide:WikiCollide",
+    "feverous": "claire.tasks.feverous:Feverous",
+    "citations": "claire.tasks.citations:Citations",
+}
+"""Each task's name and the class that is it (``module:Class``)."""
+
+TASK_NAMES: tuple[str, ...] = tuple(TASKS)
 
 
-def get_task(name: str | None) -> Task:
+@cache
+def _load(name: str) -> "Task":
+    module, _, cls = TASKS[name].partition(":")
+    return getattr(import_module(module), cls)()
+
+
+def get_task(name: str | None) -> "Task":
     """The task called ``name`` (None: wikicollide); a clear error naming the choices otherwise."""
-    task = TASKS.get(name or "wikicollide")
-    if task is None:
+    name = name or "wikicollide"
+    if name not in TASKS:
         raise ConfigError(f"unknown task '{name}'; allowed: {', '.join(TASKS)}")
-    return task
+    return _load(name)

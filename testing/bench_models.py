@@ -10,10 +10,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from claire.agent.system import Assessment
+from claire.domain import Assessment, Claim
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
-from claire.tasks.records import Claim
 from claire.testing.doubles import kind_of
 
 CALLS_PER_CLAIM = 3

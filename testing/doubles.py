@@ -8,10 +8,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from claire.indexes.corpus import Block, Passage
+from claire.domain import Block, Claim, Passage
 from claire.indexes.retriever import Hit
 from claire.llm.answers import text_of
-from claire.tasks.records import Claim
 from claire.testing.scripted import ScriptedRequest
 from claire.tools.registry import argument_of
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from claire.agent.system import Assessment
-from claire.indexes.evidence import Evidence
-from claire.tasks.records import Claim, TraceItem
+from claire.domain import Assessment, Claim, Evidence, TraceItem
 
 
 def score_for(claim: Claim) -> float:

@@ -8,7 +8,7 @@ from typing import Any
 from langchain.tools import ToolRuntime, tool
 from langgraph.types import Command
 
-from claire.indexes.evidence import Evidence
+from claire.domain import Evidence
 from claire.llm.answers import text_of
 from claire.llm.budget import fit_documents
 from claire.tools.context import ToolContext

@@ -11,7 +11,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-from claire.tasks.records import TraceItem
+from claire.domain import TraceItem
 
 
 def step_result(runtime: ToolRuntime, name: str, argument: str, observation: str, output: Any = None, *,

@@ -24,14 +24,14 @@ from rich.console import Console
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
 from claire.agent.runtime import open_system, prompt_library
-from claire.indexes.corpus import Passage
-from claire.tasks.records import Claim
+from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
 from claire.workflows.ambigqa import QAItem, load_ambigqa, qa_pairs
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.tasks.feverous.dataset import load_feverous
-from claire.evals.runner import resumable_step, run_eval
+from claire.evals.executor import resumable_step
+from claire.evals.runner import run_eval
 from claire.files import write_jsonl
 from claire.workflows.rate_statistics import cochran_sample_size
 from claire.workflows.rate_runs import CLAIMS, check_plan, job_lock, summarise, write_plan

@@ -14,7 +14,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from claire.indexes.corpus import Block, split_sentences
+from claire.indexes.corpus import split_sentences
+from claire.domain import Block
 from claire.ingestion.dumps.convert import convert_page
 from claire.ingestion.dumps.pages import DumpPage, PageResult
 

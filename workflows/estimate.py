@@ -27,11 +27,11 @@ from rich.console import Console
 from claire.agent.extraction import extract_facts
 from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.indexes.corpus import Passage
-from claire.tasks.records import Claim
+from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
-from claire.evals.runner import resumable_step, run_eval
+from claire.evals.executor import resumable_step
+from claire.evals.runner import run_eval
 from claire.indexes.sampling import Unit, sample_index
 from claire.files import read_log, write_jsonl
 from claire.workflows.rate_runs import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan

@@ -19,8 +19,7 @@ from typing import Any, Iterator
 
 from claire.llm.client import ChatClient
 from claire.agent.runtime import open_system
-from claire.indexes.corpus import Passage
-from claire.tasks.records import Claim
+from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher

@@ -20,8 +20,7 @@ from claire.agent.extraction import extract_facts
 from claire.tasks.fact_limits import fact_length_problem
 from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.indexes.corpus import Passage
-from claire.tasks.records import Claim
+from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.evals.predictions import load_predictions

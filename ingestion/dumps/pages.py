@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote
 
-from claire.indexes.corpus import Block, pack_paragraphs
+from claire.indexes.corpus import pack_paragraphs
+from claire.domain import Block
 
 SkipReason = Literal["redirect", "disambiguation", "namespace", "empty"]
 SKIP_REASONS: tuple[SkipReason, ...] = ("redirect", "disambiguation", "namespace", "empty")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from claire.domain import ScoreKind
 from claire.tasks.base import Task
 from claire.config import Config
 from claire.tasks.citations.checker import CitationResult, open_checker
@@ -73,7 +74,8 @@ class Citations(Task):
                          f"(base rate {100 * detection['base_rate']:.0f}%), AUROC {100 * detection['auroc']:.1f}")
         return lines
 
-    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None) -> dict[str, Any]:
+    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None,
+              score_kind: ScoreKind = "probability") -> dict[str, Any]:
         """Recall@k of the original source, how often it ranks first, failing-citation detection."""
         return citation_metrics(predictions, threshold=threshold)
 

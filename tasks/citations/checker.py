@@ -28,8 +28,7 @@ from pydantic import BaseModel, Field
 from claire.config import CiteConfig, Config
 from claire.errors import ConfigError, DatasetError
 from claire.indexes import sparse
-from claire.indexes.corpus import Block
-from claire.indexes.evidence import Evidence
+from claire.domain import Block, Evidence
 from claire.indexes.registry import Searcher, open_searcher
 from claire.ingestion.web_docs import EXAMPLE_INDEX, ensure_example_sources_index, source_blocks
 from claire.llm.answers import tag_text, tagged_score, text_of

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, Evidence, ScoreKind
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import NLIJudgement, Task, Verdict
@@ -20,7 +20,6 @@ from claire.tasks.feverous.dataset import load_feverous_claims
 from claire.tasks.feverous.judge import combine_nli, judge_label
 from claire.tasks.feverous.scoring import feverous_metrics, write_outputs
 from claire.tasks.measures import pct
-from claire.tasks.records import Claim
 
 
 class Feverous(Task):
@@ -46,7 +45,8 @@ class Feverous(Task):
         """1 when the claim is refuted."""
         return 1 if label == "REFUTES" else 0
 
-    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None) -> dict[str, Any]:
+    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None,
+              score_kind: ScoreKind = "probability") -> dict[str, Any]:
         """Label accuracy, the FEVEROUS score and evidence precision/recall/F1."""
         return feverous_metrics(predictions, system=system)
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError, field_validator
 
-from claire.tasks.records import Claim
+from claire.domain import Claim
 from claire.errors import DatasetError
 from claire.files import read_jsonl
 

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from claire.indexes.elements import element_kind, known_elements
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, element_kind, Evidence, known_elements
 from claire.llm.answers import NLI_LABELS, cited_elements, nli_label, tag_text
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import NLIJudgement, Verdict, judging_prompt
-from claire.tasks.records import Claim
 
 LABELS = NLI_LABELS
 MAX_SENTENCES = 5

@@ -11,15 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, Evidence, ScoreKind
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import Task, Verdict
-from claire.tasks.records import Claim
-from claire.tasks.wikicollide.dataset import load_wikicollide
+from claire.tasks.wikicollide.dataset import SPLITS, infer_split, load_wikicollide
 from claire.tasks.wikicollide.judge import judge_score
-from claire.tasks.wikicollide.report import auroc_text, write_outputs
-from claire.tasks.wikicollide.scoring import compute_metrics
+from claire.tasks.wikicollide.report import auroc_text, describe_setup, write_outputs
+from claire.tasks.wikicollide.scoring import best_f1_threshold, compute_metrics, recalibrate
 
 
 class WikiCollide(Task):
@@ -38,13 +37,33 @@ class WikiCollide(Task):
         """The inconsistency score of the claim given the passages."""
         return await judge_score(claim, documents, clarifications, llm, prompts, explanations=explanations)
 
-    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None) -> dict[str, Any]:
+    def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None,
+              score_kind: ScoreKind = "probability") -> dict[str, Any]:
         """AUROC with its bootstrap interval, accuracy, P, R, F1 and recall per inconsistency type."""
-        return compute_metrics(predictions, threshold=threshold, system=system)
+        return compute_metrics(predictions, threshold=threshold, system=system, score_kind=score_kind)
 
     def headline(self, metrics: dict[str, Any]) -> list[str]:
         """AUROC with its interval and what the metrics cover."""
         return [f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}"]
+
+    splits = SPLITS
+
+    def split_of(self, path: str | Path) -> str | None:
+        """validation for dev/val files, test for test files (by file name)."""
+        return infer_split(path)
+
+    def setup(self, config_public: dict[str, Any], system: str | None) -> dict[str, Any] | None:
+        """The run's model, index and every setting that differs from the paper's method."""
+        return describe_setup(config_public, system)
+
+    def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind) -> float:
+        """The best-F1 threshold of a validation run, as the paper reuses it on test."""
+        return best_f1_threshold(predictions, score_kind)
+
+    def calibrate(self, predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str,
+                  method: str) -> tuple[dict[str, Any], Any]:
+        """Calibration after an isotonic or Platt map fitted on the validation run's scores."""
+        return recalibrate(predictions, validation, source=source, method=method)
 
     def write_outputs(self, out_dir: Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
         """metrics.json, report.md and roc.png."""

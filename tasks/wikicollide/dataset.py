@@ -15,31 +15,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
 
 from claire.errors import DatasetError
 from claire.files import json_records
-from claire.indexes.corpus import Passage
-from claire.tasks.records import Claim, TraceItem
+from claire.domain import Claim, Passage, TraceItem, titled_passage
 from claire.validation import describe
 
 Split = Literal["validation", "test"]
+SPLITS: tuple[str, ...] = ("validation", "test")
 
 
-class ContextRecord(Passage):
-    """A record's ``claim_context_block``: a passage whose title and content must not be empty."""
-
-    content: str
-    document_title: str
-
-    @field_validator("content", "document_title")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
+ContextPassage = Annotated[Passage, AfterValidator(titled_passage)]
+"""A record's ``claim_context_block``: a passage whose title and content must not be empty."""
 
 
 class ClaimRecord(BaseModel):
@@ -47,7 +37,7 @@ class ClaimRecord(BaseModel):
 
     claim_id: str
     claim_text: str
-    claim_context_block: ContextRecord
+    claim_context_block: ContextPassage
 
     @field_validator("claim_id", "claim_text")
     @classmethod

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from claire.indexes.evidence import Evidence
+from claire.domain import Claim, Evidence
 from claire.llm.answers import tag_text, tagged_score
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import Verdict, judging_prompt
-from claire.tasks.records import Claim
 
 SCORE_TAG = "inconsistency_score"
 

@@ -17,7 +17,6 @@ from matplotlib.figure import Figure
 from claire.files import write_atomically
 from claire.llm.usage import EVENTS
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
-from claire.tasks.records import COUNTING_SYSTEMS
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -111,7 +110,7 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         "",
         f"Covers {metrics['covers']}. Threshold {metrics['threshold']:g}"
         + (f" ({metrics['threshold_source']})" if metrics.get("threshold_source") else "")
-        + ("; a REFUTES count at or above it means *inconsistent*." if metrics.get("system") == "nli"
+        + ("; a REFUTES count at or above it means *inconsistent*." if metrics.get("score_kind") == "count"
            else "; a score above it means *inconsistent*, as in the paper.") + " Scores are ×100.",
         "",
     ]
@@ -159,7 +158,7 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         lines.append(f"- … and {len(failed) - 50} more (see {PREDICTIONS})")
     if failed:
         lines.append("")
-    lines += _calibration_section(metrics.get("calibration"), metrics.get("calibrated"), system=metrics.get("system"))
+    lines += _calibration_section(metrics.get("calibration"), metrics.get("calibrated"), score_kind=metrics.get("score_kind"))
     robust = metrics.get("robustness") or {}
     events = (metrics.get("usage") or {}).get("events") or {}
     if events:
@@ -188,9 +187,9 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
 
 
 def _calibration_section(found: dict[str, Any] | None, calibrated: dict[str, Any] | None = None, *,
-                         system: str | None = None) -> list[str]:
+                         score_kind: str | None = None) -> list[str]:
     if not found:
-        if system not in COUNTING_SYSTEMS:
+        if score_kind != "count":
             return []
         return ["## Calibration", "", "None: this system's scores count the passages judged to refute the claim; "
                 "they are not probabilities, so neither ECE nor `--calibrate-from` applies.", ""]

@@ -17,7 +17,7 @@ from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_f
 from claire.errors import ConfigError
 from claire.tasks.calibration import Calibrator
 from claire.tasks.measures import covers, latency_summary, robustness, usage_totals
-from claire.tasks.records import COUNTING_SYSTEMS, flags
+from claire.domain import ScoreKind, flags
 
 POSITIVE = "inconsistent"
 BOOTSTRAP_RESAMPLES = 1000
@@ -63,7 +63,8 @@ def _bootstrap_auroc(gold: np.ndarray, scores: np.ndarray) -> list[float] | None
     return [float(low), float(high)]
 
 
-def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, system: str | None = None) -> dict[str, Any]:
+def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, system: str | None = None,
+                    score_kind: ScoreKind = "probability") -> dict[str, Any]:
     """AUROC (with a bootstrap 95% CI), accuracy, P, R, F1 and per-type recall at ``threshold``
     (a score above it means inconsistent; a REFUTES count from it on), with counts, usage and
     latency. The same figures over the full set — a claim that ended in an error counted as a
@@ -75,6 +76,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
     labels = [p["label"] for p in scored]
     metrics: dict[str, Any] = {
         "system": system,
+        "score_kind": score_kind,
         "threshold": threshold,
         "counts": {
             "total": len(predictions),
@@ -108,7 +110,7 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
     else:
         metrics["note"] = f"AUROC needs both labels; this run has only '{labels[0]}'"
     metrics["calibration"] = calibration(gold, scores)
-    predicted = flags(scores, threshold, system).astype(int)
+    predicted = flags(scores, threshold, score_kind).astype(int)
     precision, recall, f1, _ = precision_recall_fscore_support(
         gold, predicted, average="binary", pos_label=1, zero_division=0
     )
@@ -128,11 +130,11 @@ def compute_metrics(predictions: list[dict[str, Any]], *, threshold: float, syst
         name: {"n": len(hits), "detected": sum(hits), "recall": sum(hits) / len(hits)}
         for name, hits in sorted(by_type.items())
     }
-    metrics["full_set"] = _full_set(predictions, threshold, system) if errors else None
+    metrics["full_set"] = _full_set(predictions, threshold, score_kind) if errors else None
     return metrics
 
 
-def _full_set(predictions: list[dict[str, Any]], threshold: float, system: str | None) -> dict[str, Any] | None:
+def _full_set(predictions: list[dict[str, Any]], threshold: float, score_kind: ScoreKind) -> dict[str, Any] | None:
     """AUROC, accuracy and F1 over every claim with a gold label, a claim that ended in an error
     (or without a score) counted as a score of 0."""
     labelled = sorted((p for p in predictions if p.get("label")), key=lambda p: p["claim_id"])
@@ -141,7 +143,7 @@ def _full_set(predictions: list[dict[str, Any]], threshold: float, system: str |
                        for p in labelled], dtype=float)
     if len(set(gold.tolist())) < 2:
         return None
-    predicted = flags(scores, threshold, system).astype(int)
+    predicted = flags(scores, threshold, score_kind).astype(int)
     _, _, f1, _ = precision_recall_fscore_support(gold, predicted, average="binary", pos_label=1, zero_division=0)
     return {"claims": len(labelled), "auroc": float(roc_auc_score(gold, scores)),
             "accuracy": float(accuracy_score(gold, predicted)), "f1": float(f1)}
@@ -195,7 +197,7 @@ def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[flo
     return fpr.tolist(), tpr.tolist()
 
 
-def best_f1_threshold(predictions: list[dict[str, Any]], system: str | None = None) -> float:
+def best_f1_threshold(predictions: list[dict[str, Any]], score_kind: ScoreKind = "probability") -> float:
     """The threshold with the highest F1; ties go to the lowest. For a REFUTES count it is one of
     the counts seen (flagging from it on); for scores, which flag above the threshold, it lies
     halfway below each distinct score (half of the lowest score for the lowest)."""
@@ -203,11 +205,11 @@ def best_f1_threshold(predictions: list[dict[str, Any]], system: str | None = No
     if not gold.sum():
         raise ConfigError("cannot pick a best-F1 threshold: the run has no scored 'inconsistent' claims")
     distinct = np.unique(scores)
-    if system in COUNTING_SYSTEMS:
+    if score_kind == "count":
         candidates = distinct
     else:
         candidates = np.round(np.concatenate([[distinct[0] / 2], (distinct[:-1] + distinct[1:]) / 2]), 6)
-    predicted = flags(scores[None, :], candidates[:, None], system)
+    predicted = flags(scores[None, :], candidates[:, None], score_kind)
     tp = (predicted & (gold == 1)).sum(axis=1)
     f1 = 2 * tp / (predicted.sum(axis=1) + gold.sum())
     return float(candidates[int(np.argmax(f1))])

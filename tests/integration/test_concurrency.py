@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from claire.errors import RetrievalError
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.retriever import build_index, open_retriever
 from claire.indexes.sharing import VERSION_PREFIX, VIEWS, WriterLock
 from claire.indexes.catalog import list_indexes

@@ -17,7 +17,8 @@ import pytest
 from scipy.stats import chisquare
 
 from claire.workflows.rate_statistics import estimate_rate
-from claire.indexes.corpus import Block, demo_corpus_path, read_corpus
+from claire.indexes.corpus import demo_corpus_path, read_corpus
+from claire.domain import Block
 from claire.indexes.sampling import sample_index
 from claire.indexes.index_meta import IndexMeta
 from claire.indexes.catalog import open_index

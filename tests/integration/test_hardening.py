@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.retriever import build_index
 from claire.indexes.catalog import list_indexes, open_index
 from claire.testing.doubles import http_responder

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from claire.errors import RetrievalError
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.http_search import HttpSearcher, answer
 from claire.indexes.registry import open_searcher
 from claire.indexes.retriever import build_index, open_retriever

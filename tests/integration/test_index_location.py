@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from claire.config import RetrievalConfig
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.retriever import build_index, open_retriever
 from claire.indexes.catalog import list_indexes

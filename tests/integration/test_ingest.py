@@ -214,7 +214,7 @@ def test_server_store_takes_the_dump_build(tmp_path, monkeypatch):
 
 
 def test_update_needs_an_index_built_from_a_dump(tmp_path):
-    from claire.indexes.corpus import Block
+    from claire.domain import Block
     from claire.indexes.retriever import build_index
 
     build_index([Block(id="a", document_title="A", content="Alpha is a letter.")], name="plain", embedder="minilm",

@@ -244,8 +244,8 @@ async def test_cache_is_per_endpoint(tmp_path):
 
 @pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", True)])
 async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, kind, stream):
-    from claire.indexes.corpus import Passage
-    from claire.indexes.evidence import Evidence
+    from claire.domain import Passage
+    from claire.domain import Evidence
 
     docs = [Evidence(n=1, block_id="b1", document_title="Eiffel Tower", section_title="History", content="Built 1887-1889.")]
     context = Passage(document_title="Paris", section_title="Landmarks", content="A passage.")

@@ -12,7 +12,7 @@ import pytest
 
 from claire.errors import RetrievalError
 from claire.indexes import query_encoders
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.query_encoders import OnnxQueryEncoder, TorchQueryEncoder, query_encoder
 from claire.indexes.retriever import EXPORT_FOLDER, build_index, open_retriever

@@ -17,8 +17,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from claire.agent.runtime import open_system
-from claire.indexes.corpus import Passage as ContextBlock
-from claire.tasks.records import Claim
+from claire.domain import Claim, Passage as ContextBlock
 from claire.config import LLMConfig, load_config
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from claire.errors import DatasetError, RetrievalError
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.registry import open_searcher
 from claire.indexes.retriever import Retriever, build_index, ensure_demo_index, open_retriever

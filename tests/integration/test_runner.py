@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from claire.tasks.records import Claim
+from claire.domain import Claim
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.evals.predictions import load_predictions
 from claire.testing.fake_system import FakeSystem

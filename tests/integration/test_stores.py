@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from claire.errors import RetrievalError
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.edge_store import EdgeStore
 from claire.indexes.index_meta import IndexMeta
 from claire.indexes.server_store import ServerStore

@@ -10,7 +10,7 @@ from claire.agent.runtime import build_system
 from claire.tasks.wikicollide.judge import read_score as parse_score
 from claire.config import Config
 from claire.errors import LLMError
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.testing.doubles import BLOCKS, CLAIM, KeywordRetriever, ScriptedModel, tool_call
 from claire.testing.scripted import scripted_client
 

@@ -105,8 +105,8 @@ def test_parse_nli_label(text, label):
 
 
 def test_kind_detection_covers_the_nli_template():
-    from claire.indexes.corpus import Passage
-    from claire.indexes.evidence import Evidence
+    from claire.domain import Passage
+    from claire.domain import Evidence
     from claire.prompts import library
     from claire.testing.scripted import ScriptedRequest
 

@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage
 
 from claire.agent.runtime import build_system
 from claire.config import Config, LLMConfig
-from claire.indexes.evidence import Evidence
+from claire.domain import Evidence
 from claire.llm.budget import OMITTED, by_relevance, deduplicate, fit_documents, fit_history
 from claire.llm.client import ChatClient
 from claire.llm.tokens import DEFAULT_CONTEXT_WINDOW, TokenCounter, estimate_tokens, known_context_window
@@ -85,7 +85,7 @@ QUERIES = ["Eiffel Tower construction history", "Gustave Eiffel career engineeri
 
 
 async def test_clarify_entity_leaves_out_the_last_passages_when_they_do_not_fit():
-    from claire.indexes.corpus import Block
+    from claire.domain import Block
     from claire.testing.doubles import KeywordRetriever, ScriptedModel, tool_call
 
     blocks = [Block(id=f"p{i}", document_title=f"Paris {i}", section_title="S", content=f"Paris number {i}. " + "filler words " * 400)

@@ -15,7 +15,7 @@ import pytest
 from claire.tasks.citations.checker import normalise_url, parse_queries
 from claire.llm.answers import tagged_score as parse_tagged_score
 from claire.errors import DatasetError
-from claire.indexes.evidence import Evidence
+from claire.domain import Evidence
 from claire.tasks.citations.records import load_citations
 from claire.ingestion.web_docs import check_source_text, example_sources_path, read_source_text, read_web_docs
 from claire.prompts import PromptLibrary

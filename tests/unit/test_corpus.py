@@ -8,14 +8,8 @@ from pathlib import Path
 import pytest
 
 from claire.errors import ConfigError, DatasetError
-from claire.indexes.corpus import (
-    Block,
-    block_id,
-    blocks_from_article,
-    blocks_from_wikicollide,
-    read_corpus,
-    wikicollide_claims,
-)
+from claire.indexes.corpus import block_id, blocks_from_article, blocks_from_wikicollide, read_corpus, wikicollide_claims
+from claire.domain import Block
 
 
 GOOD = {"id": "a1", "document_title": "Alpha", "section_title": "History", "content": "Alpha was founded in 1901."}

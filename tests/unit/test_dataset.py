@@ -55,7 +55,7 @@ def test_jsonl_reads_the_same(tmp_path):
         (lambda r: r[2]["claim"].pop("claim_text"), ["record 2", "claim_id demo_3", "field claim.claim_text: missing"]),
         (lambda r: r[4].update(label="maybe"), ["record 4", "claim_id demo_5", "field label"]),
         (lambda r: r[1]["claim"]["claim_context_block"].update(content="  "),
-         ["record 1", "claim_id demo_2", "field claim.claim_context_block.content: must not be empty"]),
+         ["record 1", "claim_id demo_2", "field claim.claim_context_block: content must not be empty"]),
         (lambda r: r[3].update(agent_trace="none"), ["record 3", "claim_id demo_4", "field agent_trace"]),
         (lambda r: r[6]["claim"].update(claim_id="demo_2"),
          ["record 6", "claim_id demo_2", "field claim.claim_id: duplicate of record 1"]),

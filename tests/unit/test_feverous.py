@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from claire.indexes.elements import element_rows
+from claire.domain import BlockElement, element_rows, Evidence
 from claire.llm.answers import cited_elements
 from claire.tasks.feverous.judge import combine_nli, limit_evidence, read_label as parse_label
-from claire.indexes.corpus import BlockElement
-from claire.indexes.evidence import Evidence
 from claire.tasks.base import NLIJudgement
 from claire.errors import DatasetError
 from claire.tasks.feverous.dataset import load_feverous

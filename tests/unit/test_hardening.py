@@ -15,7 +15,8 @@ from rich.text import Text
 from claire.llm.client import ChatClient
 from claire.config import ConfigWarning, load_config, parse_assignment
 from claire.errors import ConfigError, DatasetError, LLMError, redact
-from claire.indexes.corpus import MAX_BLOCK_CHARS, Block, Passage, read_corpus, split_oversize
+from claire.indexes.corpus import MAX_BLOCK_CHARS, read_corpus, split_oversize
+from claire.domain import Block, Passage
 from claire.agent.extraction import MAX_PASSAGE_BYTES, extract_facts
 from claire.cli.terminal import printable, terminal_console
 from claire.evals.predictions import PredictionLog, refuse_if_in_use

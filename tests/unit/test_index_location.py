@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from claire.config import Config, RetrievalConfig, data_dir
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.retriever import build_index
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from claire.indexes.corpus import Passage
+from claire.domain import Passage
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.llm.client import ChatClient

@@ -60,7 +60,7 @@ def test_a_score_equal_to_the_threshold_is_consistent_as_in_the_paper():
     assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 2, "fn": 1}
     # a REFUTES count flags from the threshold on: one REFUTES passage at threshold 1
     counts = [pred("x", "inconsistent", 1.0), pred("y", "consistent", 0.0)]
-    assert compute_metrics(counts, threshold=1, system="nli")["confusion"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 0}
+    assert compute_metrics(counts, threshold=1, system="nli", score_kind="count")["confusion"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 0}
 
 
 def test_errors_are_left_out_and_counted_in_the_full_set_figures():
@@ -107,7 +107,7 @@ def test_no_scored_predictions():
 def test_nli_counts_refutes_against_a_count_threshold():
     counts = [pred("a", "inconsistent", 3), pred("b", "inconsistent", 0), pred("c", "consistent", 1),
               pred("d", "consistent", 0), pred("e", "inconsistent", 1)]
-    m = compute_metrics(counts, threshold=default_threshold("nli", None), system="nli")
+    m = compute_metrics(counts, threshold=default_threshold("nli", None), system="nli", score_kind="count")
     assert m["threshold"] == 1.0
     assert m["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 1}
     # Pairs (inconsistent, consistent): 3 beats both; 0 loses to 1 and ties 0; 1 beats 0, ties 1.
@@ -132,7 +132,7 @@ def test_best_f1_threshold():
     assert best_f1_threshold(tied) == pytest.approx(0.1)
     # REFUTES counts flag from the threshold on, so the threshold is a count seen
     counts = [pred("a", "inconsistent", 3), pred("b", "inconsistent", 2), pred("c", "consistent", 1), pred("d", "consistent", 0)]
-    assert best_f1_threshold(counts, "nli") == 2
+    assert best_f1_threshold(counts, "count") == 2
     with pytest.raises(ConfigError, match="no scored 'inconsistent' claims"):
         best_f1_threshold([pred("a", "consistent", 0.4)])
 
@@ -246,7 +246,8 @@ def test_a_calibrator_file_with_malformed_points_is_refused_when_read(tmp_path):
 def test_a_calibrated_baseline_has_no_resume_and_takes_no_thread(tmp_path):
     import asyncio
 
-    from claire.agent.system import Assessment, CalibratedSystem
+    from claire.agent.system import CalibratedSystem
+    from claire.domain import Assessment
     from claire.tasks.calibration import Calibrator
 
     class Baseline:  # a system without interactive checks, as rav and nli are
@@ -266,8 +267,8 @@ def test_what_cannot_be_calibrated_is_said_before_a_run(tmp_path):
 
     wikicollide = get_task("wikicollide")
     with pytest.raises(ConfigError, match="unknown calibration method 'platts'"):
-        calibration_run(wikicollide, "claire", tmp_path, "platts")
-    with pytest.raises(ConfigError, match="REFUTES counts"):
-        calibration_run(wikicollide, "nli", tmp_path, "isotonic")
+        calibration_run(wikicollide, "claire", "probability", tmp_path, "platts")
+    with pytest.raises(ConfigError, match=r"counts \(of REFUTES passages\)"):
+        calibration_run(wikicollide, "nli", "count", tmp_path, "isotonic")
     with pytest.raises(ConfigError, match="not the citations task"):
-        calibration_run(get_task("citations"), "claire", tmp_path, "isotonic")
+        calibration_run(get_task("citations"), "claire", "probability", tmp_path, "isotonic")

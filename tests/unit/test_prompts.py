@@ -8,8 +8,7 @@ import re
 import pytest
 from langchain_core.messages import HumanMessage
 
-from claire.indexes.corpus import BlockElement, Passage
-from claire.indexes.evidence import Evidence
+from claire.domain import BlockElement, Evidence, Passage
 from claire.prompts import BUILTIN_DIR, PromptError, PromptLibrary
 
 CONTEXT = Passage(document_title="Paris", section_title="Landmarks", content="A passage.")

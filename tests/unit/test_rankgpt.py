@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from claire.indexes.corpus import Block
+from claire.domain import Block
 from claire.indexes.retriever import Hit
 from claire.prompts import library
 from claire.indexes.rankgpt import RankGPTReranker, parse_ranking, window_starts

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from claire.tasks.records import Claim
+from claire.domain import Claim
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
 from claire.tasks.wikicollide.dataset import load_wikicollide

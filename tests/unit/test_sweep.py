@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from claire.agent.system import Assessment
-from claire.tasks.records import Claim
+from claire.domain import Assessment, Claim
 from claire.config import Config
 from claire.errors import ConfigError
 from claire.evals.sweep import plan_sweep, run_sweep

@@ -1,0 +1,257 @@
+"""The words every part of CLAIRE shares, each with one home here.
+
+- :class:`Passage` — a passage of a Wikipedia article, the one passage model: a claim's context,
+  a corpus block (:class:`Block`, the same passage with its id required) and a numbered piece of
+  evidence (:class:`Evidence`, the same passage with its number [n] and search score) are all
+  Passages; a table or an infobox is a passage whose ``block_type`` says so, and its citable
+  pieces are :class:`BlockElement` s;
+- :class:`Claim` — one fact to check, with the passage it came from;
+- :class:`TraceItem` — one step of research, in WikiCollide's ``agent_trace`` shape;
+- :class:`Assessment` — a system's answer for one claim;
+- the verdict rule — :func:`decide` and :func:`flags`: a score flags a claim by the kind of score
+  it is (:data:`ScoreKind`), which the system that emits it declares. A probability-like score in
+  [0, 1] flags above the threshold (exactly the threshold is not flagged, as the paper reads its
+  scores); a count (the NLI pipeline's REFUTES passages) flags from the threshold on.
+
+A leaf module: it imports only pydantic (and numpy for arrays of scores, when given them), so
+every other room may import it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Literal, Protocol
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, field_validator
+
+Consistency = Literal["consistent", "inconsistent"]
+"""A verdict: whether the corpus contradicts the claim."""
+
+ScoreKind = Literal["probability", "count"]
+"""What a system's score is: a probability-like inconsistency score in [0, 1], or a count (the NLI
+pipeline's REFUTES passages)."""
+
+SCORE_KINDS: tuple[str, ...] = ("probability", "count")
+
+BlockType = Literal["text", "table", "infobox"]
+
+
+# -- the verdict rule ----------------------------------------------------------------------------
+def flags(score: Any, threshold: Any, kind: ScoreKind = "probability") -> Any:
+    """Whether a score (or each of an array of scores) flags its claim as inconsistent: a
+    probability when it is *above* the threshold (0.5 is not flagged at 0.5), a count when it
+    reaches it (one REFUTES passage at threshold 1)."""
+    return score >= threshold if kind == "count" else score > threshold
+
+
+def decide(score: float | None, threshold: float, kind: ScoreKind = "probability") -> Consistency | None:
+    """The verdict of a score (None without a score)."""
+    if score is None:
+        return None
+    return "inconsistent" if flags(score, threshold, kind) else "consistent"
+
+
+def threshold_problem(threshold: float, kind: ScoreKind) -> str | None:
+    """Why ``threshold`` cannot be used with scores of ``kind`` (None when it can)."""
+    if threshold != threshold or threshold in (float("inf"), float("-inf")) or threshold < 0:
+        return f"a threshold must be a finite number of at least 0, not {threshold}"
+    if kind == "probability" and threshold > 1:
+        return f"{threshold:g} is above 1, and these scores are in [0, 1] (only a count's threshold may exceed 1)"
+    return None
+
+
+# -- passages ------------------------------------------------------------------------------------
+ELEMENT_ID = re.compile(
+    r"^(?P<page>.+?)_(?P<kind>header_cell|cell|table_caption|sentence|item|section|title)(?:_(?P<pos>\d+(?:_\d+)*))?$"
+)
+"""A FEVEROUS-style element id: ``Page_sentence_3``, ``Page_cell_0_1_2``, ``Page_header_cell_0_0_1``,
+``Page_table_caption_0``, ``Page_item_1_4``."""
+
+
+class BlockElement(BaseModel):
+    """A citable piece of a block (a sentence, table cell, caption or list item) with its
+    FEVEROUS-style id, e.g. ``Page_sentence_3`` or ``Page_cell_0_1_2``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+
+
+class _Element(Protocol):
+    id: str
+    text: str
+
+
+def element_kind(element_id: str) -> str | None:
+    """``sentence``, ``cell``, ``header_cell``, ``table_caption``, ``item`` ... of an element id."""
+    match = ELEMENT_ID.match(element_id)
+    return match.group("kind") if match else None
+
+
+def element_rows(elements: Iterable[_Element] | None) -> list[list[_Element]]:
+    """Elements grouped into display lines: consecutive cells of one table row share a line,
+    every other element has a line of its own."""
+    rows: list[list[_Element]] = []
+    last_row: tuple[str, str] | None = None
+    for element in elements or []:
+        match = ELEMENT_ID.match(element.id)
+        row = None
+        if match and match.group("kind") in ("cell", "header_cell") and match.group("pos"):
+            table, number, *_ = match.group("pos").split("_") + [""]
+            row = (f"{match.group('page')}/{table}", number)
+        if row is not None and row == last_row:
+            rows[-1].append(element)
+        else:
+            rows.append([element])
+        last_row = row
+    return rows
+
+
+def known_elements(documents: Iterable[Any]) -> list[str]:
+    """Every element id of the passages (anything with ``elements``), in order, once."""
+    return list(dict.fromkeys(element.id for document in documents for element in (document.elements or [])))
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+class Passage(BaseModel):
+    """A passage of a Wikipedia article: where it stands (title, section, URL), its text, and —
+    when it comes from an index — the block it is (id, type, citable elements, the article's
+    categories, the page and revision it was taken from). Prompt templates read these fields
+    directly."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_title: str = ""
+    section_title: str = ""
+    content: str = ""
+    url: str | None = None
+    last_edit_date: str | None = None
+    id: str | None = None  # a corpus block's id (None for a passage that is no block, e.g. a claim's context)
+    block_type: BlockType = "text"
+    elements: list[BlockElement] | None = None  # citable elements, in reading order, when the source has them
+    categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
+    page_id: int | None = None  # the wiki's page id (dump builds)
+    revision_id: int | None = None  # the revision the passage was taken from (dump builds)
+
+    @field_validator("section_title", mode="before")
+    @classmethod
+    def _section_or_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @property
+    def rows(self) -> list[list[BlockElement]]:
+        """The elements laid out in lines for a prompt (a table row's cells share a line)."""
+        return element_rows(self.elements)  # type: ignore[return-value]
+
+    def embed_text(self) -> str:
+        """The text that is embedded and BM25-indexed: ``title > section`` then the content."""
+        heading = f"{self.document_title} > {self.section_title}" if self.section_title else self.document_title
+        return f"{heading}\n{self.content}"
+
+
+class Block(Passage):
+    """A passage of the corpus as stored in a JSONL line and an index payload: its id, title and
+    content are required and not blank."""
+
+    id: str
+    document_title: str
+    content: str
+
+    @field_validator("id", "document_title", "content")
+    @classmethod
+    def _required(cls, value: str) -> str:
+        return _not_blank(value)
+
+
+class Evidence(Passage):
+    """A retrieved block numbered [n] in the order a system first saw it, so answers can cite it,
+    with its search score."""
+
+    n: int
+    id: str = Field(validation_alias=AliasChoices("id", "block_id"))
+    score: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def block_id(self) -> str:
+        """The id of the block this evidence is (the name traces and predictions use)."""
+        return self.id
+
+    @classmethod
+    def from_hit(cls, hit: Any, n: int) -> "Evidence":
+        """The evidence [n] for one search hit (anything with ``block`` and ``score``)."""
+        fields = hit.block.model_dump(exclude={"block_type", "categories", "page_id", "revision_id"})
+        return cls(**fields, n=n, score=hit.score)
+
+    def trace_view(self) -> dict[str, object]:
+        """How a passage appears in a trace (WikiCollide's ``agent_trace`` passages plus our number and id)."""
+        return {"n": self.n, "block_id": self.id, "document_title": self.document_title,
+                "section_title": self.section_title, "content": self.content, "url": self.url}
+
+
+def titled_passage(passage: Passage) -> Passage:
+    """``passage`` when its title and content are not blank (a dataset's context passage must
+    name its article and hold text), else a ValueError saying which is blank."""
+    for name in ("document_title", "content"):
+        if not getattr(passage, name).strip():
+            raise ValueError(f"{name} must not be empty")
+    return passage
+
+
+# -- claims and answers --------------------------------------------------------------------------
+class Claim(BaseModel):
+    """One fact to check, with the passage it comes from (its own article is excluded from search)."""
+
+    claim_id: str = "claim"
+    text: str
+    context: Passage = Field(default_factory=Passage)
+    label: Consistency | None = None  # gold label, when known (evaluation)
+    inconsistency_type: str | None = None
+    gold: dict[str, Any] | None = None  # a task's gold answer, e.g. FEVEROUS {label, evidence}
+
+
+class TraceItem(BaseModel):
+    """One step of a system's work: the action, its argument and what it produced."""
+
+    action_name: str
+    action_argument: Any = None
+    action_output: Any = None
+
+
+class Assessment(BaseModel):
+    """A system's answer for one claim: score and verdict (or a FEVEROUS label), the evidence, the
+    research trace, usage and latency, and the error when it could not be answered."""
+
+    claim_id: str
+    system: str
+    claim_text: str
+    score: float | None = None  # an inconsistency score in [0, 1], or a count (score_kind)
+    score_kind: ScoreKind = "probability"
+    probability: float | None = None  # the score calibrated into a probability (when agent.calibration is set)
+    verdict: Consistency | None = None
+    threshold: float
+    evidence: list[Evidence] = Field(default_factory=list)
+    clarifications: list[dict[str, str]] = Field(default_factory=list)
+    explanations: list[dict[str, str]] = Field(default_factory=list)
+    reported: list[str] = Field(default_factory=list)
+    restated_claim: str | None = None
+    reasoning: str | None = None
+    report: dict[str, str] | None = None  # {"consistent": ..., "inconsistent": ...}
+    details: dict[str, Any] = Field(default_factory=dict)
+    trace: list[TraceItem] = Field(default_factory=list)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float | None = None
+    error: str | None = None
+    # task "feverous": the three-way label and the cited evidence element ids
+    label: str | None = None
+    evidence_elements: list[str] = Field(default_factory=list)
+
+    def decide(self) -> None:
+        """Set the verdict from the score, its kind and the threshold (no verdict without a score)."""
+        self.verdict = decide(self.score, self.threshold, self.score_kind)

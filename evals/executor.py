@@ -1,0 +1,181 @@
+"""The one executor of CLAIRE: "check these claims with this system", at most N at a time, each
+result handed to a sink the moment it is ready.
+
+Everything that checks claims submits to an :class:`Executor` — a batch evaluation and each cell
+of a sweep (their sink is the run directory's ``predictions.jsonl``), a scan, the web app's
+checks and scans and the patrol's edits (their sink is the job store,
+:mod:`claire.workflows.job_store`). A work item is a record with a key (its claim id); a sink says
+which keys it already holds, so running the same items again checks only the rest (resumable),
+and a key is checked at most once per run (idempotent). One executor's slots are shared by every
+run submitted to it: the web app's jobs and the patrol's edits together never check more than its
+``concurrency`` claims at once.
+
+:meth:`Executor.check` checks one claim under a slot: usage is counted for it alone, the steps its
+system takes go to the caller's listener (:func:`claire.agent.system.steps_to`), and an unexpected
+exception becomes the outcome's error instead of ending the run. :meth:`Executor.each` is the
+bounded pool underneath, also used for work that is not a check (extracting facts resumably).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from claire.agent.system import StepListener, steps_to
+from claire.errors import ClaireError, redact
+from claire.files import append_jsonl, read_log
+from claire.llm.usage import track_usage
+
+
+@dataclass
+class Outcome:
+    """What checking one record produced: the system's answer (``result``, which carries its own
+    error when the system could not answer), or ``error`` when the check broke; its usage and
+    latency either way."""
+
+    key: str
+    record: Any
+    result: Any | None = None
+    error: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    latency_s: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        """Whether the check ended without an answer, or with an answer that is an error."""
+        return self.error is not None or getattr(self.result, "error", None) is not None
+
+
+class Sink(Protocol):
+    """Where outcomes go: it says which keys it holds, hears each check's steps and keeps each outcome."""
+
+    def finished(self) -> dict[str, str | None]:
+        """The keys already held, each with its error (None when it was answered)."""
+        ...
+
+    def started(self, key: str) -> None:
+        """A check of ``key`` begins."""
+        ...
+
+    def step(self, key: str) -> StepListener | None:
+        """Who hears the steps of the check of ``key`` (None: nobody)."""
+        ...
+
+    async def put(self, outcome: Outcome) -> None:
+        """Keep an outcome (an OSError here ends the run: a result that cannot be kept is lost)."""
+        ...
+
+
+def todo(records: Sequence[Any], finished: dict[str, str | None], *, key: Callable[[Any], str],
+         retry_errors: bool = False) -> list[Any]:
+    """The records a sink does not hold yet (with ``retry_errors``, also those it holds as errors),
+    each key once, in order."""
+    seen: set[str] = set()
+    wanted = []
+    for record in records:
+        name = key(record)
+        if name in seen or (name in finished and not (retry_errors and finished[name] is not None)):
+            continue
+        seen.add(name)
+        wanted.append(record)
+    return wanted
+
+
+class Executor:
+    """A bounded pool for checking claims: ``concurrency`` slots shared by every run submitted."""
+
+    def __init__(self, concurrency: int):
+        if concurrency < 1:
+            raise ClaireError(f"concurrency must be at least 1, got {concurrency}")
+        self.concurrency = concurrency
+        self._slots = asyncio.Semaphore(concurrency)
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the executor's slots (for work of a run that is not a check, e.g. extraction)."""
+        async with self._slots:
+            yield
+
+    async def check(self, system: Any, record: Any, *, key: str | None = None,
+                    on_step: StepListener | None = None) -> Outcome:
+        """Check one record with ``system`` under a slot; never raises for a failed check (only
+        cancellation goes through)."""
+        async with self._slots:
+            return await self._check(system, record, key=key, on_step=on_step)
+
+    @staticmethod
+    async def _check(system: Any, record: Any, *, key: str | None, on_step: StepListener | None) -> Outcome:
+        outcome = Outcome(key=key if key is not None else str(getattr(record, "claim_id", "")), record=record)
+        start = time.perf_counter()
+        with track_usage() as usage, steps_to(on_step):
+            try:
+                outcome.result = await system.assess(record)
+            except asyncio.CancelledError:
+                raise
+            except ClaireError as error:
+                outcome.error = str(error)
+            except Exception as error:  # one broken record must not end the run
+                outcome.error = redact(f"{type(error).__name__}: {error}")
+        outcome.usage = usage.to_dict()
+        outcome.latency_s = time.perf_counter() - start
+        return outcome
+
+    async def run(self, system: Any, records: Sequence[Any], sink: Sink, *, key: Callable[[Any], str] | None = None,
+                  retry_errors: bool = False) -> int:
+        """Check every record ``sink`` does not hold yet (see :func:`todo`), handing each outcome to
+        the sink as it is ready; the number checked."""
+        key = key or (lambda record: str(record.claim_id))
+        pending = todo(records, sink.finished(), key=key, retry_errors=retry_errors)
+
+        async def one(record: Any) -> None:
+            name = key(record)
+            sink.started(name)
+            await sink.put(await self._check(system, record, key=name, on_step=sink.step(name)))
+
+        await self.each(pending, one)
+        return len(pending)
+
+    async def each(self, items: Iterable[Any], work: Callable[[Any], Awaitable[None]]) -> None:
+        """Run ``work`` over ``items``, each under a slot; an error in one stops the others
+        (``work`` turns the failures it expects into results of its own). At most ``concurrency``
+        tasks exist at a time, however many items there are."""
+        queue = iter(items)
+
+        async def worker() -> None:
+            for item in queue:
+                async with self._slots:
+                    await work(item)
+
+        workers = [asyncio.create_task(worker()) for _ in range(self.concurrency)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for job in workers:
+                job.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+
+async def resumable_step(items: Sequence[Any], *, key: Callable[[Any], str], field: str, path: Path,
+                         work: Callable[[Any], Awaitable[dict[str, Any]]], concurrency: int) -> dict[str, dict[str, Any]]:
+    """One resumable step of a job over ``items`` that is not a check (e.g. extracting the facts of
+    sampled passages): the records of ``path`` (JSON lines, each naming its item in ``field``) are
+    kept, and ``work`` runs — ``concurrency`` at a time — for every item without a record or whose
+    record has an ``error``, each new record appended as it finishes. Returns the latest record of
+    every item, by key."""
+    done = {str(record[field]): record for record in read_log(path) if isinstance(record, dict) and field in record}
+    pending = todo(items, {name: record.get("error") for name, record in done.items()}, key=key, retry_errors=True)
+    lock = asyncio.Lock()
+
+    async def one(item: Any) -> None:
+        record = await work(item)
+        async with lock:
+            await asyncio.to_thread(append_jsonl, path, record)
+            done[str(record[field])] = record
+
+    await Executor(max(1, concurrency)).each(pending, one)
+    return done
