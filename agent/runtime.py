@@ -118,6 +118,16 @@ def build_system(
     raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEM_NAMES)}")
 
 
+def ready_system(config: Config, *, llm: ChatClient, retriever: Searcher, name: str | None = None,
+                 reviewer: Reviewer | None = None, on_step: StepListener | None = None) -> System:
+    """The system ``name`` over an open LLM client and retriever, answering with calibrated
+    probabilities when ``agent.calibration`` is set (the caller closes the client and retriever)."""
+    system = build_system(config, llm=llm, retriever=retriever, name=name, reviewer=reviewer, on_step=on_step)
+    if config.agent.calibration is not None:
+        system = CalibratedSystem(system, load_calibration(config.agent.calibration))
+    return system
+
+
 @asynccontextmanager
 async def open_system(
     config: Config,
@@ -142,10 +152,7 @@ async def open_system(
     try:
         retriever = retriever or open_retrieval(config)
         try:
-            system = build_system(config, llm=llm, retriever=retriever, name=name, reviewer=reviewer, on_step=on_step)
-            if config.agent.calibration is not None:
-                system = CalibratedSystem(system, load_calibration(config.agent.calibration))
-            yield system
+            yield ready_system(config, llm=llm, retriever=retriever, name=name, reviewer=reviewer, on_step=on_step)
         finally:
             if own_retriever and hasattr(retriever, "close"):
                 retriever.close()

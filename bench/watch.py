@@ -2,17 +2,24 @@
 
 A local EventStreams-like server plays ``edits`` recorded-format edits of distinct pages, a local
 MediaWiki API serves their revisions, and the mock OpenAI server answers as a model would (every
-added sentence a fact; CLAIRE searches once and finishes; half of the edits plant a contradiction).
-For each number of edits in flight it reports the edits handled per second and the seconds from an
-edit's event to its last fact checked (p50, p95), with the flagged count as a check of the plumbing.
-The stream sends every edit at once when it opens, a burst, so an edit's time counts from the
-first event read:
-waiting for its turn (the patrol reads no further while ``edits_in_flight`` edits are being
-checked) is part of it.
+added sentence a fact; CLAIRE searches once and finishes; half of the edits plant a contradiction),
+taking ``latency`` seconds per answer. For each number of edits in flight it reports the edits
+handled per second, the lag of each edit (from the moment the patrol read its event to its last
+fact checked; p50 and p95, and the p50 of the first and the last third of the edits, which stay
+level when the patrol keeps pace and grow when it falls behind) and the process's peak resident
+memory, with the flagged count as a check of the plumbing.
+
+Two ways to replay: ``rate = 0`` sends every edit at once when the stream opens (a burst: the
+patrol reads no further while ``edits_in_flight`` edits are being checked, so an edit's time counts
+from the first event read, its wait included); ``rate > 0`` sends that many events a second, as
+a live wiki does — English Wikipedia's articles see about one to two edits a second — and the
+edits per second it sustains is the question.
 """
 
 from __future__ import annotations
 
+import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,7 +35,6 @@ from claire.config import Config
 from claire.testing.bench_models import patrol_answer
 from claire.testing.wiki_doubles import EventStreamServer, WikiApiServer, change_event
 from claire.workflows.patrol import run_patrol
-from claire.web.settings import ServeSettings
 
 
 def _wiki(edits: int) -> tuple[dict[int, tuple[int, str, str]], list[dict[str, Any]]]:
@@ -43,16 +49,23 @@ def _wiki(edits: int) -> tuple[dict[int, tuple[int, str, str]], list[dict[str, A
     return revisions, events
 
 
-async def _run(edits: int, latency: float, in_flight: int, system: str) -> dict[str, Any]:
+def peak_rss_mb() -> float:
+    """The peak resident memory of this process so far, in MB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+async def _run(edits: int, latency: float, in_flight: int, system: str, rate: float) -> dict[str, Any]:
     revisions, events = _wiki(edits)
+    interval = 1.0 / rate if rate > 0 else 0.0
     with ServerProcess(patrol_answer, latency=latency) as llm, WikiApiServer(revisions) as api, \
-            EventStreamServer(events, hold=600) as stream, tempfile.TemporaryDirectory() as tmp:
+            EventStreamServer(events, hold=600, interval=interval) as stream, tempfile.TemporaryDirectory() as tmp:
         config = Config().with_overrides({
-            "llm.base_url": llm.base_url, "llm.api_key": "bench-key", "llm.cache": False, "llm.max_concurrency": 64,
+            "llm.base_url": llm.base_url, "llm.api_key": "bench-key", "llm.cache": False,
+            "llm.max_concurrency": max(64, 4 * in_flight),
             "agent.system": system, "retrieval.rerank": False, "watch.stream_url": stream.url, "watch.api_url": api.api_url,
             "watch.edits_in_flight": in_flight,
         })
-        settings = ServeSettings(data_dir=Path(tmp), concurrency=in_flight)
         finished: list[float] = []  # seconds from the first event read to each edit's end
         first_read: list[float] = []  # the patrol opens the index and the model before it reads
 
@@ -63,25 +76,38 @@ async def _run(edits: int, latency: float, in_flight: int, system: str) -> dict[
                 finished.append(time.perf_counter() - first_read[0])
 
         started = time.perf_counter()
-        stats = await run_patrol(config, settings, max_events=edits, on_progress=progress)
+        stats = await run_patrol(config, store_path=Path(tmp) / "jobs.sqlite", concurrency=in_flight, max_events=edits,
+                                 on_progress=progress)
         wall = time.perf_counter() - started
-    latencies = np.array(finished or [0.0])
-    return {"in_flight": in_flight, "edits": edits, "wall_s": wall, "edits_per_s": edits / wall,
-            "p50_s": float(np.percentile(latencies, 50)), "p95_s": float(np.percentile(latencies, 95)),
-            "checked": stats.checked, "flagged": stats.flagged, "failed": stats.failed}
+    span = max(finished) if finished else wall
+    lags = np.array(list(stats.latencies) or [0.0])  # in the order the edits finished
+    if rate <= 0:  # a burst: an edit's time counts from the first event read
+        lags = np.array(finished or [0.0])
+    third = max(len(lags) // 3, 1)
+    return {"in_flight": in_flight, "edits": edits, "wall_s": wall, "edits_per_s": edits / span if span else 0.0,
+            "p50_s": float(np.percentile(lags, 50)), "p95_s": float(np.percentile(lags, 95)),
+            "first_third_p50_s": float(np.percentile(lags[:third], 50)),
+            "last_third_p50_s": float(np.percentile(lags[-third:], 50)),
+            "peak_rss_mb": peak_rss_mb(), "checked": stats.checked, "flagged": stats.flagged, "failed": stats.failed}
 
 
 def run_watch_bench(*, edits: int = 24, latency: float = 0.2, in_flight: tuple[int, ...] = (1, 8), system: str = "claire",
-                    console: Console | None = None) -> list[dict[str, Any]]:
+                    rate: float = 0.0, console: Console | None = None) -> list[dict[str, Any]]:
     """Measure the patrol at each number of edits in flight; print a table and return the figures."""
-    rows = [event_loop.run(_run(edits, latency, n, system)) for n in in_flight]
-    table = Table(title=f"Patrol of a replayed stream: {edits} edits, {system}, {latency * 1000:g} ms per LLM answer")
-    for column in ("Edits in flight", "Wall", "Edits/s", "Event to checked p50", "p95", "Checked", "Flagged facts", "Failed"):
+    rows = [event_loop.run(_run(edits, latency, n, system, rate)) for n in in_flight]
+    arrival = "all at once" if rate <= 0 else f"{rate:g} edits/s arriving"
+    table = Table(title=f"Patrol of a replayed stream: {edits} edits {arrival}, {system}, "
+                        f"{latency * 1000:g} ms per LLM answer")
+    for column in ("In flight", "Wall", "Edits/s", "Lag p50", "p95", "p50 first ⅓", "p50 last ⅓",
+                   "Peak RSS", "Checked", "Flagged", "Failed"):
         table.add_column(column, justify="right")
     for row in rows:
         table.add_row(str(row["in_flight"]), f"{row['wall_s']:.1f} s", f"{row['edits_per_s']:.2f}", f"{row['p50_s']:.2f} s",
-                      f"{row['p95_s']:.2f} s", str(row["checked"]), str(row["flagged"]), str(row["failed"]))
+                      f"{row['p95_s']:.2f} s", f"{row['first_third_p50_s']:.2f} s", f"{row['last_third_p50_s']:.2f} s",
+                      f"{row['peak_rss_mb']:,.0f} MB", str(row["checked"]), str(row["flagged"]), str(row["failed"]))
     table.caption = ("Each edit: one API call, one extraction, then CLAIRE on each new fact (search, finish, verify). "
-                     "All edits arrive at once; event to checked counts from the first read, waiting included.")
+                     + ("All edits arrive at once; lag counts from the first read, waiting included."
+                        if rate <= 0 else "Lag: from reading an edit's event to its last fact checked; level from the "
+                        "first third to the last when the patrol keeps pace.") + " Peak RSS: this process, so far.")
     (console or Console()).print(table)
     return rows

@@ -78,6 +78,17 @@ def bench_retrieval_quality(
     run_retrieval_quality(dataset, k=k, console=console, reranker=reranker)
 
 
+def counts(text: str, option: str) -> tuple[int, ...]:
+    """The comma-separated positive whole numbers an option gives (a ConfigError otherwise)."""
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise ConfigError(f"{option} takes comma-separated whole numbers of at least 1 (got {text!r})")
+    return values
+
+
 def bench_ingest(
     pages: Annotated[int, typer.Option("--pages", help="Pages in the generated dump (parse rate over all of them).")] = 20_000,
     build_pages: Annotated[int, typer.Option("--build-pages", help="Pages the end-to-end build indexes.")] = 1_500,
@@ -90,10 +101,7 @@ def bench_ingest(
     """Dump ingestion: parse pages/s, raw encode vs end-to-end build blocks/s, peak memory by dump size, resume overhead."""
     from claire.bench.ingest import run_ingest_bench
 
-    try:
-        sizes = tuple(int(s) for s in memory_pages.split(",") if s.strip())
-    except ValueError:
-        raise ConfigError(f"--memory-pages takes comma-separated page counts (got {memory_pages!r})") from None
+    sizes = counts(memory_pages, "--memory-pages")
     figures = run_ingest_bench(pages=pages, build_pages=build_pages, encode_sample=encode_sample, memory_pages=sizes,
                                workers=workers, device=device, console=console)
     if as_json:
@@ -127,11 +135,14 @@ def bench_watch(
     edits: Annotated[int, typer.Option("--edits", min=1, help="Edits in the replayed stream.")] = 24,
     latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
     system: Annotated[str, typer.Option("--system", help="The system checking each fact.")] = "claire",
+    in_flight: Annotated[str, typer.Option("--in-flight", help="Edits in flight to measure, comma-separated.")] = "1,8",
+    rate: Annotated[float, typer.Option("--rate", min=0.0, help="Edits a second the stream sends (0: all at once).")] = 0.0,
 ) -> None:
-    """The patrol: edits handled per second and seconds from an event to its checked facts, at 1 and 8 edits in flight."""
+    """The patrol: edits handled per second, each edit's lag and peak memory, at each number of edits in flight."""
     from claire.bench.watch import run_watch_bench
 
-    run_watch_bench(edits=edits, latency=latency, system=system, console=console)
+    run_watch_bench(edits=edits, latency=latency, system=system, in_flight=counts(in_flight, "--in-flight"), rate=rate,
+                    console=console)
 
 
 def bench_serve(

@@ -60,18 +60,18 @@ def watch_command(
     sets: SetOpt = None,
 ) -> None:
     """Check new edits of a live wiki as they happen; flagged facts wait in the web app's Patrol view."""
+    from claire.workflows.job_store import default_store_path
     from claire.workflows.patrol import run_patrol
-    from claire.web.settings import ServeSettings
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,
                          **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,
                                           edits_in_flight))
-    settings = ServeSettings(data_dir=data_dir, concurrency=config.eval.concurrency)
+    store_path = default_store_path(data_dir)
     source = f"the recording {config.watch.replay}" if config.watch.replay else redact(config.watch.stream_url or "")
     err.print(f"watching {source} for edits of {', '.join(config.watch.wikis) or 'every wiki'} "
-              f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {settings.store_path()}")
+              f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {store_path}")
     with Live(Text("starting…"), console=err, transient=False, refresh_per_second=2) as live:
-        stats = run(run_patrol(config, settings, max_events=max_events,
+        stats = run(run_patrol(config, store_path=store_path, concurrency=config.eval.concurrency, max_events=max_events,
                                on_progress=lambda s: live.update(Text(s.line())),
                                stop_on=(signal.SIGINT, signal.SIGTERM)))
     console.print(stats.line())

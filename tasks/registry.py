@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from functools import cache
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import Any
 
 from claire.errors import ConfigError
-
-if TYPE_CHECKING:
-    from claire.tasks.base import Task
 
 TASKS: dict[str, str] = {
     "wikicollide": "claire.tasks.wikicollide:WikiCollide",
@@ -27,13 +24,14 @@ TASK_NAMES: tuple[str, ...] = tuple(TASKS)
 
 
 @cache
-def _load(name: str) -> "Task":
+def _load(name: str) -> Any:
     module, _, cls = TASKS[name].partition(":")
     return getattr(import_module(module), cls)()
 
 
-def get_task(name: str | None) -> "Task":
-    """The task called ``name`` (None: wikicollide); a clear error naming the choices otherwise."""
+def get_task(name: str | None) -> Any:
+    """The task called ``name`` (None: wikicollide), a :class:`~claire.tasks.base.Task`; a clear error
+    naming the choices otherwise."""
     name = name or "wikicollide"
     if name not in TASKS:
         raise ConfigError(f"unknown task '{name}'; allowed: {', '.join(TASKS)}")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, SecretStr
 
-from claire.config import data_dir
 from claire.web.security import is_loopback
+from claire.workflows.job_store import default_store_path
 
 
 WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
@@ -43,7 +43,7 @@ class ServeSettings(BaseModel):
 
     def store_path(self) -> Path:
         """The SQLite file that holds the server's jobs and reviews."""
-        return (self.data_dir or data_dir() / "web") / "jobs.sqlite"
+        return default_store_path(self.data_dir)
 
     def own_origins(self) -> list[str]:
         """The origins the server's own page is loaded from (loopback names count as one)."""

@@ -16,6 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from claire.config import data_dir
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL, request TEXT NOT NULL,
@@ -38,6 +40,12 @@ CREATE INDEX IF NOT EXISTS jobs_by_kind ON jobs (kind, created);
 """
 
 UNFINISHED = ("queued", "running")
+
+
+def default_store_path(folder: Path | None = None) -> Path:
+    """The job store's file: ``jobs.sqlite`` in ``folder``, else in ``web/`` of the user data folder
+    (shared by ``claire serve`` and ``claire watch``)."""
+    return (folder or data_dir() / "web") / "jobs.sqlite"
 
 
 def _dumps(value: Any) -> str:

@@ -1,13 +1,15 @@
-"""Background jobs of the web app: single-fact checks and whole-article scans.
+"""Stored jobs: single-fact checks, whole-article scans and the patrol's edits, checked by the
+one executor (:mod:`claire.evals.executor`) into the job store.
 
-Jobs run as asyncio tasks on the server's loop, independent of the request that created them
-(a client may disconnect), with at most ``concurrency`` facts being checked at once across all
-jobs. Facts are extracted with ``workflows.scan.extract_claims`` and each one is assessed by a
-system from ``agent.runtime.open_system`` over one shared LLM client and retriever; every step
-the system reports, each finished fact and each status change is written to the
-:class:`~claire.workflows.job_store.JobStore` and wakes the clients listening for events. On start the
-runner picks up the jobs a previous server left queued or running: facts already checked are
-kept, the rest are checked.
+Jobs run as asyncio tasks on the loop, independent of the request that created them (a client of
+the web app may disconnect), with at most ``concurrency`` facts being checked at once across all
+jobs — the executor's slots. Facts are extracted with ``workflows.scan.extract_claims``; each job's
+facts are submitted to the executor with the job's facts in the store as the sink
+(:class:`JobSink`), so every step a system reports, each finished fact and each status change is
+written to the :class:`~claire.workflows.job_store.JobStore` and wakes whoever listens for the
+job's events. One system per system name serves every job, over one shared LLM client and
+retriever. On start the runner picks up the jobs a previous run left queued or running: facts
+already checked are kept, the rest are checked.
 """
 
 from __future__ import annotations
@@ -17,15 +19,17 @@ import re
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from claire.llm.client import ChatClient
-from claire.agent.runtime import open_system
-from claire.domain import Claim, Passage
+from claire.agent.runtime import ready_system
+from claire.agent.system import StepListener, System
 from claire.config import Config
+from claire.domain import Claim, Passage
 from claire.errors import ClaireError
+from claire.evals.executor import Executor, Outcome
 from claire.indexes.registry import Searcher
-from claire.workflows.spans import locate
+from claire.llm.client import ChatClient
 from claire.workflows.job_store import JobStore
 from claire.workflows.scan import extract_claims
+from claire.workflows.spans import locate
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
 
@@ -60,8 +64,9 @@ class JobRunner:
         self.store = store
         self.llm = llm
         self.retriever = retriever
-        self.slots = asyncio.Semaphore(concurrency)
+        self.executor = Executor(concurrency)
         self.concurrency = concurrency
+        self._systems: dict[str | None, System] = {}
         self.max_jobs = max_jobs
         self.tasks: dict[str, asyncio.Task] = {}
         self._listeners: dict[str, set[asyncio.Event]] = {}
@@ -85,7 +90,8 @@ class JobRunner:
         for event in self._listeners.get(job_id, ()):
             event.set()
 
-    def _publish(self, job_id: str, kind: str, data: dict[str, Any]) -> None:
+    def publish(self, job_id: str, kind: str, data: dict[str, Any]) -> None:
+        """Store an event of a job and wake its listeners (from the loop or a worker thread)."""
         self.store.add_event(job_id, kind, data)
         loop = self._loop
         if loop is None:
@@ -101,7 +107,7 @@ class JobRunner:
 
     def _status(self, job_id: str, status: str, error: str | None = None) -> None:
         self.store.set_status(job_id, status, error)
-        self._publish(job_id, "status", {"status": status, "error": error})
+        self.publish(job_id, "status", {"status": status, "error": error})
 
     # -- submitting ------------------------------------------------------------------------
     def _admit(self) -> None:
@@ -149,6 +155,12 @@ class JobRunner:
         await asyncio.gather(*tasks, return_exceptions=True)
 
     # -- running ---------------------------------------------------------------------------
+    def system(self, name: str | None) -> System:
+        """The system ``name`` (None: the configured one), built once and shared by every job."""
+        if name not in self._systems:
+            self._systems[name] = ready_system(self.config, llm=self.llm, retriever=self.retriever, name=name)
+        return self._systems[name]
+
     async def run_job(self, job_id: str) -> None:
         """Run a stored job to its end: extract a scan's facts if need be, check every fact not yet
         checked, and record how the job ended (failures are the job's, never the caller's)."""
@@ -159,9 +171,10 @@ class JobRunner:
             facts = self.store.facts(job_id)
             if job["kind"] == "scan" and not facts:
                 facts = await self._extract(job_id, job["request"])
-            system = job["request"].get("system")
-            todo = [fact for fact in facts if fact["status"] not in ("done", "error")]
-            await asyncio.gather(*(self._check(job_id, fact, system) for fact in todo))
+            claims = {str(fact["idx"]): Claim.model_validate(fact["claim"]) for fact in facts}
+            keys = {id(claim): key for key, claim in claims.items()}
+            await self.executor.run(self.system(job["request"].get("system")), list(claims.values()),
+                                    JobSink(self, job_id), key=lambda claim: keys[id(claim)])
             failed = [fact for fact in self.store.facts(job_id) if fact["status"] == "error"]
             if facts and len(failed) == len(facts):  # nothing was checked: never a clean-looking "done"
                 self._status(job_id, "error", f"no fact could be checked: {failed[0]['error'] or 'error'}")
@@ -176,7 +189,7 @@ class JobRunner:
 
     async def _extract(self, job_id: str, request: dict[str, Any]) -> list[dict[str, Any]]:
         text = request["text"]
-        async with self.slots:
+        async with self.executor.slot():
             claims = await extract_claims(title=request["title"], section=request.get("section") or "", text=text,
                                           llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
         rows = []
@@ -186,39 +199,50 @@ class JobRunner:
                          "start": span[0] if span else None, "end": span[1] if span else None})
         self.store.add_facts(job_id, rows)
         facts = self.store.facts(job_id)
-        self._publish(job_id, "facts", {"facts": [{"index": f["idx"], "fact": f["fact"], "start": f["span_start"],
+        self.publish(job_id, "facts", {"facts": [{"index": f["idx"], "fact": f["fact"], "start": f["span_start"],
                                                    "end": f["span_end"]} for f in facts]})
         return facts
 
-    async def _check(self, job_id: str, fact: dict[str, Any], system_name: str | None) -> None:
-        index = fact["idx"]
-        claim = Claim.model_validate(fact["claim"])
+
+class JobSink:
+    """The executor's sink for one stored job: a fact's steps, start and end are written to the
+    store and published to the job's listeners; a fact already done or failed is not checked again."""
+
+    def __init__(self, runner: JobRunner, job_id: str):
+        self.runner = runner
+        self.store = runner.store
+        self.job_id = job_id
+
+    def finished(self) -> dict[str, str | None]:
+        """The facts (by index) already checked, each with its error."""
+        return {str(fact["idx"]): fact["error"] for fact in self.store.facts(self.job_id)
+                if fact["status"] in ("done", "error")}
+
+    def started(self, key: str) -> None:
+        """A fact's check begins (steps of an earlier, interrupted check are forgotten)."""
+        index = int(key)
+        self.store.drop_steps(self.job_id, index)
+        self.store.set_fact_status(self.job_id, index, "running")
+        self.runner.publish(self.job_id, "fact_started", {"fact": index})
+
+    def step(self, key: str) -> StepListener:
+        """Each step of a fact's check, published as it is taken."""
+        index = int(key)
 
         def on_step(event: dict[str, Any]) -> None:
             item = event.get("item") or {}
-            self._publish(job_id, "step", {
+            self.runner.publish(self.job_id, "step", {
                 "fact": index, "action_name": item.get("action_name"), "action_argument": _short(item.get("action_argument")),
                 "action_output": _short(item.get("action_output")), "steps": event.get("steps"),
                 "documents": event.get("documents")})
 
-        async with self.slots:
-            self.store.drop_steps(job_id, index)
-            self.store.set_fact_status(job_id, index, "running")
-            self._publish(job_id, "fact_started", {"fact": index})
-            assessment: dict[str, Any] | None = None
-            error: str | None = None
-            try:
-                async with open_system(self.config, name=system_name, llm=self.llm, retriever=self.retriever,
-                                       on_step=on_step) as system:
-                    result = await system.assess(claim)
-                assessment = result.model_dump(mode="json")
-                error = result.error
-            except asyncio.CancelledError:
-                raise
-            except ClaireError as failure:
-                error = str(failure)
-            except Exception as failure:  # one broken fact must not end the scan
-                error = f"{type(failure).__name__}: {failure}"
-            self.store.finish_fact(job_id, index, assessment, error)
-            self._publish(job_id, "fact", {"fact": index, "score": (assessment or {}).get("score"),
-                                           "verdict": (assessment or {}).get("verdict"), "error": error})
+        return on_step
+
+    async def put(self, outcome: Outcome) -> None:
+        """Store a fact's assessment (or why it has none) and publish it."""
+        index = int(outcome.key)
+        assessment = outcome.result.model_dump(mode="json") if outcome.result is not None else None
+        error = outcome.error if outcome.result is None else outcome.result.error
+        self.store.finish_fact(self.job_id, index, assessment, error)
+        self.runner.publish(self.job_id, "fact", {"fact": index, "score": (assessment or {}).get("score"),
+                                                  "verdict": (assessment or {}).get("verdict"), "error": error})

@@ -334,18 +334,19 @@ def patrol_from_config(config: Config, store: JobStore, runner: JobRunner, *,
                   on_progress=on_progress)
 
 
-async def run_patrol(config: Config, settings: Any, *, max_events: int | None = None,
+async def run_patrol(config: Config, *, store_path: Path, concurrency: int, max_events: int | None = None,
                      on_progress: Callable[[PatrolStats], None] | None = None,
                      stop_on: tuple[int, ...] = ()) -> PatrolStats:
-    """Run a patrol on its own (``claire watch``): the web app's store and job runner without the
-    server; the signals in ``stop_on`` stop it after the edits in flight."""
+    """Run a patrol on its own (``claire watch``): the job store at ``store_path`` (the one the web
+    app shows) and a job runner checking at most ``concurrency`` facts at once, without a server;
+    the signals in ``stop_on`` stop it after the edits in flight."""
     from claire.agent.runtime import open_retrieval
     from claire.llm.client import ChatClient
 
-    store = JobStore(settings.store_path())
+    store = JobStore(store_path)
     llm = ChatClient.from_config(config.llm)
     retriever = await asyncio.to_thread(open_retrieval, config)
-    runner = JobRunner(config, store, llm=llm, retriever=retriever, concurrency=settings.concurrency)
+    runner = JobRunner(config, store, llm=llm, retriever=retriever, concurrency=concurrency)
     patrol = patrol_from_config(config, store, runner, on_progress=on_progress)
     loop = asyncio.get_running_loop()
     for number in stop_on:

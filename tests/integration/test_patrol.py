@@ -99,7 +99,8 @@ async def test_the_patrol_checks_each_kept_edit_once_and_keeps_the_index_current
             EventStreamServer(events(), drop_after=3) as stream:
         config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, user_agent="CLAIRE test (patrol@example.org)")
         settings = ServeSettings(data_dir=tmp_path / "web", concurrency=2)
-        stats = await run_patrol(config, settings, max_events=len(events()))
+        stats = await run_patrol(config, store_path=settings.store_path(), concurrency=settings.concurrency,
+                                 max_events=len(events()))
     # the dropped connection was resumed after the last event seen, not from the start
     assert stream.connections[0] is None and stream.connections[1] == "2"
     assert stats.seen == 10 and stats.kept == 5 and stats.repeated == 1 and stats.left_aside == 3 and stats.bad == 1
