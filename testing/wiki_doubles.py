@@ -41,7 +41,9 @@ class EventStreamServer(BackgroundServer):
     """Server-sent ``recentchange`` events from a list (``raw`` strings are sent as they are, to
     play a malformed event). ``drop_after``: close the first connection after that many events;
     ``hold``: keep the stream open at its end (seconds) as a live stream does; ``interval``:
-    seconds between events."""
+    seconds between events, on a fixed schedule from the connection's start, as a live wiki makes
+    them whether or not the reader keeps up (``produced`` keeps each position's scheduled time,
+    from the first connection that reached it)."""
 
     def __init__(self, events: list[dict[str, Any] | str], *, drop_after: int | None = None, hold: float = 0.0,
                  interval: float = 0.0):
@@ -50,6 +52,7 @@ class EventStreamServer(BackgroundServer):
         self.hold = hold
         self.interval = interval
         self.connections: list[str | None] = []  # the Last-Event-ID of each connection
+        self.produced: dict[int, float] = {}  # position -> when the stream made the event (time.time())
         self._lock = threading.Lock()
         server = self
 
@@ -68,13 +71,17 @@ class EventStreamServer(BackgroundServer):
                 self.close_connection = True
                 try:
                     self.wfile.write(b"retry: 100\n\n")
+                    opened = time.time()
                     for sent, position in enumerate(range(start, len(server.events))):
                         if first and server.drop_after is not None and sent >= server.drop_after:
                             return  # the connection drops mid-stream
+                        due = opened + sent * server.interval
+                        if due > time.time():
+                            time.sleep(due - time.time())
+                        with server._lock:
+                            server.produced.setdefault(position, due)
                         self.wfile.write(f"id: {position}\nevent: message\ndata: {server.events[position]}\n\n".encode())
                         self.wfile.flush()
-                        if server.interval:
-                            time.sleep(server.interval)
                     end = time.monotonic() + server.hold
                     while time.monotonic() < end:
                         self.wfile.write(b": keep-alive\n\n")

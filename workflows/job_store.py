@@ -211,6 +211,11 @@ class JobStore:
         return [{**dict(row), "request": json.loads(row["request"]),
                  "assessment": json.loads(row["assessment"]) if row["assessment"] else None} for row in rows]
 
+    def job_times(self, kind: str) -> list[tuple[str, float]]:
+        """(id, when it last changed) of every finished job of ``kind``, oldest first."""
+        return [(r["id"], r["updated"]) for r in self._rows(
+            "SELECT id, updated FROM jobs WHERE kind = ? AND status NOT IN (?, ?) ORDER BY created", kind, *UNFINISHED)]
+
     def patrol_counts(self) -> dict[str, int]:
         """Patrolled edits by status."""
         return {r["status"]: r["n"] for r in self._rows("SELECT status, COUNT(*) AS n FROM jobs WHERE kind = 'patrol' GROUP BY status")}
