@@ -71,7 +71,9 @@ def watch_command(
     err.print(f"watching {source} for edits of {', '.join(config.watch.wikis) or 'every wiki'} "
               f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {store_path}")
     with Live(Text("starting…"), console=err, transient=False, refresh_per_second=2) as live:
-        stats = run(run_patrol(config, store_path=store_path, concurrency=config.eval.concurrency, max_events=max_events,
+        # facts checked at once: enough for every edit in flight to have one being checked
+        concurrency = max(config.eval.concurrency, config.watch.edits_in_flight)
+        stats = run(run_patrol(config, store_path=store_path, concurrency=concurrency, max_events=max_events,
                                on_progress=lambda s: live.update(Text(s.line())),
                                stop_on=(signal.SIGINT, signal.SIGTERM)))
     console.print(stats.line())
