@@ -15,8 +15,7 @@ from rich.table import Table
 
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions
-from claire.tasks.measures import DASH, METRICS, money, or_dash, pct
-from claire.tasks.wikicollide.report import auroc_text
+from claire.tasks.measures import DASH, METRICS, auroc_text, money, or_dash, pct
 
 
 def read_metrics(run_dir: str | Path) -> dict[str, Any]:

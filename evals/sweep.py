@@ -50,10 +50,9 @@ from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
 from claire.evals.reporting import per_claim_costs, plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
-from claire.tasks.measures import DASH, or_dash, pct
+from claire.tasks.measures import DASH, auroc_text, or_dash, pct
 from claire.domain import Claim
 from claire.tasks.registry import get_task
-from claire.tasks.wikicollide.report import auroc_text, plot_roc
 from claire.agent.runtime import run_settings
 
 SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
@@ -356,7 +355,7 @@ def write_sweep_outputs(sweep: SweepSummary) -> None:
         for result in sweep.cells:
             writer.writerow({"cell": result.cell.name, **result.cell.labels, **_row(result)})
     heatmap = _write_heatmap(sweep, sweep.out_dir / "heatmap.png")
-    overlay = plot_roc(
+    overlay = get_task(sweep.cells[0].cell.config.agent.task if sweep.cells else None).plot_runs(
         [(f"{r.cell.name} ({pct(r.metrics['auroc'])})", load_predictions(r.out_dir)) for r in sweep.cells],
         sweep.out_dir / "roc_overlay.png",
         title=f"ROC — {sweep.name}",

@@ -130,6 +130,11 @@ class Task(ABC):
         """What ``claire eval`` prints of a finished run's metrics."""
         return []
 
+    def plot_runs(self, curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, title: str) -> bool:
+        """Draw several runs' curves in one figure (a sweep's overlay): one (label, predictions) per
+        run; whether anything was drawn."""
+        return False
+
     splits: ClassVar[tuple[str, ...]] = ()
     """The dataset splits a run of this task may be (``--split``); none: the task has no splits."""
 

@@ -89,3 +89,10 @@ def seconds(value: float | None) -> str:
 def pct(value: float | None) -> str:
     """A share as a percentage with one decimal, or a dash."""
     return DASH if value is None else f"{100 * value:.1f}"
+
+
+def auroc_text(metrics: dict[str, Any]) -> str:
+    """AUROC x100 with its bootstrap interval: ``78.1 (70.2–85.0)``."""
+    ci = metrics.get("auroc_ci95")
+    text = pct(metrics.get("auroc"))
+    return f"{text} ({pct(ci[0])}–{pct(ci[1])})" if ci else text

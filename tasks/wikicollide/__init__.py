@@ -17,7 +17,8 @@ from claire.prompts import PromptLibrary
 from claire.tasks.base import Task, Verdict
 from claire.tasks.wikicollide.dataset import SPLITS, infer_split, load_wikicollide
 from claire.tasks.wikicollide.judge import judge_score
-from claire.tasks.wikicollide.report import auroc_text, describe_setup, write_outputs
+from claire.tasks.measures import auroc_text
+from claire.tasks.wikicollide.report import describe_setup, plot_roc, write_outputs
 from claire.tasks.wikicollide.scoring import best_f1_threshold, compute_metrics, recalibrate
 
 
@@ -45,6 +46,10 @@ class WikiCollide(Task):
     def headline(self, metrics: dict[str, Any]) -> list[str]:
         """AUROC with its interval and what the metrics cover."""
         return [f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}"]
+
+    def plot_runs(self, curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, title: str) -> bool:
+        """The runs' ROC curves in one figure."""
+        return plot_roc(curves, path, title=title)
 
     splits = SPLITS
 

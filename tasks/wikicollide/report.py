@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from claire.files import write_atomically
 from claire.llm.usage import EVENTS
-from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, money, pct, seconds
+from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, money, pct, seconds
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -76,13 +76,6 @@ def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]
     return {"preset": config.get("preset"), "model": value("llm.model"), "index": value("retrieval.index"),
             "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"), "rerank": value("retrieval.rerank"),
             "differences_from_paper": differences}
-
-
-def auroc_text(metrics: dict[str, Any]) -> str:
-    """AUROC x100 with its bootstrap interval: ``78.1 (70.2–85.0)``."""
-    ci = metrics.get("auroc_ci95")
-    text = pct(metrics.get("auroc"))
-    return f"{text} ({pct(ci[0])}–{pct(ci[1])})" if ci else text
 
 
 def _results_table(metrics: dict[str, Any]) -> list[str]:
