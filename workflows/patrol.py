@@ -200,7 +200,11 @@ class Patrol:
             for job in self.store.resumable_jobs("patrol"):  # left queued or running by an earlier patrol
                 if self._stopping:
                     break
-                change = Change(**job["request"]["change"])
+                try:
+                    change = Change(**job["request"]["change"])
+                except (KeyError, TypeError) as error:  # a row no release of the patrol wrote: it ends, the patrol goes on
+                    self.store.set_status(job["id"], "error", f"its stored change cannot be read ({error})")
+                    continue
                 wait = (job.get("retry_at") or 0) - time.time()
                 if wait > 0:
                     self._try_later(job["id"], change, wait)
