@@ -367,6 +367,12 @@ class WatchConfig(_Section):
     edits_in_flight: int = Field(4, ge=1, le=256, description="edits checked at once")
     index_every: float = Field(30.0, ge=0, description="seconds between stores of edited pages in the index (one built from a dump)")
     user_agent: str | None = Field(None, description="the User-Agent sent to Wikimedia (add your contact, as its policy asks)")
+    max_edit_chars: int = Field(20_000, ge=100, le=1_000_000, description="characters of an edit's added or changed "
+                                "text that are checked (the rest is left out, and the patrol item says so)")
+    max_facts_per_edit: int = Field(20, ge=1, le=1000, description="facts checked per edit (the rest are left out, "
+                                    "and the patrol item says so)")
+    retry_wait: float = Field(60.0, ge=0, le=3600, description="seconds before an edit whose wiki API failed (5xx, "
+                              "timeouts) is tried again; doubled each time, at most an hour")
 
     @field_validator("stream_url", "api_url")
     @classmethod

@@ -15,11 +15,13 @@ from rich.console import Console, ConsoleOptions, RenderHook, RenderResult
 from rich.segment import Segment
 
 # OSC ... (BEL | ESC \), CSI ... final byte, any other two-character ESC sequence, and the C0/C1
-# control characters other than tab and newline. An OSC's payload stops at white space: Rich may
-# already have dropped the BEL that ends it, and the sequence must not swallow the visible text
-# that follows (a title's later words may show; nothing reaches the terminal as a command).
+# control characters other than tab and newline. An OSC whose end is gone — Rich's Text drops the
+# BEL before the filter sees it — loses only its introducer and number: where its payload ended
+# cannot be known, and the visible words that follow must not be swallowed with it (the payload
+# may show as text; nothing reaches the terminal as a command).
 _CONTROL = re.compile(
-    r"\x1b\][^\x07\x1b\s]*(?:\x07|\x1b\\)?"
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b\][0-9]*;?"
     r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
     r"|\x1b[@-_]?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"

@@ -22,10 +22,11 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from claire.errors import RetrievalError
 from claire.domain import Block
+from claire.files import LONE_SURROGATE, is_text
 from claire.indexes.json_http import JsonService
 from claire.indexes.retriever import Hit
 
@@ -41,6 +42,13 @@ class SearchRequest(BaseModel):
     exclude_title: str | None = None
     mode: Literal["hybrid", "dense", "bm25"] = "hybrid"
     candidates: int = Field(50, ge=1, le=1000)
+
+    @field_validator("query", "exclude_title")
+    @classmethod
+    def _is_text(cls, value: str | None) -> str | None:
+        if value is not None and not is_text(value):
+            raise ValueError(f"holds {LONE_SURROGATE}")
+        return value
 
 
 class SearchResult(BaseModel):

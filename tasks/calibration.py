@@ -6,6 +6,12 @@ Platt scaling (a logistic curve over the score), saved as ``calibrator.json`` in
 calibrates, and read back by ``agent.calibration`` — a calibrator file, or a validation run
 directory to fit one from — so ``claire check`` and the web app show the calibrated probability
 beside the raw score. The verdict itself stays the paper's: the raw score against the threshold.
+
+A calibrator file is checked when read: isotonic points are at most :data:`MAX_POINTS` pairs in
+[0, 1], sorted by score, whose probabilities never fall as the score rises; Platt's slope and
+intercept are finite numbers, the slope not negative (either inverted would turn a high score
+into a low probability). Anything else — and a validation run holding a score that is not a
+number — is a one-line ConfigError.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from claire.files import read_log
 Method = Literal["isotonic", "platt"]
 METHODS: tuple[str, ...] = ("isotonic", "platt")
 FILE = "calibrator.json"
+MAX_POINTS = 100_000  # an isotonic fit has at most one point per distinct validation score
+MAX_FILE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -47,9 +55,16 @@ class Calibrator:
             raise ConfigError(f"unknown calibration method {method!r}; allowed: {', '.join(METHODS)}")
         if len(set(np.asarray(gold).tolist())) < 2:
             raise ConfigError(f"{source or 'the validation run'} cannot calibrate: it needs scored claims of both labels")
+        scores = np.asarray(scores, dtype=float)
+        if not np.isfinite(scores).all() or scores.min() < 0 or scores.max() > 1:
+            raise ConfigError(f"{source or 'the validation run'} cannot calibrate: a score is not a number in [0, 1]")
         if method == "platt":
-            model = LogisticRegression().fit(np.asarray(scores, dtype=float).reshape(-1, 1), gold)
-            return cls(method, len(scores), source, slope=float(model.coef_[0][0]), intercept=float(model.intercept_[0]))
+            model = LogisticRegression().fit(scores.reshape(-1, 1), gold)
+            slope = float(model.coef_[0][0])
+            if slope < 0:
+                raise ConfigError(f"{source or 'the validation run'} cannot calibrate with platt: its inconsistent claims "
+                                  "score lower than its consistent ones, so the curve would invert every score")
+            return cls(method, len(scores), source, slope=slope, intercept=float(model.intercept_[0]))
         fitted = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(scores, gold)
         points = [(float(x), float(y)) for x, y in zip(fitted.X_thresholds_, fitted.y_thresholds_)]
         return cls(method, len(scores), source, points=points)
@@ -72,24 +87,92 @@ class Calibrator:
 
     @classmethod
     def load(cls, path: Path) -> "Calibrator":
-        """Read a calibrator written by :meth:`save`."""
+        """Read a calibrator written by :meth:`save` (a ConfigError saying what is wrong with any
+        other file)."""
         try:
+            if Path(path).stat().st_size > MAX_FILE_BYTES:
+                raise ConfigError(f"{path}: not a calibrator file (larger than {MAX_FILE_BYTES // 2**20} MB)")
             data = json.loads(Path(path).read_text(encoding="utf-8"))
-            calibrator = cls(**{**data, "points": [(float(x), float(y)) for x, y in data.get("points") or []]})
-        except (OSError, ValueError, TypeError) as error:
+        except ConfigError:
+            raise
+        except RecursionError:
+            raise ConfigError(f"{path}: not a calibrator file (its JSON is nested too deeply)") from None
+        except (OSError, ValueError) as error:
             raise ConfigError(f"{path}: not a calibrator file ({error})") from None
-        if calibrator.method not in METHODS or (calibrator.method == "isotonic" and not calibrator.points) or not all(
-                math.isfinite(v) for point in calibrator.points for v in point) or (
-                calibrator.method == "platt" and not all(math.isfinite(v or math.nan) for v in (calibrator.slope, calibrator.intercept))):
-            raise ConfigError(f"{path}: not a usable calibrator")
-        return calibrator
+        try:
+            return cls.from_dict(data)
+        except ValueError as error:
+            raise ConfigError(f"{path}: not a usable calibrator: {error}") from None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "Calibrator":
+        """A calibrator from its JSON data, checked (a ValueError saying what is wrong)."""
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        unknown = set(data) - {"method", "fitted_on", "source", "points", "slope", "intercept"}
+        if unknown:
+            raise ValueError(f"unknown field(s) {', '.join(sorted(map(repr, unknown)))}")
+        method = data.get("method")
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}")
+        fitted_on = data.get("fitted_on", 0)
+        if isinstance(fitted_on, bool) or not isinstance(fitted_on, int) or not 0 <= fitted_on <= 10**12:
+            raise ValueError("fitted_on must be a count of claims")
+        source = data.get("source", "")
+        if not isinstance(source, str):
+            raise ValueError("source must be text")
+        if method == "platt":
+            slope, intercept = _number(data.get("slope"), "slope"), _number(data.get("intercept"), "intercept")
+            if slope < 0:
+                raise ValueError("a negative slope would turn high scores into low probabilities")
+            return cls(method, fitted_on, source, slope=slope, intercept=intercept)
+        return cls(method, fitted_on, source, points=_points(data.get("points")))
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or abs(number) > 1e6:
+        raise ValueError(f"{what} must be a finite number of a sensible size")
+    return number
+
+
+def _points(value: Any) -> list[tuple[float, float]]:
+    """Isotonic points as (score, probability) pairs: sorted by score, in [0, 1], probabilities
+    never falling; a ValueError saying what is wrong otherwise."""
+    if not isinstance(value, list) or not value:
+        raise ValueError("an isotonic calibrator needs a list of [score, probability] points")
+    if len(value) > MAX_POINTS:
+        raise ValueError(f"{len(value):,} points (at most {MAX_POINTS:,})")
+    points = []
+    for number, point in enumerate(value):
+        if not isinstance(point, list) or len(point) != 2:
+            raise ValueError(f"point {number} is not a [score, probability] pair")
+        x, y = _number(point[0], f"point {number}'s score"), _number(point[1], f"point {number}'s probability")
+        if not (0 <= x <= 1 and 0 <= y <= 1):
+            raise ValueError(f"point {number} ({x:g}, {y:g}) is outside [0, 1]")
+        if points and x < points[-1][0]:
+            raise ValueError(f"the points are not sorted by score (point {number})")
+        if points and y < points[-1][1]:
+            raise ValueError(f"the probability falls as the score rises at point {number}, which would invert scores")
+        points.append((x, y))
+    return points
 
 
 def scored_pairs(predictions: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     """(scores, gold) of the predictions with a score in [0, 1], a gold label and no error."""
     kept = [p for p in predictions if p.get("error") is None and p.get("score") is not None and p.get("label")]
-    scores = np.array([float(p["score"]) for p in kept], dtype=float)
+    try:
+        scores = np.array([float(p["score"]) for p in kept], dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError("a prediction's score is not a number: nothing to calibrate") from None
     gold = np.array([p["label"] == "inconsistent" for p in kept], dtype=int)
+    if not np.isfinite(scores).all():
+        raise ConfigError("a prediction's score is not a finite number (NaN or infinite): nothing to calibrate")
     if len(scores) and (scores.min() < 0 or scores.max() > 1):
         raise ConfigError("these scores are not in [0, 1] (the NLI pipeline counts REFUTES): nothing to calibrate")
     return scores, gold

@@ -2,12 +2,13 @@
 ``recentchange`` events and a MediaWiki Action API serving revisions, both on 127.0.0.1.
 
 :class:`EventStreamServer` serves recorded events as server-sent events (``id:`` lines holding each
-event's position, ``data:`` its JSON), honours ``Last-Event-ID`` the way EventStreams does (the
-stream resumes after that event), can drop the connection after a number of events (to test
-reconnection) and can hold the stream open at its end, as a live stream does. :class:`WikiApiServer`
-answers ``action=query&prop=revisions&revids=...`` from a dict of revisions (``{revid: (page id,
-title, wikitext)}``), says ``badrevids`` for revisions it does not have and ``missing`` for deleted
-pages, can answer ``maxlag`` once with a Retry-After, and records every request's User-Agent.
+event's position, or an id of the test's choosing, ``data:`` its JSON), honours ``Last-Event-ID``
+the way EventStreams does (the stream resumes after that event), can drop the connection after a
+number of events (to test reconnection) and can hold the stream open at its end, as a live stream
+does. :class:`WikiApiServer` answers ``action=query&prop=revisions&revids=...`` from a dict of
+revisions (``{revid: (page id, title, wikitext)}``), says ``badrevids`` for revisions it does not
+have and ``missing`` for deleted pages, can answer ``maxlag`` once with a Retry-After or fail its
+first requests with HTTP 500, and records every request's User-Agent.
 :func:`change_event` writes one event in the stream's shape.
 """
 
@@ -43,14 +44,16 @@ class EventStreamServer(BackgroundServer):
     ``hold``: keep the stream open at its end (seconds) as a live stream does; ``interval``:
     seconds between events, on a fixed schedule from the connection's start, as a live wiki makes
     them whether or not the reader keeps up (``produced`` keeps each position's scheduled time,
-    from the first connection that reached it)."""
+    from the first connection that reached it); ``ids``: the ``id:`` to send for some events
+    ({position: id}; the position itself otherwise)."""
 
     def __init__(self, events: list[dict[str, Any] | str], *, drop_after: int | None = None, hold: float = 0.0,
-                 interval: float = 0.0):
+                 interval: float = 0.0, ids: dict[int, str] | None = None):
         self.events = [e if isinstance(e, str) else json.dumps(e) for e in events]
         self.drop_after = drop_after
         self.hold = hold
         self.interval = interval
+        self.ids = ids or {}
         self.connections: list[str | None] = []  # the Last-Event-ID of each connection
         self.produced: dict[int, float] = {}  # position -> when the stream made the event (time.time())
         self._lock = threading.Lock()
@@ -59,10 +62,13 @@ class EventStreamServer(BackgroundServer):
         class Handler(QuietHandler):
             def do_GET(self) -> None:
                 last = self.headers.get("Last-Event-ID")
+                if last is not None:  # the header's bytes as sent (http.server reads them as Latin-1)
+                    last = last.encode("latin-1").decode("utf-8", "replace")
                 with server._lock:
                     server.connections.append(last)
                     first = len(server.connections) == 1
-                start = int(last) + 1 if last and last.isdigit() else 0
+                chosen = {value: position for position, value in server.ids.items()}
+                start = chosen[last] + 1 if last in chosen else int(last) + 1 if last and last.isdigit() else 0
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
@@ -80,7 +86,8 @@ class EventStreamServer(BackgroundServer):
                             time.sleep(due - time.time())
                         with server._lock:
                             server.produced.setdefault(position, due)
-                        self.wfile.write(f"id: {position}\nevent: message\ndata: {server.events[position]}\n\n".encode())
+                        event_id = server.ids.get(position, position)
+                        self.wfile.write(f"id: {event_id}\nevent: message\ndata: {server.events[position]}\n\n".encode())
                         self.wfile.flush()
                     end = time.monotonic() + server.hold
                     while time.monotonic() < end:
@@ -101,13 +108,16 @@ class EventStreamServer(BackgroundServer):
 class WikiApiServer(BackgroundServer):
     """A MediaWiki Action API double: revisions from ``revisions`` ({revid: (page id, title,
     wikitext)}); ``deleted``: page titles the API reports missing; ``maxlag_once``: the first request
-    is told the wiki is lagging (with Retry-After); ``categories``: {title: [category, ...]}."""
+    is told the wiki is lagging (with Retry-After); ``categories``: {title: [category, ...]};
+    ``failures``: the first requests answered with HTTP 500."""
 
     def __init__(self, revisions: dict[int, tuple[int, str, str]], *, deleted: set[str] | None = None,
-                 maxlag_once: bool = False, categories: dict[str, list[str]] | None = None, latency: float = 0.0):
+                 maxlag_once: bool = False, categories: dict[str, list[str]] | None = None, latency: float = 0.0,
+                 failures: int = 0):
         self.revisions = revisions
         self.deleted = deleted or set()
         self.maxlag_left = 1 if maxlag_once else 0
+        self.failures_left = failures
         self.categories = categories or {}
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
@@ -117,13 +127,21 @@ class WikiApiServer(BackgroundServer):
         class Handler(QuietHandler):
 
             def do_GET(self) -> None:
+                if not urlsplit(self.path).path.endswith("/api.php"):
+                    self.send_body(404, {"error": "no such page"})
+                    return
                 query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
                 with server._lock:
                     server.requests.append({**query, "user_agent": self.headers.get("User-Agent", "")})
                     lagging = server.maxlag_left > 0
                     server.maxlag_left = max(server.maxlag_left - 1, 0)
+                    failing = server.failures_left > 0
+                    server.failures_left = max(server.failures_left - 1, 0)
                 if server.latency:
                     time.sleep(server.latency)
+                if failing:
+                    self.send_body(500, {"error": "the database is on fire"})
+                    return
                 if lagging:
                     self.send_body(200, {"error": {"code": "maxlag", "info": "Waiting for a database server: 7 seconds lagged."}},
                                {"Retry-After": "0", "X-Database-Lag": "7"})

@@ -27,6 +27,7 @@ class ServeSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)  # more names the Host header may give
     watch: bool = False  # also run the patrol of live edits (config.watch) inside the server
+    request_timeout: float = Field(30.0, gt=0, le=3600)  # seconds a client has to send a whole request
 
     def trusted_hosts(self) -> list[str] | None:
         """The names a request's Host header may give: the bound address, the loopback names and

@@ -1,9 +1,17 @@
 """The web app's job store: checks, scans, their facts, live events and editors' reviews in one
 SQLite file, so a server restart loses no finished work and can resume unfinished scans.
 
-Every write commits at once (WAL journal). The store is shared by the event loop and worker
+Every write is a transaction of its own that commits at once (WAL journal) or, when any part of
+it fails, is rolled back whole: one bad row can never leave the connection inside a transaction
+that swallows every later write. Text is stored as valid Unicode (half a surrogate pair, from an
+edit or a model's answer, becomes U+FFFD). The store is shared by the event loop and worker
 threads behind one lock; rows hold JSON text for the parts whose shape belongs to other layers
 (the request, the Assessment, a step event).
+
+A job found running when a process starts was interrupted (the process stopped or died during
+it); it is started again, but one interrupted :data:`MAX_INTERRUPTIONS` times ends as an error,
+so a job that brings its process down cannot do so on every restart. A job may also wait in the
+queue until a time (``retry_at``: the patrol's edits whose wiki could not be reached).
 """
 
 from __future__ import annotations
@@ -13,15 +21,19 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from claire.config import data_dir
+from claire.files import valid_text
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL, request TEXT NOT NULL,
-    error TEXT, created REAL NOT NULL, updated REAL NOT NULL);
+    error TEXT, created REAL NOT NULL, updated REAL NOT NULL, interruptions INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0, retry_at REAL, notes TEXT);
 CREATE TABLE IF NOT EXISTS facts (
     job_id TEXT NOT NULL, idx INTEGER NOT NULL, claim_id TEXT NOT NULL, fact TEXT NOT NULL,
     claim TEXT NOT NULL, span_start INTEGER, span_end INTEGER, status TEXT NOT NULL,
@@ -40,6 +52,12 @@ CREATE INDEX IF NOT EXISTS jobs_by_kind ON jobs (kind, created);
 """
 
 UNFINISHED = ("queued", "running")
+MAX_INTERRUPTIONS = 3
+"""Times a job may be interrupted (found running when a process starts) before it ends as an error."""
+
+ADDED_COLUMNS = {  # columns of jobs added after the first release, for stores written before them
+    "interruptions": "INTEGER NOT NULL DEFAULT 0", "retries": "INTEGER NOT NULL DEFAULT 0", "retry_at": "REAL",
+    "notes": "TEXT"}
 
 
 def default_store_path(folder: Path | None = None) -> Path:
@@ -49,7 +67,11 @@ def default_store_path(folder: Path | None = None) -> Path:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return valid_text(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def _clean(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(valid_text(a) if isinstance(a, str) else a for a in args)
 
 
 class JobStore:
@@ -64,6 +86,10 @@ class JobStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
+            present = {row["name"] for row in self._db.execute("PRAGMA table_info(jobs)")}
+            for column, kind in ADDED_COLUMNS.items():
+                if column not in present:
+                    self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         """Close the database."""
@@ -72,41 +98,74 @@ class JobStore:
 
     def _rows(self, sql: str, *args: Any) -> list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, args).fetchall()
+            return self._db.execute(sql, _clean(args)).fetchall()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """The connection inside a transaction of its own: committed at the end, rolled back
+        whole when anything in it fails (then the failure goes on up)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def _write(self, sql: str, *args: Any) -> int:
-        with self._lock:
-            return self._db.execute(sql, args).lastrowid or 0
+        with self._transaction() as db:
+            return db.execute(sql, _clean(args)).lastrowid or 0
 
     # -- jobs ------------------------------------------------------------------------------
     def create_job(self, kind: str, request: dict[str, Any]) -> str:
         """Store a new queued job of ``kind`` for ``request``; its new id."""
         job_id = uuid.uuid4().hex[:16]
         now = time.time()
-        self._write("INSERT INTO jobs VALUES (?, ?, 'queued', ?, NULL, ?, ?)", job_id, kind, _dumps(request), now, now)
+        self._write("INSERT INTO jobs (id, kind, status, request, created, updated) VALUES (?, ?, 'queued', ?, ?, ?)",
+                    job_id, kind, _dumps(request), now, now)
         return job_id
 
     def ensure_job(self, kind: str, job_id: str, request: dict[str, Any]) -> bool:
         """Store a queued job under a chosen id unless one is there already; whether it was new
         (an edit delivered twice is one job)."""
         now = time.time()
-        with self._lock:
-            cursor = self._db.execute("INSERT OR IGNORE INTO jobs VALUES (?, ?, 'queued', ?, NULL, ?, ?)",
-                                      (job_id, kind, _dumps(request), now, now))
+        with self._transaction() as db:
+            cursor = db.execute("INSERT OR IGNORE INTO jobs (id, kind, status, request, created, updated)"
+                                " VALUES (?, ?, 'queued', ?, ?, ?)", _clean((job_id, kind, _dumps(request), now, now)))
             return cursor.rowcount == 1
 
     def job(self, job_id: str) -> dict[str, Any] | None:
-        """The job ``job_id`` with its request decoded, or None."""
+        """The job ``job_id`` with its request (and notes) decoded, or None."""
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", job_id)
         if not rows:
             return None
         row = dict(rows[0])
         row["request"] = json.loads(row["request"])
+        row["notes"] = json.loads(row["notes"]) if row["notes"] else {}
         return row
 
     def set_status(self, job_id: str, status: str, error: str | None = None) -> None:
         """Record a job's new status (and the error that ended it)."""
-        self._write("UPDATE jobs SET status = ?, error = ?, updated = ? WHERE id = ?", status, error, time.time(), job_id)
+        self._write("UPDATE jobs SET status = ?, error = ?, retry_at = NULL, updated = ? WHERE id = ?",
+                    status, error, time.time(), job_id)
+
+    def requeue(self, job_id: str, *, retry_at: float, reason: str) -> int:
+        """Put a job back in the queue until ``retry_at`` (seconds since the epoch), saying why;
+        how many times it has been put back."""
+        with self._transaction() as db:
+            db.execute("UPDATE jobs SET status = 'queued', error = ?, retry_at = ?, retries = retries + 1, updated = ?"
+                       " WHERE id = ?", _clean((reason, retry_at, time.time(), job_id)))
+            row = db.execute("SELECT retries FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return row["retries"] if row else 0
+
+    def add_notes(self, job_id: str, notes: dict[str, Any]) -> None:
+        """Add to what is noted about how a job went (e.g. what the patrol left out of an edit)."""
+        with self._transaction() as db:
+            row = db.execute("SELECT notes FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            if row is not None:
+                merged = {**(json.loads(row["notes"]) if row["notes"] else {}), **notes}
+                db.execute("UPDATE jobs SET notes = ? WHERE id = ?", (_dumps(merged), job_id))
 
     def unfinished_jobs(self, kind: str | None = None) -> list[dict[str, Any]]:
         """The jobs still queued or running, oldest first: of ``kind``, or (without one) the web
@@ -117,17 +176,32 @@ class JobStore:
             *UNFINISHED, *kinds)]
         return [job for job in (self.job(i) for i in ids) if job]
 
+    def resumable_jobs(self, kind: str | None = None, *, max_interruptions: int = MAX_INTERRUPTIONS) -> list[dict[str, Any]]:
+        """The unfinished jobs a starting process should start again (as :meth:`unfinished_jobs`).
+        Each one found running was interrupted once more and goes back to the queue; one
+        interrupted more than ``max_interruptions`` times ends as an error instead."""
+        kinds = (kind,) if kind else ("check", "scan")
+        marks = ", ".join("?" * len(kinds))
+        with self._transaction() as db:
+            db.execute(f"UPDATE jobs SET interruptions = interruptions + 1, status = 'queued' WHERE status = 'running'"
+                       f" AND kind IN ({marks})", kinds)
+            db.execute(f"UPDATE jobs SET status = 'error', error = ?, updated = ? WHERE status = 'queued'"
+                       f" AND interruptions > ? AND kind IN ({marks})",
+                       (f"stopped: its check was interrupted more than {max_interruptions} times (it may be what "
+                        "stopped the process), so it is not started again", time.time(), max_interruptions, *kinds))
+        return self.unfinished_jobs(kind)
+
     # -- facts -----------------------------------------------------------------------------
     def add_facts(self, job_id: str, facts: list[dict[str, Any]]) -> None:
-        """Store a job's facts as pending, numbered in order (facts already stored are kept)."""
-        with self._lock:
-            self._db.execute("BEGIN")
+        """Store a job's facts as pending, numbered in order (facts already stored are kept): all
+        of them, or (when one cannot be stored) none."""
+        with self._transaction() as db:
             for index, fact in enumerate(facts):
-                self._db.execute(
+                db.execute(
                     "INSERT OR IGNORE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL, NULL)",
-                    (job_id, index, fact["claim_id"], fact["fact"], _dumps(fact["claim"]), fact.get("start"), fact.get("end")),
+                    _clean((job_id, index, fact["claim_id"], fact["fact"], _dumps(fact["claim"]), fact.get("start"),
+                            fact.get("end"))),
                 )
-            self._db.execute("COMMIT")
 
     def recent_scans(self, limit: int = 50) -> list[dict[str, Any]]:
         """The latest scans, newest first: id, title, status, when, and fact counts (no texts)."""
@@ -199,16 +273,24 @@ class JobStore:
         """Remember where the patrol of ``source`` has read to (after the events' jobs are stored)."""
         self._write("INSERT OR REPLACE INTO positions VALUES (?, ?, ?)", source, position, time.time())
 
+    def move_position(self, old: str, new: str) -> None:
+        """Keep the position saved under the name ``old`` under ``new`` instead (unless ``new``
+        has one already), and forget ``old``."""
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO positions SELECT ?, position, updated FROM positions WHERE source = ?",
+                       _clean((new, old)))
+            db.execute("DELETE FROM positions WHERE source = ?", _clean((old,)))
+
     def patrol_items(self, *, flagged_only: bool = True, limit: int = 200) -> list[dict[str, Any]]:
         """Checked facts of patrolled edits, newest edit first (flagged ones only, by default),
-        each with its edit's request, its assessment and its review."""
+        each with its edit's request and notes, its assessment and its review."""
         flagged = " AND f.verdict = 'inconsistent'" if flagged_only else ""
         rows = self._rows(
-            "SELECT j.id AS job_id, j.request, j.created, f.idx, f.claim_id, f.fact, f.score, f.verdict, f.assessment,"
+            "SELECT j.id AS job_id, j.request, j.notes, j.created, f.idx, f.claim_id, f.fact, f.score, f.verdict, f.assessment,"
             " r.decision, r.comment, r.created AS reviewed FROM jobs j JOIN facts f ON f.job_id = j.id"
             " LEFT JOIN reviews r ON r.job_id = j.id AND r.claim_id = f.claim_id"
             f" WHERE j.kind = 'patrol' AND f.status = 'done'{flagged} ORDER BY j.created DESC, f.idx LIMIT ?", limit)
-        return [{**dict(row), "request": json.loads(row["request"]),
+        return [{**dict(row), "request": json.loads(row["request"]), "notes": json.loads(row["notes"]) if row["notes"] else {},
                  "assessment": json.loads(row["assessment"]) if row["assessment"] else None} for row in rows]
 
     def job_times(self, kind: str) -> list[tuple[str, float]]:
@@ -232,8 +314,8 @@ class JobStore:
     def drop_pending_pages(self, stored: list[tuple[str, str]]) -> None:
         """Forget pages now stored in the index, given as (page key, job id): a newer revision of the
         page queued meanwhile (another job) stays."""
-        with self._lock:
-            self._db.executemany("DELETE FROM pending_pages WHERE page_key = ? AND job_id = ?", stored)
+        with self._transaction() as db:
+            db.executemany("DELETE FROM pending_pages WHERE page_key = ? AND job_id = ?", [_clean(tuple(s)) for s in stored])
 
     # -- reviews ---------------------------------------------------------------------------
     def put_review(self, job_id: str, claim_id: str, fact: str, decision: str, comment: str | None) -> dict[str, Any]:

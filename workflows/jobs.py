@@ -134,9 +134,10 @@ class JobRunner:
         return job_id
 
     def resume(self) -> list[str]:
-        """Start again every job a previous server left unfinished."""
+        """Start again every job a previous server left unfinished (one interrupted too often
+        ends as an error instead: :meth:`JobStore.resumable_jobs`)."""
         resumed = []
-        for job in self.store.unfinished_jobs():
+        for job in self.store.resumable_jobs():
             self._start(job["id"])
             resumed.append(job["id"])
         return resumed
@@ -148,7 +149,7 @@ class JobRunner:
         task.add_done_callback(lambda _: self.tasks.pop(job_id, None))
 
     async def shutdown(self) -> None:
-        """Stop running jobs; they stay 'running' in the store and resume on the next start."""
+        """Stop running jobs; they go back to the queue in the store and resume on the next start."""
         tasks = list(self.tasks.values())
         for task in tasks:
             task.cancel()
@@ -180,7 +181,8 @@ class JobRunner:
                 self._status(job_id, "error", f"no fact could be checked: {failed[0]['error'] or 'error'}")
             else:
                 self._status(job_id, "done")
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # stopped, not interrupted: the next start resumes it
+            self.store.set_status(job_id, "queued")
             raise
         except ClaireError as error:
             self._status(job_id, "error", str(error))

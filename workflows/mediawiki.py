@@ -5,8 +5,11 @@ One query fetches an edit's old and new revision text
 plus the page's categories when a category filter is set). Requests send a descriptive
 User-Agent (Wikimedia's API policy asks for one) and ``maxlag``, so a lagging wiki can ask us to
 wait; 429 and 5xx answers, dropped connections and ``maxlag`` errors are retried with the project's
-one retry policy, waiting what ``Retry-After`` asks. A revision the API no longer has (deleted or
-suppressed) or a deleted page is not an error: the answer says so and the patrol skips the edit.
+one retry policy, waiting what ``Retry-After`` asks; when they go on failing the error is a
+:class:`WikiUnavailable` (worth trying again later), unlike a refusal that will not change. A
+revision the API no longer has (deleted or suppressed) or a deleted page is not an error: the
+answer says so and the patrol skips the edit. Texts are read as valid Unicode (half a surrogate
+pair becomes U+FFFD).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import httpx
 
 from claire import __version__
 from claire.errors import ClaireError
+from claire.files import valid_text
 from claire.retrying import RETRY_STATUSES, TransientError, async_retrying, retry_after
 
 USER_AGENT = (f"CLAIRE-patrol/{__version__} (checks new edits for corpus-level inconsistencies; set watch.user_agent "
@@ -25,6 +29,11 @@ USER_AGENT = (f"CLAIRE-patrol/{__version__} (checks new edits for corpus-level i
 """Sent with every request, as Wikimedia's User-Agent policy asks (tool name and version; the
 policy also asks for a contact, which only the person running the patrol can give:
 ``watch.user_agent``)."""
+
+
+class WikiUnavailable(ClaireError):
+    """The wiki's API could not be reached or kept failing (5xx, 429, timeouts, maxlag) through
+    every retry: asking again later may well work."""
 
 
 @dataclass
@@ -65,7 +74,7 @@ class MediaWikiClient:
                 with attempt:
                     data = await self._get(api_url, params)
         except TransientError as error:
-            raise ClaireError(f"the MediaWiki API at {api_url} failed after {self.max_attempts} attempts ({error})") from None
+            raise WikiUnavailable(f"the MediaWiki API at {api_url} failed after {self.max_attempts} attempts ({error})") from None
         return read_revisions(data)
 
     async def _get(self, url: str, params: dict[str, str]) -> Any:
@@ -95,7 +104,15 @@ class MediaWikiClient:
 
 
 def read_revisions(data: Any) -> Revisions:
-    """The revisions of an Action API ``query`` answer (formatversion 2)."""
+    """The revisions of an Action API ``query`` answer (formatversion 2); a ClaireError for an
+    answer of another shape."""
+    try:
+        return _revisions(data)
+    except (AttributeError, KeyError, TypeError, ValueError, OverflowError):
+        raise ClaireError("the MediaWiki API answered with something other than a query of revisions") from None
+
+
+def _revisions(data: Any) -> Revisions:
     query = (data or {}).get("query") or {}
     found = Revisions()
     for page in query.get("pages") or []:
@@ -110,5 +127,5 @@ def read_revisions(data: Any) -> Revisions:
             slot = ((revision.get("slots") or {}).get("main") or {})
             content = slot.get("content", revision.get("content"))
             if content is not None:
-                found.texts[int(revision["revid"])] = content
+                found.texts[int(revision["revid"])] = valid_text(str(content))
     return found

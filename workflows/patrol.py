@@ -15,6 +15,13 @@ and budget are shared — against the index without the edited article (its titl
 context). The new revision then waits in the store until it is stored in the index (an index
 built from a dump; see :mod:`claire.ingestion.live_update`), a batch every ``index_every`` seconds,
 so later checks see the edit. :class:`PatrolStats` counts what happened, for the live line.
+
+Nothing one event or one edit holds stops the patrol: an event that cannot be read is counted as
+bad and its position saved; an edit's work is bounded (a revision is read up to Wikipedia's page
+size limit, at most ``watch.max_edit_chars`` of the text it changed and ``watch.max_facts_per_edit``
+facts are checked, and what was left out is noted with the edit); an edit whose wiki API kept
+failing goes back to the queue and is tried again later (``watch.retry_wait``, doubling), while
+one the API refuses for good ends as an error.
 """
 
 from __future__ import annotations
@@ -35,13 +42,17 @@ from claire.ingestion.live_update import can_take_edits, update_pages
 from claire.workflows.jobs import JobRunner
 from claire.workflows.job_store import JobStore
 from claire.workflows.edit_diff import changed_passages, page_blocks
-from claire.workflows.mediawiki import USER_AGENT, MediaWikiClient
+from claire.workflows.mediawiki import USER_AGENT, MediaWikiClient, WikiUnavailable
 from claire.workflows.recentchanges import (
-    Change, ChangeFilter, describe_event, parse_change, replay_changes, replay_position, stream_changes,
+    Change, ChangeFilter, describe_event, parse_change, pause, replay_changes, replay_position, stream_changes,
+    without_credentials,
 )
 from claire.workflows.scan import extract_claims
 
 log = logging.getLogger(__name__)
+
+MAX_REVISION_CHARS = 2_097_152  # Wikimedia's page size limit (2,048 KiB; a page has no more characters than bytes)
+MAX_RETRY_WAIT = 3600.0  # seconds: the longest wait before an edit whose wiki API failed is tried again
 
 
 @dataclass
@@ -56,6 +67,8 @@ class PatrolStats:
     checked: int = 0  # edits checked to the end
     skipped: int = 0  # kept edits with nothing to check (revision gone, no changed sentences, ...)
     failed: int = 0  # edits whose check failed
+    requeued: int = 0  # edits put back in the queue because their wiki's API kept failing
+    cut: int = 0  # edits only part of which was checked (watch.max_edit_chars, watch.max_facts_per_edit)
     facts: int = 0  # facts checked
     flagged: int = 0  # facts found inconsistent
     indexed: int = 0  # edited pages stored in the index
@@ -65,8 +78,10 @@ class PatrolStats:
     def line(self) -> str:
         """The live progress line."""
         lag = "" if self.lag_s is None else f" · lag {self.lag_s:,.0f} s"
+        retrying = f" · retrying {self.requeued:,}" if self.requeued else ""
+        bad = f" · bad events {self.bad:,}" if self.bad else ""
         return (f"events {self.seen:,} · kept {self.kept:,} · checked {self.checked:,} · flagged {self.flagged:,} facts"
-                f" · skipped {self.skipped:,} · failed {self.failed:,}{lag}")
+                f" · skipped {self.skipped:,} · failed {self.failed:,}{retrying}{bad}{lag}")
 
     def to_dict(self) -> dict[str, Any]:
         """The counts as plain data (latencies summarised)."""
@@ -90,14 +105,48 @@ class ChangeSource:
 
     @property
     def key(self) -> str:
-        """The name its saved position is kept under."""
-        return f"replay:{Path(self.replay).resolve()}" if self.replay else f"stream:{self.url}"
+        """The name its saved position is kept under (a stream's URL without its credentials)."""
+        return f"replay:{Path(self.replay).resolve()}" if self.replay else f"stream:{without_credentials(self.url or '')}"
+
+    @property
+    def older_key(self) -> str | None:
+        """The name an earlier release kept this stream's position under, when it differs (it
+        held the URL's credentials)."""
+        key = f"stream:{self.url}"
+        return key if not self.replay and key != self.key else None
 
     def events(self, position: str | None, stop: Callable[[], bool]) -> AsyncIterator[tuple[str | None, str]]:
         """``(position, JSON text)`` of the events after ``position``."""
         if self.replay:
             return replay_changes(Path(self.replay), after=replay_position(position))
         return stream_changes(self.url or "", last_event_id=position, user_agent=self.user_agent, stop=stop)
+
+
+@dataclass
+class LeftOut:
+    """What of one edit was not checked: the revision's text past Wikimedia's page size limit,
+    the changed text past ``watch.max_edit_chars`` (``changed_chars`` were changed, ``read_chars``
+    of them read) and the facts past ``watch.max_facts_per_edit``."""
+
+    revision_chars: int = 0
+    changed_chars: int = 0
+    read_chars: int = 0
+    facts: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.revision_chars or self.changed_chars > self.read_chars or self.facts)
+
+    def as_note(self, max_facts: int) -> dict[str, Any]:
+        """The note stored with the edit (and served by ``GET /api/patrol``): the counts and one line."""
+        parts = []
+        if self.changed_chars > self.read_chars:
+            parts.append(f"{self.read_chars:,} of the {self.changed_chars:,} characters it changed were read")
+        if self.facts:
+            parts.append(f"{self.facts:,} fact(s) past the first {max_facts:,} were not checked")
+        if self.revision_chars:
+            parts.append(f"the last {self.revision_chars:,} characters of its revision (past Wikimedia's page size "
+                         "limit) were not read")
+        return {**asdict(self), "note": "only part of this edit was checked: " + "; ".join(parts)}
 
 
 class Patrol:
@@ -115,12 +164,15 @@ class Patrol:
         self.categories = [c.removeprefix("Category:") for c in categories or []]
         self.api_url = api_url
         self.edits = asyncio.Semaphore(max(edits_in_flight, 1))  # taken before an edit's task starts
+        watch = config.watch
+        self.max_edit_chars, self.max_facts, self.retry_wait = watch.max_edit_chars, watch.max_facts_per_edit, watch.retry_wait
         self.index_every = index_every
         self.wiki = wiki or MediaWikiClient(user_agent=source.user_agent)
         self.on_progress = on_progress
         self.stats = PatrolStats()
         self._stopping = False
         self._tasks: set[asyncio.Task] = set()
+        self._waiting: set[asyncio.Task] = set()  # edits waiting to be tried again
         retrieval = config.retrieval
         # an index holds one wiki's pages (block ids are page ids): edits are stored in it only when
         # the patrol keeps a single wiki's changes
@@ -141,12 +193,23 @@ class Patrol:
     async def run(self, *, max_events: int | None = None) -> PatrolStats:
         """Read events until stopped (or ``max_events`` read, or a recording's end), checking kept
         edits as they come; returns the counts."""
+        if self.source.older_key:
+            self.store.move_position(self.source.older_key, self.source.key)
         position = self.store.position(self.source.key)
         try:
-            for job in self.store.unfinished_jobs("patrol"):  # left queued or running by an earlier patrol
+            for job in self.store.resumable_jobs("patrol"):  # left queued or running by an earlier patrol
                 if self._stopping:
                     break
-                await self._start(job["id"], Change(**job["request"]["change"]))
+                try:
+                    change = Change(**job["request"]["change"])
+                except (KeyError, TypeError) as error:  # a row no release of the patrol wrote: it ends, the patrol goes on
+                    self.store.set_status(job["id"], "error", f"its stored change cannot be read ({error})")
+                    continue
+                wait = (job.get("retry_at") or 0) - time.time()
+                if wait > 0:
+                    self._try_later(job["id"], change, wait)
+                else:
+                    await self._start(job["id"], change)
             async for position, data in self.source.events(position, lambda: self._stopping):
                 kept = self._event(position, data)
                 if kept is not None:
@@ -155,25 +218,33 @@ class Patrol:
                     break
                 await self._index_if_due()
         finally:
+            self._stopping = True  # the run is over: edits waiting to be tried again stay queued in the store
             if self._tasks:
                 await asyncio.gather(*list(self._tasks), return_exceptions=True)
+            for waiting in list(self._waiting):
+                waiting.cancel()
+            if self._waiting:
+                await asyncio.gather(*list(self._waiting), return_exceptions=True)
             await self._index_pending()
         self._progress()
         return self.stats
 
     def _event(self, position: str | None, data: str) -> tuple[str, Change] | None:
-        """Store a kept edit as a job (its id and change returned when it is new to the store)."""
+        """Store a kept edit as a job (its id and change returned when it is new to the store); an
+        event that cannot be read is counted as bad, and the position goes on past it."""
         self.stats.seen += 1
         try:
             change = parse_change(data)
-        except ValueError as error:
+            reason = self.filters.why_not(change)
+        except Exception as error:  # a poison event (whatever it holds) never stops the patrol
             self.stats.bad += 1
-            log.warning("patrol: event at %s left aside: %s (%s)", position, error, describe_event(data))
+            problem = error if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+            log.warning("patrol: event at %s left aside: %s (%s)", describe_event(position), describe_event(problem),
+                        describe_event(data))
             self.store.set_position(self.source.key, position)
             return None
         if change.timestamp:
             self.stats.lag_s = max(time.time() - change.timestamp, 0.0)
-        reason = self.filters.why_not(change)
         if reason is not None:
             self.stats.left_aside += 1
             self.store.set_position(self.source.key, position)
@@ -198,6 +269,29 @@ class Patrol:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _try_later(self, job_id: str, change: Change, delay: float) -> None:
+        """Start an edit again after ``delay`` seconds (unless the patrol stops first)."""
+        async def wait_then_start() -> None:
+            await pause(delay, lambda: self._stopping)
+            if not self._stopping:
+                await self._start(job_id, change)
+
+        waiting = asyncio.get_running_loop().create_task(wait_then_start(), name=f"claire-patrol-retry-{job_id}")
+        self._waiting.add(waiting)
+        waiting.add_done_callback(self._waiting.discard)
+
+    def _requeue(self, job_id: str, change: Change, error: WikiUnavailable) -> None:
+        """Put an edit whose wiki's API kept failing back in the queue, to be tried again later
+        (``watch.retry_wait``, doubled each time, at most an hour), in this run or the next."""
+        retries = (self.store.job(job_id) or {}).get("retries") or 0
+        delay = min(self.retry_wait * 2 ** min(retries, 20), MAX_RETRY_WAIT)
+        after = f"{delay:,.0f} s" if delay >= 10 else f"{delay:.1f} s"
+        self.store.requeue(job_id, retry_at=time.time() + delay, reason=f"to be tried again in {after}: {error}")
+        self.stats.requeued += 1
+        log.warning("patrol: %s (%s) will be tried again in %s: %s", describe_event(change.title), job_id, after, error)
+        if not self._stopping:
+            self._try_later(job_id, change, delay)
+
     # -- one edit --------------------------------------------------------------------------------
     async def _edit(self, job_id: str, change: Change) -> None:
         """Check one edit (the slot :meth:`_start` took is given back at the end)."""
@@ -218,8 +312,11 @@ class Patrol:
                 self.stats.facts += len(checked)
                 self.stats.flagged += sum(f["verdict"] == "inconsistent" for f in checked)
                 self.stats.latencies.append(time.time() - received)
-            except asyncio.CancelledError:
+            except asyncio.CancelledError:  # stopped, not interrupted: the next start resumes it
+                self.store.set_status(job_id, "queued")
                 raise
+            except WikiUnavailable as error:
+                self._requeue(job_id, change, error)
             except ClaireError as error:
                 self.stats.failed += 1
                 self.store.set_status(job_id, "error", str(error))
@@ -241,7 +338,7 @@ class Patrol:
             return stored
         self.store.set_status(job_id, "running")
         wanted = [r for r in (change.old_revision, change.new_revision) if r]
-        revisions = await self.wiki.revisions(self.api_url or change.api_url, wanted, categories=bool(self.categories))
+        revisions = await self.wiki.revisions(self.api_url or change.api_url(), wanted, categories=bool(self.categories))
         new_text = revisions.texts.get(change.new_revision or 0)
         why = None
         if revisions.page_missing:
@@ -254,11 +351,15 @@ class Patrol:
             self.store.set_status(job_id, "skipped", why)
             return None
         page_id = revisions.page_id or 0
-        url = f"{change.server_url.rstrip('/')}/wiki/{change.title.replace(' ', '_')}"
-        new = page_blocks(page_id, change.new_revision or 0, change.title, new_text or "", url=url)
+        url = change.page_url()
+        new_text = new_text or ""
         old_text = revisions.texts.get(change.old_revision or 0)
-        old = page_blocks(page_id, change.old_revision or 0, change.title, old_text, url=url) if old_text is not None else None
-        if self._indexable and not new.skipped:
+        left_out = LeftOut(revision_chars=max(len(new_text) - MAX_REVISION_CHARS, 0))
+        new = await asyncio.to_thread(page_blocks, page_id, change.new_revision or 0, change.title,
+                                      new_text[:MAX_REVISION_CHARS], url=url)
+        old = await asyncio.to_thread(page_blocks, page_id, change.old_revision or 0, change.title,
+                                      old_text[:MAX_REVISION_CHARS], url=url) if old_text is not None else None
+        if self._indexable and not new.skipped and not left_out.revision_chars:
             page = DumpPage(page_id=page_id, revision_id=change.new_revision or 0, title=change.title, namespace=0,
                             body=new_text or "", kind="wikitext", url=url)
             self.store.add_pending_page(f"{change.wiki}:{page_id}", job_id, asdict(page))
@@ -266,7 +367,17 @@ class Patrol:
             self.store.set_status(job_id, "skipped", f"the page is a {new.skipped} page")
             return None
         rows: dict[str, dict[str, Any]] = {}
-        for passage in changed_passages(old, new):
+        passages = await asyncio.to_thread(changed_passages, old, new)
+        left_out.changed_chars = sum(len(passage.text) for passage in passages)
+        for number, passage in enumerate(passages):
+            if len(rows) >= self.max_facts or left_out.read_chars >= self.max_edit_chars:
+                break
+            room = self.max_edit_chars - left_out.read_chars
+            if len(passage.text) > room:
+                if number:  # whole passages only, unless the first alone is too long
+                    break
+                passage.text = passage.text[:room]
+            left_out.read_chars += len(passage.text)
             try:
                 claims = await extract_claims(title=change.title, section=passage.section, text=passage.text,
                                               llm=self.runner.llm, config=self.config)
@@ -276,10 +387,15 @@ class Patrol:
             for claim in claims:  # checked in the context of the block the edit wrote into
                 claim.context = claim.context.model_copy(update={"content": passage.block.content, "url": passage.block.url})
                 rows.setdefault(claim.claim_id, {"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()})
+        left_out.facts = max(len(rows) - self.max_facts, 0)
+        if left_out:
+            self.stats.cut += 1
+            self.store.add_notes(job_id, {"left_out": left_out.as_note(self.max_facts)})
+            log.info("patrol: %s (%s): %s", describe_event(change.title), job_id, left_out.as_note(self.max_facts)["note"])
         if not rows:
             self.store.set_status(job_id, "skipped", "the edit added or changed no checkable fact")
             return None
-        self.store.add_facts(job_id, list(rows.values()))
+        self.store.add_facts(job_id, list(rows.values())[:self.max_facts])
         return self.store.facts(job_id)
 
     # -- keeping the index current ---------------------------------------------------------------

@@ -152,9 +152,9 @@ def _full_set(predictions: list[dict[str, Any]], threshold: float, score_kind: S
 def calibration(gold: np.ndarray, scores: np.ndarray, bins: int = CALIBRATION_BINS) -> dict[str, Any] | None:
     """How far scores are from being probabilities: ``bins`` equal-width bins over [0, 1], each
     with its mean score and the share of its claims that are inconsistent, and the expected
-    calibration error (ECE: the count-weighted mean gap). None when the scores are not in [0, 1]
-    (the NLI pipeline's REFUTES counts) or there are none."""
-    if not len(scores) or scores.min() < 0 or scores.max() > 1:
+    calibration error (ECE: the count-weighted mean gap). None when the scores are not all in [0, 1]
+    (the NLI pipeline's REFUTES counts; a NaN) or there are none."""
+    if not len(scores) or not np.isfinite(scores).all() or scores.min() < 0 or scores.max() > 1:
         return None
     which = np.minimum((scores * bins).astype(int), bins - 1)  # a score of 1.0 goes to the top bin
     table, ece = [], 0.0

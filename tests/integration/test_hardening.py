@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
+from fastapi import FastAPI, Request
 
 from claire.domain import Block
 from claire.indexes.retriever import build_index
 from claire.indexes.catalog import list_indexes, open_index
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
+from claire.web.serve import ServerThread
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -191,3 +196,34 @@ def _claire(*args: str, env: dict[str, str], timeout: float = 240) -> subprocess
     environment.setdefault("CLAIRE_DATA_DIR", env["CLAIRE_CACHE_DIR"])
     return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
                           env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+# -- round three (issue 36): slow or partial connections are closed ---------------------------
+
+def test_a_client_that_never_finishes_its_request_is_disconnected_and_others_are_served():
+    app = FastAPI()
+
+    @app.get("/ping")
+    async def ping() -> dict:
+        return {"ok": True}
+
+    @app.post("/echo")
+    async def echo(request: Request) -> dict:
+        return {"bytes": len(await request.body())}
+
+    with ServerThread(app, request_timeout=0.5) as server:
+        stalled = []
+        for partial in (b"", b"GET /ping HTTP/1.1\r\nHost: x\r\n",
+                        b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc"):
+            connection = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            connection.sendall(partial)
+            stalled.append(connection)
+        with httpx.Client(base_url=server.url) as client:
+            assert client.get("/ping").json() == {"ok": True} and client.post("/echo", content=b"x" * 10).json() == {"bytes": 10}
+            started = time.monotonic()
+            for connection in stalled:
+                assert connection.recv(1024) == b""  # closed by the server (a socket timeout otherwise)
+                connection.close()
+            assert time.monotonic() - started < 5
+            time.sleep(1.0)  # a kept-alive connection that was answered is not cut by the request timeout
+            assert client.get("/ping").json() == {"ok": True}

@@ -185,3 +185,193 @@ def test_a_killed_watch_resumes_with_no_edit_lost_or_checked_twice(tmp_path, wik
         store.close()
     # one extraction per edit; only the edit in flight at the kill may have been extracted twice
     assert 12 <= sum(kind_of(r) == "extract" for r in llm.requests) <= 13
+
+
+# -- hostile streams, huge edits and failing APIs (issue 36) -------------------------------------
+
+BIG_OLD = "'''Big donation''' is a list of gifts to a museum in Paris."
+BIG_NEW = BIG_OLD + " " + " ".join(f"In the year {1000 + number % 900} the museum received gift number {number} from a donor."
+                                   for number in range(290_000))  # about 20 MB
+ABBEY = "'''Cluny Abbey''' is an abbey in Burgundy."
+ABBEY_NEW = ABBEY + " The abbey was founded in 1120 by monks from Cluny\ud800 in the valley."
+
+
+def _poison(event: dict, old: str, new: str) -> str:
+    text = json.dumps(event)
+    assert old in text
+    return text.replace(old, new)
+
+
+def hostile_events() -> list:
+    """Kept edits with poison events, a 20 MB revision and a lone surrogate between them."""
+    return [
+        change_event("Paris", 21, 22),
+        json.dumps(change_event("Caf\udce9", 1, 2)),  # a lone surrogate in the title
+        _poison(change_event("Louvre", 31, 32), '"namespace": 0', '"namespace": 1e999'),
+        _poison(change_event("Louvre", 31, 32), '"new": 32', '"new": Infinity'),
+        _poison(change_event("Louvre", 31, 32), '"timestamp": ', '"timestamp": ' + "9" * 400 + ", \"x\": "),
+        change_event("Louvre", 31, 32),  # sent with a non-ASCII id
+        change_event("Big donation", 71, 72),
+        change_event("Cluny Abbey", 81, 82),  # its new revision holds half a surrogate pair
+        "{this is not json",
+        change_event("Notre-Dame", None, 51, type="new"),
+    ]
+
+
+def hostile_revisions() -> dict:
+    return {**REVISIONS, 71: (7, "Big donation", BIG_OLD), 72: (7, "Big donation", BIG_NEW),
+            81: (8, "Cluny Abbey", ABBEY), 82: (8, "Cluny Abbey", ABBEY_NEW)}
+
+
+def _wait_for(condition, what: str, timeout: float = 180.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_hostile_stream_never_stops_the_patrol_or_the_web_app_and_a_restart_reruns_nothing(tmp_path, wiki_index):
+    import httpx
+
+    from claire.agent.runtime import open_retrieval
+    from claire.web.app import create_app
+    from claire.web.serve import ServerThread
+
+    events = hostile_events()
+    with MockOpenAIServer(model) as llm, WikiApiServer(hostile_revisions()) as api, \
+            EventStreamServer(events, ids={5: "posé-5"}, drop_after=6) as stream:
+        config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, max_edit_chars=1500,
+                            max_facts_per_edit=5)
+        settings = ServeSettings(data_dir=tmp_path / "web", concurrency=2, watch=True)
+        retriever = open_retrieval(config)
+        try:
+            with ServerThread(create_app(config, settings, retriever=retriever)) as server, httpx.Client(base_url=server.url) as web:
+                patrol = _wait_for(lambda: (lambda p: p if p["edits"].get("done") == 5 and p["stats"]["seen"] >= 11 else None)(
+                    web.get("/api/patrol", params={"flagged": "false"}).json()), "the patrol to check every edit")
+                # the web app's own scans still work beside it
+                scan = web.post("/api/scan", json={"title": "Arc de Triomphe", "text": "The Arc de Triomphe stands in "
+                                                    "Paris at the top of the avenue. It was completed in 1836 after thirty years."})
+                assert scan.status_code == 202
+                finished = _wait_for(lambda: (lambda s: s if s["status"] in ("done", "error") else None)(
+                    web.get(f"/api/scan/{scan.json()['id']}").json()), "the scan")
+                assert finished["status"] == "done"
+                surrogate = web.post("/api/search", content=b'{"query": "tower", "exclude_title": "Caf\\udce9"}',
+                                     headers={"content-type": "application/json"})
+                assert surrogate.status_code == 422 and "surrogate" in surrogate.text
+            stats = patrol["stats"]
+            assert stats["bad"] == 5 and stats["repeated"] == 1 and stats["failed"] == 0 and stats["cut"] == 1
+            # the non-ASCII id was never sent back: the reconnect went on after the event before it
+            assert stream.connections[:2] == [None, "4"]
+            items = {item["title"]: item for item in patrol["items"]}
+            assert set(items) == {"Paris", "Louvre", "Big donation", "Cluny Abbey", "Notre-Dame"}
+            assert "\ufffd" in items["Cluny Abbey"]["fact"] and items["Paris"]["left_out"] is None
+            left_out = items["Big donation"]["left_out"]
+            assert left_out["facts"] or left_out["read_chars"] < left_out["changed_chars"]
+            assert left_out["revision_chars"] > 0 and left_out["note"].startswith("only part of this edit was checked")
+            big = [r for r in llm.requests if kind_of(r) == "verifier" and "gift number" in r["messages"][-1]["content"]]
+            assert 1 <= len(big) <= 5  # at most watch.max_facts_per_edit facts of the 20 MB revision
+            # every other edit was checked exactly once
+            extractions = [r["messages"][-1]["content"] for r in llm.requests if kind_of(r) == "extract"]
+            for marker in ("completed in 1890", "Mona Lisa", "founded in 1120", "construction began in 1163", "gift number 0 "):
+                assert sum(marker in text for text in extractions) == 1, marker
+            requests, fetched, connections = len(llm.requests), len(api.requests), len(stream.connections)
+            # a restart goes on after the last event and runs nothing again
+            with ServerThread(create_app(config, settings, retriever=retriever)) as server, httpx.Client(base_url=server.url) as web:
+                _wait_for(lambda: len(stream.connections) > connections, "the restarted patrol to connect")
+                time.sleep(1.0)
+                again = web.get("/api/patrol", params={"flagged": "false"}).json()
+            assert stream.connections[connections] == "9"
+            assert again["edits"] == {"done": 5} and len(again["items"]) == len(patrol["items"])
+            assert len(llm.requests) == requests and len(api.requests) == fetched
+        finally:
+            retriever.close()
+
+
+async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_a_restart(tmp_path, wiki_index):
+    import asyncio
+
+    from claire.agent.runtime import open_retrieval
+    from claire.llm.client import ChatClient
+    from claire.workflows.jobs import JobRunner
+    from claire.workflows.mediawiki import MediaWikiClient
+    from claire.workflows.patrol import ChangeSource, Patrol
+    from claire.workflows.recentchanges import ChangeFilter
+
+    async def patrol_once(config, store, source, *, until=None, max_events=None):
+        llm_client = ChatClient.from_config(config.llm)
+        retriever = await asyncio.to_thread(open_retrieval, config)
+        wiki = MediaWikiClient(max_attempts=2, base_wait=0.0, max_wait=0.0)
+        runner = JobRunner(config, store, llm=llm_client, retriever=retriever, concurrency=2)
+        patrol = Patrol(config, store, runner, source, filters=ChangeFilter(), api_url=config.watch.api_url, wiki=wiki)
+        try:
+            running = asyncio.get_running_loop().create_task(patrol.run(max_events=max_events))
+            if until is not None:
+                deadline = time.monotonic() + 120
+                while not until() and time.monotonic() < deadline:
+                    await asyncio.sleep(0.1)
+                patrol.stop()
+                running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            return patrol.stats
+        finally:
+            await wiki.aclose()
+            await llm_client.aclose()
+            retriever.close()
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    try:
+        # in the run: two 500s (every try of the first attempt), then one more and the answer
+        with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS, failures=3) as api, \
+                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
+            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
+            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
+                                      until=lambda: (store.job("enwiki:22") or {}).get("status") == "done")
+        assert stats.requeued == 1 and len(api.requests) == 4
+        assert store.job("enwiki:22")["status"] == "done" and store.job("enwiki:22")["retries"] == 1
+        # across a restart: the API fails for the whole first run; the next run, with the API back, checks the edit
+        recording = tmp_path / "recentchange.jsonl"
+        recording.write_text(json.dumps(change_event("Louvre", 31, 32)) + "\n", encoding="utf-8")
+        with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS, failures=10**6) as failing:
+            config = config_for(llm, wiki_index, replay=str(recording), api_url=failing.api_url, retry_wait=0.5)
+            stats = await patrol_once(config, store, ChangeSource(replay=recording))
+        louvre = store.job("enwiki:32")
+        assert stats.requeued == 1 and louvre["status"] == "queued" and "tried again" in louvre["error"]
+        await asyncio.sleep(max(louvre["retry_at"] - time.time(), 0) + 0.1)
+        with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS) as healthy:
+            config = config_for(llm, wiki_index, replay=str(recording), api_url=healthy.api_url, retry_wait=0.5)
+            stats = await patrol_once(config, store, ChangeSource(replay=recording))
+        assert store.job("enwiki:32")["status"] == "done" and stats.checked == 1 and len(healthy.requests) == 1
+    finally:
+        store.close()
+
+
+async def test_an_api_that_keeps_failing_or_hangs_is_unavailable_not_a_final_error():
+    from claire.errors import ClaireError
+    from claire.workflows.mediawiki import MediaWikiClient, WikiUnavailable
+
+    with WikiApiServer({1: (1, "Paris", "Text.")}, failures=3) as api:
+        client = MediaWikiClient(max_attempts=2, base_wait=0.0, max_wait=0.0)
+        try:
+            with pytest.raises(WikiUnavailable):
+                await client.revisions(api.api_url, [1])
+            assert (await client.revisions(api.api_url, [1])).texts == {1: "Text."}  # a third 500, then the answer
+        finally:
+            await client.aclose()
+    with WikiApiServer({1: (1, "Paris", "Caf\udce9.")}, latency=1.0) as slow:
+        client = MediaWikiClient(max_attempts=2, base_wait=0.0, max_wait=0.0, timeout=0.2)
+        try:
+            with pytest.raises(WikiUnavailable):
+                await client.revisions(slow.api_url, [1])
+        finally:
+            await client.aclose()
+        client = MediaWikiClient()
+        try:
+            assert (await client.revisions(slow.api_url, [1])).texts == {1: "Caf\ufffd."}  # half a surrogate pair
+            with pytest.raises(ClaireError) as refused:  # a 404 will not change: not worth trying again
+                await client.revisions(slow.api_url.replace("/w/api.php", "/nothing"), [1])
+        finally:
+            await client.aclose()
+    assert not isinstance(refused.value, WikiUnavailable)

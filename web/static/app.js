@@ -385,6 +385,7 @@
           link.rel = "noopener noreferrer";
           head.appendChild(link);
         }
+        if (item.left_out) head.appendChild(el("span", "recent-meta", " · " + item.left_out.note));
         entry.appendChild(head);
         entry.appendChild(window.ClairePanel.card(item, {
           onReview: async (fact, decision, comment) => {
