@@ -388,7 +388,7 @@ class Config(_Section):
     """The whole configuration of CLAIRE, one section per concern."""
     preset: Literal["paper", "practical"] = Field(
         "paper", description="the starting point the settings were resolved from: paper (the paper's method, the "
-                             "defaults) or practical (this project's cheaper additions)",
+                             "defaults) or practical (this project's additions)",
     )
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
