@@ -240,8 +240,9 @@ class AgentConfig(_Section):
     clarify_k: int = Field(10, ge=1, le=100, description="passages clarify_entity reads")
     tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES), description="enabled tools (search and report_inconsistency are always on)")
     stop_on_report: bool = Field(
-        False, description="end the research at the first reported inconsistency (the paper's agent keeps looking for "
-                           "contradictions elsewhere after a report; stopping saves calls)",
+        True, description="end a batch run's research at the first reported inconsistency, as the paper's released "
+                          "traces do (an interactive check with review goes on after each answer); false: keep "
+                          "looking for contradictions elsewhere after a report",
     )
     snippet_chars: int = Field(
         0, ge=0, le=100_000,
@@ -336,8 +337,8 @@ class CiteConfig(_Section):
     index: str = Field("sources-demo", description="the sources index; sources-demo is built from the bundled examples")
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="support score at or above which a source supports the claim")
     decision: Literal["ranking", "threshold"] = Field(
-        "ranking", description="ranking (Side's rule: the citation holds when the verifier ranks the retrieved original "
-                               "first among the retrieved sources and its score reaches cite.threshold) "
+        "ranking", description="ranking (Side's rule: the citation holds when the verifier ranks the original, "
+                               "retrieved or not, first among the sources judged and its score reaches cite.threshold) "
                                "or threshold (the original's score reaches cite.threshold)",
     )
     search_k: int = Field(30, ge=1, le=500, description="passages retrieved per search query")
@@ -384,14 +385,17 @@ PRESETS: dict[str, dict[str, Any]] = {
     # The paper's method: the built-in defaults themselves (only the embedder differs offline:
     # MiniLM instead of mGTE, which needs a model hub; `--embedder mgte` at index build time).
     "paper": {},
-    # This project's additions, for cheaper runs and small embedders: hybrid dense + BM25 search,
-    # the research ends at the first report, the controller reads 400-character snippets, and the
-    # verifier forgives differences of rounding, spelling and calendar. Their cost is measured
-    # (evals/sweeps/fidelity.yaml with the oracle model); their accuracy with a real model is not.
+    # This project's additions: hybrid dense + BM25 search (for small embedders), the controller
+    # reads 400-character snippets and keeps looking after a report, the verifier forgives
+    # differences of rounding, spelling and calendar, and the prompts are the project's own
+    # (notes of at most five sentences, extraction that skips opinions and definitions). Their
+    # cost is measured (evals/sweeps/fidelity.yaml with the oracle model); their accuracy with a
+    # real model is not.
     "practical": {
         "retrieval": {"mode": "hybrid"},
-        "agent": {"stop_on_report": True, "snippet_chars": 400},
-        "prompts": {"variants": {"verifier": "lenient"}},
+        "agent": {"stop_on_report": False, "snippet_chars": 400},
+        "prompts": {"variants": {"verifier": "lenient", "controller": "practical", "explain": "practical",
+                                 "clarify_entity": "practical", "fact_extraction": "practical"}},
     },
 }
 """Named starting points a configuration is resolved from (``--preset``, ``preset = ...`` in
@@ -403,7 +407,7 @@ class Config(_Section):
     """The whole configuration of CLAIRE, one section per concern."""
     preset: Literal["paper", "practical"] = Field(
         "paper", description="the starting point the settings were resolved from: paper (the paper's method, the "
-                             "defaults) or practical (this project's cheaper additions)",
+                             "defaults) or practical (this project's additions)",
     )
     llm: LLMConfig = Field(default_factory=LLMConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)

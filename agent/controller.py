@@ -59,6 +59,13 @@ def steps_taken(messages: list[AnyMessage]) -> int:
     return sum(1 for message in messages if isinstance(message, ToolMessage))
 
 
+def shown_tools(tools: Any) -> list[dict[str, Any]]:
+    """The actions as the controller prompt lists them (name, argument, description); finish() is
+    written by the prompt itself."""
+    return [{"name": tool.name, "argument": argument_of(tool.name), "description": tool.description}
+            for tool in tools if tool.name != "finish"]
+
+
 def _tool_call(action: Action) -> dict[str, Any]:
     argument = argument_of(action.name)
     args = {argument: action.argument} if argument else ({"value": action.argument} if action.argument else {})
@@ -111,8 +118,7 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     claim, llm = state.claim, context.llm
     native = llm.native_tools
     tools = list(context.tools) if native else None
-    shown = [{"name": tool.name, "argument": argument_of(tool.name), "description": tool.description}
-             for tool in context.tools if tool.name != "finish"]
+    shown = shown_tools(context.tools)
 
     def render(history: list[dict[str, str]]) -> Any:
         return context.prompts.render("controller", claim=claim.text, context=claim.context, tools=shown,

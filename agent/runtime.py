@@ -18,7 +18,7 @@ from claire.agent.claire_agent import ClaireAgent, Reviewer
 from claire.agent.state import ResearchContext
 from claire.agent.registry import SYSTEM_NAMES
 from claire.agent.system import CalibratedSystem, StepListener, System
-from claire.config import Config
+from claire.config import PRESETS, Config
 from claire.errors import ClaireError, ConfigError
 from claire.indexes.catalog import list_indexes
 from claire.indexes.registry import Searcher, open_searcher
@@ -33,9 +33,14 @@ from claire.indexes.search_engine import SearchEngine
 
 
 def prompt_library(config: Config) -> PromptLibrary:
-    """The prompt templates of a configuration: its set, the task's variants, then the user's."""
-    variants = {**get_task(config.agent.task).prompt_variants, **config.prompts.variants}
-    return library(config.prompts.set, variants, config.prompts.max_value_chars)
+    """The prompt templates of a configuration: its set, the task's variants, then the user's. A
+    variant that only the preset chose (the practical preset's controller or verifier) yields to
+    the task's own variant of that template: FEVEROUS asks for labels, not for a score."""
+    task_variants = get_task(config.agent.task).prompt_variants
+    preset_variants = PRESETS[config.preset].get("prompts", {}).get("variants", {})
+    chosen = {name: variant for name, variant in config.prompts.variants.items()
+              if not (name in task_variants and preset_variants.get(name) == variant)}
+    return library(config.prompts.set, {**task_variants, **chosen}, config.prompts.max_value_chars)
 
 
 def run_settings(config: Config) -> dict:

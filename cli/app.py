@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from claire import __version__
-from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, review, serve, watch
+from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, review, serve, watch
 from claire.cli.options import console, err
 from claire.config import ConfigWarning
 from claire.errors import ClaireError, redact
@@ -30,12 +30,16 @@ app = typer.Typer(
 index_app = typer.Typer(help="Build, list and inspect search indexes.", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks that print speed figures.", no_args_is_help=True)
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
+prompts_app = typer.Typer(help="List the prompt templates and show one filled in.", no_args_is_help=True)
 app.add_typer(index_app, name="index")
 app.add_typer(bench_app, name="bench")
 app.add_typer(config_app, name="config")
+app.add_typer(prompts_app, name="prompts")
 
 COMMANDS = [
     (config_app, "show", config_cmd.config_show),
+    (prompts_app, "list", prompts_cmd.prompts_list),
+    (prompts_app, "show", prompts_cmd.prompts_show),
     (index_app, "build", indexes.index_build),
     (index_app, "update", indexes.index_update),
     (index_app, "list", indexes.index_list),

@@ -20,8 +20,9 @@ console = terminal_console()
 err = terminal_console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
 
 PresetOpt = Annotated[Optional[str], typer.Option(
-    "--preset", help="Start from a named preset: paper (the paper's method, the default) or practical (cheaper: "
-                     "hybrid search, stop at the first report, snippets, a lenient verifier).")]
+    "--preset", help="Start from a named preset: paper (the paper's method, the default) or practical (this "
+                     "project's additions: hybrid search, snippets, research that goes on after a report, a lenient "
+                     "verifier and the project's prompts).")]
 ConfigOpt = Annotated[Optional[Path], typer.Option("--config", help="A claire.toml to read (default: ./claire.toml).")]
 SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="Override any setting: section.field=value (repeatable).")]
 ModelOpt = Annotated[Optional[str], typer.Option("--model", help="LLM model name (llm.model).")]

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from claire import __version__
-from claire.config import Config
+from claire.config import PRESETS, Config
 from claire.agent.registry import score_kind
 from claire.domain import ScoreKind, threshold_problem
 from claire.errors import ClaireError, ConfigError, DatasetError
@@ -87,13 +87,15 @@ _LEGACY_VALUES = {"agent.snippet_chars": 400, "agent.finish_action": True}
 
 
 def _upgraded(stored: dict[str, Any]) -> dict[str, Any]:
-    """A run's stored config as it reads today: before presets, the default verifier was today's
-    ``lenient`` variant, and settings added since keep the values those runs used."""
+    """A run's stored config as it reads today: before presets, the default prompts were today's
+    practical variants (the ``lenient`` verifier and the rest), and settings added since keep the
+    values those runs used."""
     if "preset" in stored:
         return stored
     prompts = dict(stored.get("prompts") or {})
     variants = dict(prompts.get("variants") or {})
-    variants.setdefault("verifier", "lenient")
+    for template, variant in PRESETS["practical"]["prompts"]["variants"].items():
+        variants.setdefault(template, variant)
     return {**stored, "prompts": {**prompts, "variants": variants}}
 
 

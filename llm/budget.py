@@ -7,7 +7,7 @@ out; ``fit_documents`` removes duplicate passages, orders the rest by relevance 
 keeps as many as fit with room for the answer. Both return a :class:`FitNote` saying what was
 condensed or dropped, which the agent writes into the trace as a ``context_budget`` step.
 Passages are anything with ``n``, ``block_id``, ``document_title``, ``section_title`` and
-``content`` (:class:`~claire.indexes.evidence.Evidence`).
+``content`` (:class:`~claire.domain.Evidence`).
 """
 
 from __future__ import annotations

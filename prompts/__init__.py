@@ -22,6 +22,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -37,6 +38,7 @@ DEFAULT_MAX_VALUE_CHARS = 6000
 _MARKER = re.compile(r"^=== (system|user|assistant) ===[ \t]*$", re.MULTILINE)
 _SLOT = re.compile("\x00(\\d+)\x00")  # where an inserted value goes back after the role split
 _INPUTS = re.compile(r"^(?:\{#-?)?\s*inputs:\s*(.*)$", re.MULTILINE)
+_OUTPUT = re.compile(r"^\s*output:\s*(.*)$", re.MULTILINE)
 
 
 class PromptError(ConfigError):
@@ -45,10 +47,11 @@ class PromptError(ConfigError):
 
 @dataclass(frozen=True)
 class TemplateInfo:
-    """A template's file and the inputs it declares."""
+    """A template's file, the inputs it declares and the first line of what it says its answer is."""
     name: str
     path: Path
     inputs: tuple[str, ...]
+    output: str = ""
 
 
 def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
@@ -58,6 +61,13 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
         raise PromptError(f"{path}: the opening comment must declare its variables on an 'inputs:' line")
     names = match.group(1).rstrip().rstrip("-")  # a one-line comment ends "... -#}"
     return tuple(part.strip() for part in names.split(",") if part.strip())
+
+
+def _declared_output(source: str) -> str:
+    """The first line of the opening comment's ``output:`` entry ("" when it has none)."""
+    head = source.split("#}", 1)[0] if source.lstrip().startswith("{#") else ""
+    match = _OUTPUT.search(head)
+    return match.group(1).rstrip().rstrip("-").rstrip() if match else ""
 
 
 PROMPT_HEADER = "X-Claire-Prompt"
@@ -137,6 +147,17 @@ class PromptLibrary:
             hasher.update(f"{name}\0{source}\0".encode("utf-8"))
         return hasher.hexdigest()[:16]
 
+    def names(self) -> list[str]:
+        """Every template this library can render, by name (partials, whose names start with ``_``, left out)."""
+        return sorted({path.stem for folder in self.folders for path in folder.glob("*.j2")
+                       if not path.name.startswith("_")})
+
+    def variant_names(self, name: str) -> list[str]:
+        """The variants of template ``name`` found in the ``variants`` folders (``strict`` for verifier.strict.j2)."""
+        found = {path.name[len(name) + 1: -len(".j2")] for folder in self.folders
+                 for path in (folder / "variants").glob(f"{glob_escape(name)}.*.j2")}
+        return sorted(variant for variant in found if variant and "." not in variant)
+
     def file_name(self, name: str) -> str:
         """The file a template name renders from (its variant's, when one is chosen)."""
         variant = self.variants.get(name)
@@ -165,7 +186,7 @@ class PromptLibrary:
         undeclared = sorted(used - set(inputs))
         if undeclared:
             raise PromptError(f"{path}: uses variables not declared in its inputs: {', '.join(undeclared)}")
-        return TemplateInfo(name=name, path=path, inputs=inputs)
+        return TemplateInfo(name=name, path=path, inputs=inputs, output=_declared_output(source))
 
     def _render_slotted(self, name: str, values: dict[str, Any]) -> tuple[str, list[str]]:
         """The template's own text with each inserted value replaced by a numbered slot, and the

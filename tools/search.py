@@ -12,6 +12,18 @@ from claire.domain import Evidence
 from claire.tools.context import ToolContext
 from claire.tools.results import step_result
 
+def passage_line(evidence: Evidence, *, seen: bool = False, snippet_chars: int = 0) -> str:
+    """How a search shows one passage to the controller: ``[n] title > section: text``, the text cut
+    to ``snippet_chars`` (agent.snippet_chars; 0 keeps it whole), or only its heading when the
+    research met it before."""
+    if seen:
+        return f"[{evidence.n}] (seen before) {evidence.document_title} > {evidence.section_title}"
+    text = " ".join(evidence.content.split())
+    if snippet_chars and len(text) > snippet_chars:  # the verifier reads it whole
+        text = text[:snippet_chars] + "…"
+    return f"[{evidence.n}] {evidence.document_title} > {evidence.section_title}: {text}"
+
+
 @tool(parse_docstring=True)
 async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
     """Search Wikipedia outside the fact's own article. Returns numbered passages.
@@ -28,14 +40,10 @@ async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
     lines, passages, found = [], [], []
     for hit in hits:
         evidence = known.get(hit.block.id)
+        seen = evidence is not None
         if evidence is None:
             evidence = known[hit.block.id] = Evidence.from_hit(hit, len(known) + 1)
             found.append(evidence)
-            text = " ".join(hit.block.content.split())
-            if context.snippet_chars and len(text) > context.snippet_chars:  # agent.snippet_chars; the verifier reads it whole
-                text = text[: context.snippet_chars] + "…"
-            lines.append(f"[{evidence.n}] {hit.block.document_title} > {hit.block.section_title}: {text}")
-        else:
-            lines.append(f"[{evidence.n}] (seen before) {hit.block.document_title} > {hit.block.section_title}")
+        lines.append(passage_line(evidence, seen=seen, snippet_chars=context.snippet_chars))
         passages.append(evidence.trace_view())
     return step_result(runtime, "search", query, "\n".join(lines), passages, evidence=found)

@@ -7,9 +7,14 @@ a support score in [0, 1], the best passage and the supporting sentence. It then
 claim and its context — hybrid dense + BM25, plus, when asked, extra queries the LLM writes
 (``prompts/cite_queries.j2``, Side's generative query expansion) — groups the hits by source
 document, verifies the best candidates with the same prompt and ranks the original among them.
+As in Side's verification engine, the cited source is always scored from its own passages and
+always ranked, whether or not the search retrieved it.
 
-Verdict: ``supported`` when the original scores at least the threshold; otherwise
-``better source found`` when a candidate does, else ``not supported``.
+Verdict (``cite.decision``, :func:`decide`): with ``ranking``, the default and Side's rule, the
+citation is ``supported`` when the original ranks first among the sources judged and its score
+reaches ``cite.threshold``; with ``threshold``, when its score alone reaches the threshold.
+Otherwise ``better source found`` when a candidate that ranks above it reaches the threshold,
+else ``not supported``.
 """
 
 from __future__ import annotations
@@ -273,7 +278,8 @@ class CitationChecker:
                 *[self.verify(citation, candidate, passages) for candidate, passages in candidates],
             )
         original, others = judged[0], list(judged[1:])
-        # By support score; a tie goes to the source retrieved first (it favours neither the
+        # By support score, the original always among them (scored from its own passages even when
+        # the search missed it); a tie goes to the source retrieved first (it favours neither the
         # original nor a candidate); an original the search missed comes last among equals.
         ranked = sorted(
             (s for s in judged if s.score is not None),
@@ -296,15 +302,15 @@ def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: f
     """supported / better source found / not supported (None when the original has no score).
 
     ``threshold``: the original supports the claim when its score reaches the threshold.
-    ``ranking`` (Side's rule): it does when the search retrieved it and the verifier ranks it first
-    among the retrieved sources; a source the search missed cannot be ranked first, whatever its
-    score (the score is still kept: it is what detecting failing citations reads). Ranking first
-    is not enough on its own: when every source scores below the threshold, nothing supports the
-    claim and the verdict says so."""
+    ``ranking`` (Side's rule): it does when the verifier ranks it first among the sources judged
+    (the original, retrieved or not, and the candidates) and its score reaches the threshold.
+    Ranking first is not enough on its own: when every source scores below the threshold, nothing
+    supports the claim (Side reads the original's score itself as the sign of a failed
+    verification) and the verdict says so."""
     if original.score is None:
         return None
     if rule == "ranking":
-        if original.retrieval_rank is not None and original.rank == 1 and original.score >= threshold:
+        if original.rank == 1 and original.score >= threshold:
             return "supported"
         if any(s.score is not None and s.score >= threshold and (s.rank or 0) < (original.rank or 10**9) for s in suggestions):
             return "better source found"

@@ -2,7 +2,7 @@
 FEVEROUS's limits on predicted evidence, and how the NLI pipeline's per-passage labels combine.
 
 The ``*.feverous.j2`` variants of the controller, verifier and NLI templates show each passage's
-elements (:attr:`claire.indexes.evidence.Evidence.rows`) for the model to cite by id.
+elements (:attr:`claire.domain.Passage.rows`) for the model to cite by id.
 """
 
 from __future__ import annotations

@@ -43,12 +43,17 @@ PAPER_SETTINGS: dict[str, tuple[Any, str]] = {
     "agent.max_steps": (10, "10 steps"),
     "agent.docs_per_query": (15, "15 passages per search"),
     "agent.clarify_k": (10, "clarify_entity reads 10 passages"),
-    "agent.stop_on_report": (False, "the research goes on after a report"),
+    "agent.tools": (["search", "clarify_entity", "explain", "report_inconsistency"], "all four tools"),
+    "agent.stop_on_report": (True, "the research ends at the first report, as its released traces do"),
     "agent.snippet_chars": (0, "whole passages for the agent"),
-    "agent.finish_action": (True, "a way to stop (give_up in WikiCollide's traces)"),
+    "agent.finish_action": (False, "its controller prompt offers no finish action, although its released "
+                                   "traces end with give_up"),
     "baselines.k": (20, "the baselines retrieve 20 passages"),
-    "prompts.variants.verifier": (None, "the paper's verifier"),
+    "prompts.set": ("default", "the built-in templates"),
 }
+PROMPT_WORDING = ("prompts: the project's wording of the paper's prompts (Figs 14-22), with the paper's worked "
+                  "cases, scores, rules and procedure")
+"""What always differs: the paper's prompt texts carry over as situations, scores and rules, never as sentences."""
 
 
 def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]:
@@ -70,9 +75,13 @@ def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]
         if system == "claire" and key == "baselines.k":
             continue
         found = value(key)
-        if key == "prompts.variants.verifier" or found is not None:
-            if found != expected:
-                differences.append(f"{key} = {json.dumps(found)} (the paper: {wording})")
+        if found is not None and found != expected:
+            differences.append(f"{key} = {json.dumps(found)} (the paper: {wording})")
+    if value("prompts") is not None:
+        differences.append(PROMPT_WORDING)
+        for template, variant in sorted((value("prompts.variants") or {}).items()):
+            differences.append(f"prompts.variants.{template} = {json.dumps(variant)} (the project's variant "
+                               f"{template}.{variant}.j2; the paper: its wording in {template}.j2)")
     return {"preset": config.get("preset"), "model": value("llm.model"), "index": value("retrieval.index"),
             "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"), "rerank": value("retrieval.rerank"),
             "differences_from_paper": differences}

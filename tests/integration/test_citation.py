@@ -90,6 +90,25 @@ async def test_query_expansion_and_a_source_given_only_as_text(server, index_roo
     assert len(result.suggestions) <= 2 and result.original.retrieval_rank is None and result.original.url is None
 
 
+async def test_the_cited_source_is_ranked_even_when_the_search_misses_it(server, index_root, tmp_path):
+    config = config_for(server, index_root, tmp_path)
+    towers = Citation(claim="Each tower of the Golden Gate Bridge rises 227 metres above the water.",
+                      title="Golden Gate Bridge", source=CitedSource(
+                          text="Each tower of the Golden Gate Bridge rises 227 metres above the water.",
+                          url="https://not-indexed.example.net/towers"))
+    span = Citation(claim="Its main span is 1,280 metres long.", title="Golden Gate Bridge", source=CitedSource(
+        text="The main span of the bridge is 1,280 metres long.", url="https://not-indexed.example.net/span"))
+    async with open_checker(config) as checker:
+        first = await checker.assess(towers)
+        second = await checker.assess(span)
+    # no page of the index states the towers' height: the cited source, never retrieved, ranks first
+    assert first.original.retrieval_rank is None and first.original.score == 0.9 and first.original.rank == 1
+    assert first.verdict == "supported"
+    # the span's length is in an indexed page too: a tie goes to the retrieved one, the original ranks second
+    assert second.original.retrieval_rank is None and second.original.score == 0.9 and second.original.rank == 2
+    assert second.verdict == "better source found" and second.suggestions[0].url == HISTORY
+
+
 async def test_a_pasted_excerpt_of_an_indexed_page_is_recognised_as_the_original(server, index_root, tmp_path):
     config = config_for(server, index_root, tmp_path)
     excerpt = "Walking across the Golden Gate Bridge takes about forty minutes each way.\nParking at the south end fills early."

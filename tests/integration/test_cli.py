@@ -45,7 +45,8 @@ def test_check_json_end_to_end(server, demo_cache):
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     assert data["verdict"] == "inconsistent" and data["score"] == 0.9
-    assert [t["action_name"] for t in data["trace"]] == ["search", "report_inconsistency", "finish", "verifier"]
+    # the paper's method: a batch check (no review) ends its research at the first report
+    assert [t["action_name"] for t in data["trace"]] == ["search", "report_inconsistency", "verifier"]
     titles = {e["document_title"] for e in data["evidence"]}
     assert "Paris" not in titles and "Eiffel Tower" in titles
     assert data["report"]["consistent"] and data["report"]["inconsistent"]
@@ -235,3 +236,25 @@ def test_a_run_directory_refuses_to_resume_with_other_settings(server, demo_cach
     assert claire(*args, cache=demo_cache).returncode == 0
     changed = claire(*args, "--model", "another-model", cache=demo_cache)
     assert changed.returncode == 2 and "llm.model" in changed.stderr and "another --out" in changed.stderr
+
+
+def test_prompts_list_and_show_a_template_filled_from_a_record(tmp_path):
+    listed = claire("prompts", "list", "--preset", "practical", cache=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "verifier  renders verifier.lenient.j2" in listed.stdout and "inputs:   claim, context, clarifications" in listed.stdout
+    shown = claire("prompts", "show", "verifier", "--record", f"{FIXTURE}:demo_1", cache=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "━━━━━━━━━━ system ━━━━━━━━━━" in out and "━━━━━━━━━━ user ━━━━━━━━━━" in out
+    assert out.index("━━━━━━━━━━ system") < out.index("0.8 to 0.9") < out.index("━━━━━━━━━━ user")
+    assert "inputs    claim, context, clarifications, explanations, documents" in out
+    assert "values    record demo_1 of wikicollide_mini.json (WikiCollide)" in out and "Michael Collins flew down" in out
+    as_json = claire("prompts", "show", "controller", "--variant", "practical", "--steps", "1", "--json", cache=tmp_path)
+    data = json.loads(as_json.stdout)
+    assert [m["role"] for m in data["messages"]] == ["system", "user"] and data["variant"] == "practical"
+    assert "After a report, keep looking" in data["messages"][0]["content"] and "Step 1:" in data["messages"][1]["content"]
+    for args, message in ((("show", "nope"), "no prompt template 'nope'"),
+                          (("show", "verifier", "--variant", "sloppy"), "has no variant 'sloppy'"),
+                          (("show", "verifier", "--record", f"{FIXTURE}:missing"), "no record with id 'missing'")):
+        failed = claire("prompts", *args, cache=tmp_path)
+        assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr, failed.stderr

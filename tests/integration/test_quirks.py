@@ -61,7 +61,7 @@ async def test_reasoning_field_quirk():
 
 
 async def test_text_tool_calls_quirk():
-    result, _ = await assess("text_tool_calls")
+    result, _ = await assess("text_tool_calls", stop_on_report=False)  # research past the report: three calls to read
     assert result.error is None and actions(result)[:3] == ["search", "report_inconsistency", "finish"]
     assert events(result)["text_tool_call"] == 3 and result.score == pytest.approx(0.9)
 
@@ -86,12 +86,12 @@ async def test_unknown_tool_quirk():
 
 
 async def test_tool_name_case_quirk():
-    result, _ = await assess("tool_name_case")
+    result, _ = await assess("tool_name_case", stop_on_report=False)  # research past the report: three names to fix
     assert actions(result)[:3] == ["search", "report_inconsistency", "finish"] and events(result)["tool_name_fixed"] == 3
 
 
 async def test_parallel_calls_quirk():
-    result, requests = await assess("parallel_calls")
+    result, requests = await assess("parallel_calls", stop_on_report=False)
     # both searches run, one step each, in order; the second needed no LLM call of its own
     assert actions(result)[:3] == ["search", "search", "report_inconsistency"]
     assert result.trace[1].action_argument == "World's Fair Paris entrance arch"

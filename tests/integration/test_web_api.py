@@ -338,9 +338,9 @@ def test_serve_bench_runs_end_to_end_with_tiny_parameters(index_root, retriever)
     result = run_serve_bench(facts=3, concurrency=2, latency=0.01, clients=3, polls=2, console=console,
                              index_root=index_root, retriever=retriever)
     assert result["scan_ok"] and result["facts"] == 3
-    # per fact with the paper's defaults: search, report, finish, verifier and the two-sided report's
-    # two calls; plus one extraction call for a short article
-    assert result["llm_calls"] == 3 * 6 + 1
+    # per fact with the paper's defaults: search, report (the research ends there), verifier and the
+    # two-sided report's two calls; plus one extraction call for a short article
+    assert result["llm_calls"] == 3 * 5 + 1
     assert 0 < result["first_fact_s"] <= result["finished_s"]
     for view in ("summary", "full"):
         assert result[f"poll_{view}_count"] == 6 and result[f"poll_{view}_errors"] == 0 and result[f"poll_{view}_p50_ms"] > 0

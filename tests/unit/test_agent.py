@@ -66,18 +66,42 @@ async def test_clarifications_and_explanations_reach_the_verifier_and_the_contro
     assert "Paris, Texas" in clarify_prompt  # it retrieved the similarly named entity
 
 
-async def test_report_goes_to_the_verifier():
-    model = ScriptedModel(
-        [tool_call("search", "Eiffel Tower completed"), tool_call("report_inconsistency", "[1] says March 1889, not 1890")],
+def preset_agent(preset: str, model: ScriptedModel):
+    """CLAIRE as a preset sets it up, over the scripted model (no reranking)."""
+    from claire.config import load_config
+
+    config = load_config(None, {"preset": preset, "retrieval.rerank": False}, environ={})
+    return build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), name="claire")
+
+
+def reporting_model() -> ScriptedModel:
+    """A model that reports after one search and would search again afterwards."""
+    return ScriptedModel(
+        [tool_call("search", "Eiffel Tower completed"), tool_call("report_inconsistency", "[1] says March 1889, not 1890"),
+         tool_call("search", "Eiffel Tower inauguration"), tool_call("finish")],
         verifier="<analysis>[1] says 1889.</analysis><inconsistency_score>0.9</inconsistency_score>",
     )
-    agent, _ = make_agent(model)
-    result = await agent.assess(CLAIM)
-    # as in the paper, the research goes on after a report (here the model then finishes)
-    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "finish", "verifier"]
-    assert "Keep looking" in result.trace[1].action_output
+
+
+async def test_the_paper_preset_ends_the_research_at_the_first_report():
+    model = reporting_model()
+    result = await preset_agent("paper", model).assess(CLAIM)
+    # as the released WikiCollide traces end: nothing after report_inconsistency but the verifier
+    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "verifier"]
+    assert len(model.requests("controller")) == 2 and "ends here" in result.trace[1].action_output
     assert result.reported == ["[1] says March 1889, not 1890"]
     assert result.verdict == "inconsistent" and result.score == pytest.approx(0.9)
+    assert result.details["stop_reason"] == "an inconsistency was reported"
+
+
+async def test_the_practical_preset_keeps_searching_after_a_report():
+    model = reporting_model()
+    result = await preset_agent("practical", model).assess(CLAIM)
+    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "search", "finish", "verifier"]
+    assert "Keep looking" in result.trace[1].action_output
+    # its controller prompt says so too; the paper's asks for a short sentence of evidence instead
+    assert "After a report, keep looking" in model.requests("controller")[0].messages[0].content
+    assert result.verdict == "inconsistent"
 
 
 async def test_early_stop_snippets_and_no_finish_are_options():

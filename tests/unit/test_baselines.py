@@ -50,7 +50,8 @@ async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
     }
 
     def nli(request):
-        block = next(b for b in BLOCKS if b.content in request.messages[1].content)
+        judged = request.messages[1].content.split("<document>", 1)[1]  # the passage judged, after the claim's own
+        block = next(b for b in BLOCKS if b.content in judged)
         return answers[block.id]
 
     system, llm, _ = make("nli", ScriptedModel(nli=nli))
@@ -73,6 +74,20 @@ async def test_nli_counts_refutes_concurrently_and_tolerates_bad_answers():
     assert [t.action_name for t in result.trace] == ["search"] + ["nli"] * 4
     assert len(arrived) == 5  # four passages, and the unreadable answer asked once more
     assert "I could not read your answer" in arrived[-1][-1].content and result.usage["events"] == {"reasked": 1}
+
+
+async def test_every_system_gives_the_model_the_claims_passage():
+    nli_model, rav_model = ScriptedModel(nli="<label>NOT ENOUGH INFO</label>"), ScriptedModel()
+    await make("nli", nli_model)[0].assess(CLAIM)
+    await make("rav", rav_model)[0].assess(CLAIM)
+    passage = f"<passage>\n{CLAIM.context.content}\n</passage>"
+    requests = nli_model.requests("nli")
+    assert len(requests) == 4 and all(passage in r.messages[1].content for r in requests)
+    assert passage in rav_model.requests("verifier")[0].messages[1].content  # as retrieve-and-verify has it
+    # the claim and its passage come first, the passage judged last: the calls of one claim share their start
+    first, second = (r.messages[1].content for r in requests[:2])
+    shared = first.split("The retrieved passage", 1)[0]
+    assert second.startswith(shared) and first != second
 
 
 async def test_nli_threshold_is_a_count():

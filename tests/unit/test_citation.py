@@ -201,9 +201,11 @@ def test_sides_ranking_decision_and_success_at_k_with_a_featured_split():
     original = ScoredSource(url="o", title="o", original=True, score=0.7, rank=1, retrieval_rank=4)
     other = ScoredSource(url="c", title="c", score=0.6, rank=2, retrieval_rank=1)
     assert decide(original, [other], 0.5, rule="ranking") == "supported"
-    missed = original.model_copy(update={"retrieval_rank": None})  # the search missed it: it cannot rank first
-    assert decide(missed, [other], 0.5, rule="ranking") == "not supported"
+    missed = original.model_copy(update={"retrieval_rank": None})  # the search missed it: still scored and ranked
+    assert decide(missed, [other], 0.5, rule="ranking") == "supported"
     assert decide(missed, [other], 0.5, rule="threshold") == "supported"
+    second = missed.model_copy(update={"rank": 2})  # a supporting source ranked second is not enough
+    assert decide(second, [other.model_copy(update={"rank": 1, "score": 0.8})], 0.5, rule="ranking") == "better source found"
     weak = original.model_copy(update={"score": 0.2})  # first among sources that all fail to support the claim
     assert decide(weak, [other.model_copy(update={"score": 0.1})], 0.5, rule="ranking") == "not supported"
     below = original.model_copy(update={"rank": 2, "score": 0.6})

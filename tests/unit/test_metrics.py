@@ -219,16 +219,30 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
 
     paper = load_config(None, {}, environ={}).public_dict()
     setup = describe_setup({**paper, "index_embedder": "Alibaba-NLP/gte-multilingual-base"}, "claire")
-    assert setup["differences_from_paper"] == [] and setup["retrieval_mode"] == "dense"
+    # even the paper preset differs in two ways: finish(), and prompts in the project's own words
+    assert setup["differences_from_paper"] == [
+        "agent.finish_action = true (the paper: its controller prompt offers no finish action, although its released "
+        "traces end with give_up)",
+        "prompts: the project's wording of the paper's prompts (Figs 14-22), with the paper's worked cases, scores, "
+        "rules and procedure"]
+    assert setup["retrieval_mode"] == "dense"
+    assert "finish_action" not in " ".join(describe_setup(paper, "rav")["differences_from_paper"])  # not an agent
     practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}, environ={}).public_dict()
     found = " ".join(describe_setup({**practical, "index_embedder": "all-MiniLM-L6-v2"}, "claire")["differences_from_paper"])
-    for expected in ("embedder all-MiniLM-L6-v2", "llm.model", "retrieval.mode", "agent.stop_on_report",
-                     "agent.snippet_chars", "prompts.variants.verifier"):
+    for expected in ("embedder all-MiniLM-L6-v2", "llm.model", "retrieval.mode", "agent.stop_on_report = false",
+                     "agent.snippet_chars", "agent.finish_action", "the project's wording",
+                     'prompts.variants.verifier = "lenient"', 'prompts.variants.controller = "practical"',
+                     'prompts.variants.explain = "practical"', 'prompts.variants.clarify_entity = "practical"',
+                     'prompts.variants.fact_extraction = "practical"'):
         assert expected in found, expected
+    ablation = load_config(None, {"agent.tools": ["search"], "prompts.set": "/my/prompts"}, environ={}).public_dict()
+    found = " ".join(describe_setup(ablation, "claire")["differences_from_paper"])
+    assert 'agent.tools = ["search", "report_inconsistency"]' in found and 'prompts.set = "/my/prompts"' in found
     metrics = compute_metrics(TIES, threshold=0.5, system="claire")
     metrics["setup"] = describe_setup(practical, "claire")
     report = render_report(metrics, TIES)
     assert "**Differs from the paper's method in:**" in report and "a score above it means *inconsistent*" in report
+    assert "agent.finish_action = true" in report and "the project's wording of the paper's prompts" in report
 
 
 def test_a_calibrator_file_with_malformed_points_is_refused_when_read(tmp_path):

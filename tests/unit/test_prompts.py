@@ -71,7 +71,7 @@ def test_variants_are_chosen_by_name_and_unknown_ones_fail_early():
     assert "strict judge" in strict[0].content
     lenient = PromptLibrary(variants={"verifier": "lenient"}).render("verifier", **VALUES["verifier"])
     assert "rounding, spelling or calendar" in lenient[0].content
-    assert "Examples of scores" in PromptLibrary().render("verifier", **VALUES["verifier"])[0].content
+    assert "Worked cases" in PromptLibrary().render("verifier", **VALUES["verifier"])[0].content
     with pytest.raises(PromptError, match="verifier.sloppy.j2"):
         PromptLibrary(variants={"verifier": "sloppy"})
 
@@ -173,3 +173,113 @@ def test_the_digest_of_a_variant_covers_the_template_it_extends(tmp_path):
     before = PromptLibrary(str(tmp_path), variants={"controller": "thorough"}).digest()
     (tmp_path / "controller.j2").write_text((tmp_path / "controller.j2").read_text() + "\nOne more line.\n")
     assert PromptLibrary(str(tmp_path), variants={"controller": "thorough"}).digest() != before
+
+
+# -- the paper's prompts, and the practical preset's variants ---------------------------------------
+def system_text(name: str, variants: dict | None = None) -> str:
+    """The system message of a template, its white space squashed (lines wrap anywhere)."""
+    library = PromptLibrary(variants=variants or {})
+    values = {key: value for key, value in VALUES[name].items() if key in library.info(name).inputs}
+    return " ".join(library.render(name, **values)[0].content.split())
+
+
+def test_the_paper_verifier_has_its_five_cases_scale_and_rules():
+    text = system_text("verifier")
+    cases = [("calls Sydney its capital", "0.8 to 0.9"), ("München, the city's name in German", "0.2 to 0.4"),
+             ("München and Munich are the same city", "disagree: 0."), ("swapping the two terms of the relation", "about 0.9"),
+             ("different perspectives, do not conflict", ": 0."), ("a different translation of the original title", "about 0.8")]
+    for situation, score in cases:
+        assert situation in text and score in text.split(situation, 1)[1][:200], situation
+    for rule in ("0 means no conflict", "1 means a clear conflict", "A score in between means a partial conflict",
+                 "never use them directly as evidence for or against the fact",
+                 "focus on the part of it that the fact is about", "other ways the fact and the passages could be read",
+                 "edge cases", "which worked case below this one is closest to", "how confident you are"):
+        assert rule in text, rule
+    for ours in ("1932", "miles", "age as 30"):  # the project's own examples live in a variant
+        assert ours not in text and ours in system_text("verifier", {"verifier": "project"})
+
+
+def test_the_paper_controller_and_the_practical_one():
+    paper = system_text("controller")
+    assert "Inconsistencies may appear in subtle or indirect ways" in paper
+    assert "The evidence is one short sentence describing the inconsistency" in paper
+    assert "keep looking" not in paper.lower().split("finding support is not the end")[0]
+    assert "After a report" not in paper
+    practical = system_text("controller", {"controller": "practical"})
+    assert "After a report, keep looking" in practical and "quote that passage in your evidence" in practical
+    assert "subtle or indirect" not in practical
+
+
+def test_explain_clarify_and_extraction_follow_the_paper_and_keep_ours_as_variants():
+    explain, clarify, extract = system_text("explain"), system_text("clarify_entity"), system_text("fact_extraction")
+    assert "Topic: Infanta Eulalia" in explain and "Topic: Carmen" in explain and "every plausible meaning" in explain
+    assert "Entity: John Williams (composer)" in clarify and "Battle of Newbury (1643)" in clarify
+    assert "events with the same name in different years or places" in clarify
+    for step in ("1. Read the passage carefully.", "2. Extract every atomic fact", "4. Add no outside knowledge",
+                 "5. Make each fact self-contained", "6. For each fact, find the exact sentence"):
+        assert step in extract, step
+    for paper in (explain, clarify):
+        assert "five sentences" not in paper and "Julian" not in paper
+    assert "Skip opinions" not in extract
+    practical = {"explain": "practical", "clarify_entity": "practical", "fact_extraction": "practical"}
+    assert "at most five clear sentences" in system_text("explain", practical) and "Julian" in system_text("explain", practical)
+    assert "at most five sentences" in system_text("clarify_entity", practical)
+    assert "Skip opinions, vague statements" in system_text("fact_extraction", practical)
+
+
+def test_the_practical_preset_renders_its_variants_and_a_task_keeps_its_own():
+    from claire.agent.runtime import prompt_library
+    from claire.config import load_config
+
+    practical = load_config(None, {"preset": "practical"}, environ={})
+    assert prompt_library(practical).variants == {"verifier": "lenient", "controller": "practical", "explain": "practical",
+                                                  "clarify_entity": "practical", "fact_extraction": "practical"}
+    assert prompt_library(load_config(None, {}, environ={})).variants == {}
+    feverous = prompt_library(load_config(None, {"preset": "practical", "agent.task": "feverous"}, environ={}))
+    assert feverous.variants["controller"] == "feverous" and feverous.variants["verifier"] == "feverous"
+    assert feverous.variants["explain"] == "practical"
+    chosen = load_config(None, {"agent.task": "feverous", "prompts.variants": {"verifier": "strict"}}, environ={})
+    assert prompt_library(chosen).variants["verifier"] == "strict"  # a user's own choice still wins
+
+
+def changed_values(name: str, library: PromptLibrary) -> dict:
+    """Other values for everything a claim brings (fact, passages, notes, history); the run's settings kept."""
+    context = Passage(document_title="Lyon", section_title="History", content="Another passage entirely.")
+    document = Evidence(n=1, block_id="b9", document_title="Rhône", section_title="Course", content="Other text.")
+    other = {
+        "claim": "another fact", "context": context, "documents": [document], "document": document,
+        "passages": [document], "clarifications": [{"entity": "Lyon", "text": "the city"}],
+        "explanations": [{"topic": "silk", "text": "a fibre"}], "entity": "Lyon (France)", "topic": "silk",
+        "history": [{"action": "search", "argument": "q", "observation": "o"}], "steps_left": 2, "query": "other",
+        "title": "Lyon", "section": "History", "text": "Lyon lies on the Rhône.", "question": "Where?", "answer": "Here",
+        "source": {"title": "other", "url": "https://y.example"},
+    }
+    values = {key: value for key, value in VALUES[name].items() if key in library.info(name).inputs}
+    if name == "cite_support" or name == "cite_queries":
+        other["context"] = "other words around the claim"
+    return {**values, **{key: other[key] for key in values if key in other}}
+
+
+@pytest.mark.parametrize("variants", [{}, {"verifier": "lenient", "controller": "practical", "explain": "practical",
+                                           "clarify_entity": "practical", "fact_extraction": "practical"},
+                                      {"verifier": "project"}, {"verifier": "strict", "controller": "thorough"}])
+def test_the_fixed_part_of_every_prompt_comes_first_and_holds_nothing_of_the_claim(variants):
+    library = PromptLibrary(variants=variants)
+    for name in sorted(VALUES):
+        if name == "follow_up":  # one user message added to a conversation
+            continue
+        values = {key: value for key, value in VALUES[name].items() if key in library.info(name).inputs}
+        first, second = library.render(name, **values), library.render(name, **changed_values(name, library))
+        assert first[0].type == "system" and first[0].content == second[0].content, name
+        assert first[1].content != second[1].content, name
+
+
+def test_the_controllers_request_only_grows_at_its_end():
+    library = PromptLibrary()
+    steps = [{"action": "search", "argument": f"query {i}", "observation": f"[{i}] a passage"} for i in range(1, 4)]
+    values = dict(VALUES["controller"])
+    before = library.render("controller", **{**values, "history": steps[:1], "steps_left": 9})
+    after = library.render("controller", **{**values, "history": steps[:2], "steps_left": 8})
+    assert before[0].content == after[0].content
+    kept = before[1].content.rsplit("\n", 1)[0]  # all but the last line, which counts the steps left
+    assert after[1].content.startswith(kept) and "query 2" in after[1].content[len(kept):]

@@ -144,10 +144,13 @@ def test_one_numeric_axis_has_no_heatmap_and_limit_applies(tmp_path):
         }),
         ("systems.yaml", {"system=claire": "claire", "system=rav": "rav", "system=nli": "nli", "system=cascade": "cascade"}),
         ("fidelity.yaml", {
-            "paper": ("dense", False, 0, True, "old"), "hybrid_search": ("hybrid", False, 0, True, "old"),
-            "no_rerank": ("dense", False, 0, True, "old"), "stop_at_first_report": ("dense", True, 0, True, "old"),
-            "snippets_400": ("dense", False, 400, True, "old"), "no_finish_action": ("dense", False, 0, False, "old"),
-            "lenient_verifier": ("dense", False, 0, True, "lenient"), "practical": ("hybrid", True, 400, True, "lenient"),
+            "paper": ("dense", True, 0, True, "old", None), "hybrid_search": ("hybrid", True, 0, True, "old", None),
+            "no_rerank": ("dense", True, 0, True, "old", None),
+            "keep_looking_after_report": ("dense", False, 0, True, "old", None),
+            "snippets_400": ("dense", True, 400, True, "old", None), "no_finish_action": ("dense", True, 0, False, "old", None),
+            "lenient_verifier": ("dense", True, 0, True, "lenient", None),
+            "project_prompts": ("dense", True, 0, True, "old", "practical"),
+            "practical": ("hybrid", False, 400, True, "lenient", "practical"),
         }),
     ],
 )
@@ -165,7 +168,8 @@ def test_shipped_sweeps_expand(name, cells):
         "prompt_variants.yaml": lambda c: c.prompts.variants,
         "systems.yaml": lambda c: c.agent.system,
         "fidelity.yaml": lambda c: (c.retrieval.mode, c.agent.stop_on_report, c.agent.snippet_chars,
-                                    c.agent.finish_action, c.prompts.variants.get("verifier")),
+                                    c.agent.finish_action, c.prompts.variants.get("verifier"),
+                                    c.prompts.variants.get("controller")),
     }[name]
     assert {c.name: read(c.config) for c in plan.cells} == cells
 
