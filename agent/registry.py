@@ -1,5 +1,6 @@
 """Every system by name, looked up in one place: ``claire`` (the agent), ``rav``
-(retrieve-and-verify), ``nli`` (the NLI pipeline) and ``cascade``.
+(retrieve-and-verify), ``nli`` (the NLI pipeline), ``cascade`` and ``cite`` (the citation checker,
+which answers the citations task).
 
 Each system's class declares what its scores are (``score_kind``: a probability-like score in
 [0, 1], or a count), so a threshold is read the same way wherever the system is named — in a
@@ -22,6 +23,7 @@ SYSTEMS: dict[str, str] = {
     "rav": "claire.agent.baselines:RetrieveAndVerify",
     "nli": "claire.agent.baselines:NLIPipeline",
     "cascade": "claire.agent.cascade:Cascade",
+    "cite": "claire.agent.citation_checker:CitationChecker",
 }
 """Each system's name and its class (``module:Class``)."""
 

@@ -1,7 +1,7 @@
 """Assembling a runnable system from the resolved configuration: the LLM client, the prompt
 library (with the task's prompt variants), the retriever and search engine, and the chosen
-system (claire, rav, nli or the cascade of a baseline and claire) — or, for a task that brings its
-own system (citations), that one.
+system — claire, rav, nli, the cascade of a baseline and claire, or cite (the citation checker,
+which answers the citations task over its sources index).
 
 ``open_system(config)`` is an async context manager that yields a System and closes what it
 opened; evaluation, sweeps, the web app and the CLI all go through it.
@@ -14,9 +14,10 @@ from typing import AsyncIterator
 
 from claire.agent.baselines import BaselineParts, NLIPipeline, RetrieveAndVerify
 from claire.agent.cascade import Cascade
+from claire.agent.citation_checker import CitationChecker
 from claire.agent.claire_agent import ClaireAgent, Reviewer
 from claire.agent.state import ResearchContext
-from claire.agent.registry import SYSTEM_NAMES
+from claire.agent.registry import SYSTEM_NAMES, system_class
 from claire.agent.system import CalibratedSystem, StepListener, System
 from claire.config import PRESETS, Config
 from claire.errors import ClaireError, ConfigError
@@ -28,8 +29,9 @@ from claire.tasks.base import Task
 from claire.tasks.calibration import load_calibration
 from claire.tasks.registry import get_task
 from claire.indexes.rankgpt import RankGPTReranker
-from claire.tools.registry import tools_for
 from claire.indexes.search_engine import SearchEngine
+from claire.ingestion.web_docs import EXAMPLE_INDEX, ensure_example_sources_index
+from claire.tools.registry import tools_for
 
 
 def prompt_library(config: Config) -> PromptLibrary:
@@ -60,11 +62,22 @@ def run_settings(config: Config) -> dict:
 
 
 def open_retrieval(config: Config) -> Searcher:
-    """The configured retriever: the WikiChat API, or a Qdrant index (the demo one is built on first use)."""
+    """The configured retriever: the WikiChat API, or a Qdrant index (the demo one is built on first
+    use) — the index the task searches (``retrieval.index``, or for citations the sources index
+    ``cite.index``, whose bundled examples are indexed on first use)."""
     retrieval = config.retrieval
+    if get_task(config.agent.task).index_setting == "cite.index":
+        name = config.cite.index
+        if not name.strip():
+            raise ConfigError("cite.index is empty: name the sources index (build one with `claire index build --from-web-docs`)")
+        if name == EXAMPLE_INDEX and retrieval.url is None:
+            ensure_example_sources_index(retrieval.index_root(), retrieval.embedder or "minilm")
+        backend, index = "qdrant", name
+    else:
+        backend, index = retrieval.backend, retrieval.index
     return open_searcher(
-        retrieval.backend,
-        index=retrieval.index,
+        backend,
+        index=index,
         root=retrieval.index_root(),
         url=retrieval.url,
         api_key=retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None,
@@ -97,10 +110,14 @@ def build_system(
 ) -> System:
     """The system ``name`` (default ``agent.system``) over an open LLM client and retriever."""
     name = name or config.agent.system
-    prompts = prompt_library(config)
-    search = search_engine(config, retriever, llm, prompts)
     task = get_task(config.agent.task)
+    check_pairing(name, task)
+    prompts = prompt_library(config)
     agent = config.agent
+    if name == "cite":
+        return CitationChecker(llm=llm, retriever=retriever, prompts=prompts, settings=config.cite,
+                               mode=config.retrieval.mode, candidates=config.retrieval.candidates)
+    search = search_engine(config, retriever, llm, prompts)
     if name == "claire":
         reviewer = reviewer if agent.review else None
         context = ResearchContext(
@@ -123,6 +140,17 @@ def build_system(
     raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEM_NAMES)}")
 
 
+def check_pairing(name: str, task: Task) -> None:
+    """Refuse a system that does not answer the task (a ConfigError saying which does)."""
+    answers = getattr(system_class(name), "answers_task", None)
+    if task.system is not None and name != task.system:
+        raise ConfigError(f"the {task.name} task is answered by the {task.system} system, not {name} "
+                          f"(set agent.system = \"{task.system}\")")
+    if answers is not None and answers != task.name:
+        raise ConfigError(f"the {name} system answers the {answers} task, not {task.name} "
+                          f"(set agent.task = \"{answers}\")")
+
+
 def ready_system(config: Config, *, llm: ChatClient, retriever: Searcher, name: str | None = None,
                  reviewer: Reviewer | None = None, on_step: StepListener | None = None) -> System:
     """The system ``name`` over an open LLM client and retriever, answering with calibrated
@@ -142,15 +170,9 @@ async def open_system(
     retriever: Searcher | None = None,
     reviewer: Reviewer | None = None,
     on_step: StepListener | None = None,
-    task: Task | None = None,
 ) -> AsyncIterator[System]:
-    """Yield a ready System — ``task``'s own (citations), else the configured one of claire, rav
-    and nli — and close the LLM client and retriever this call opened."""
-    own = (task or get_task(config.agent.task)).open_system(config)
-    if own is not None:
-        async with own as system:
-            yield system
-        return
+    """Yield a ready System (``name``, else ``agent.system``) and close the LLM client and
+    retriever this call opened."""
     own_llm = llm is None
     llm = llm or ChatClient.from_config(config.llm)
     own_retriever = retriever is None

@@ -53,7 +53,8 @@ def eval_command(
     config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, system, concurrency, preset,
                          **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools,
-                            chosen.index_setting: index, **({"agent.task": task} if chosen.agent_task and task else {})})
+                            chosen.index_setting: index, **({"agent.task": task} if task else {}),
+                            **({"agent.system": system or chosen.system} if chosen.system else {})})
     config = with_threshold(chosen, config, threshold, threshold_from)
     if cut_from is not None:
         from claire.agent.cascade import cut_for_recall
@@ -73,7 +74,7 @@ def eval_command(
     refuse_if_in_use(out)
 
     async def go():
-        async with open_system(config, task=chosen) as system_:
+        async with open_system(config) as system_:
             return await run_eval(records, system_, out, task=chosen, concurrency=config.eval.concurrency,
                                   config_public=run_settings(config), retry_errors=retry_errors, dataset=dataset,
                                   calibrate_from=calibrate_from, calibration_method=calibration, console=err)

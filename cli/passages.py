@@ -113,7 +113,7 @@ def cite_command(
     sets: SetOpt = None,
 ) -> None:
     """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not, 2 error."""
-    from claire.tasks.citations.checker import open_checker
+    from claire.agent.runtime import open_system
     from claire.tasks.citations.records import Citation, CitedSource
     from claire.ingestion.web_docs import check_source_text, read_source_text
 
@@ -122,14 +122,15 @@ def cite_command(
     if (source is None) == (source_text is None):
         raise ConfigError("give the cited source with either --source FILE or --source-text TEXT")
     config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None, path, url),
-                     **{"cite.index": index, "cite.expand_queries": expand})
+                     **{"cite.index": index, "cite.expand_queries": expand, "agent.task": "citations",
+                        "agent.system": "cite"})
     limit = config.cite.max_source_bytes
     text = read_source_text(source, max_bytes=limit) if source else check_source_text(source_text or "", "--source-text", max_bytes=limit)
     citation = Citation(claim=claim.strip(), title=title or "", section=section or "", context=(context or "").strip(),
                         source=CitedSource(text=text, title=source.stem.replace("_", " ") if source else "", url=source_url))
 
     async def go():
-        async with open_checker(config) as checker:
+        async with open_system(config) as checker:
             return await checker.assess(citation)
 
     if as_json:

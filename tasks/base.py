@@ -104,17 +104,13 @@ class Task(ABC):
     threshold_setting: ClassVar[str | None] = None
     """The setting ``--threshold`` sets (None: the system's own threshold, agent.threshold or a REFUTES count)."""
 
-    agent_task: ClassVar[bool] = True
-    """Whether the task is one of the systems' ``agent.task`` values (claire, rav and nli answer it)."""
+    system: ClassVar[str | None] = None
+    """The one system that answers this task (``agent.system``), or None: claire, rav, nli and the
+    cascade all do."""
 
     def input_warnings(self, records: list[Any], max_fact_chars: int, *, source: str) -> list[str]:
         """Warnings about the records before a run (a DatasetError for records that cannot be run)."""
         return check_claims(records, max_fact_chars, source=source)
-
-    def open_system(self, config: Any) -> Any:
-        """An async context manager yielding this task's own system, for a task that brings one
-        (None: the task is answered by claire, rav and nli)."""
-        return None
 
     sweepable: ClassVar[bool] = False
     """Whether a sweep can compare runs of this task (it summarises AUROC)."""

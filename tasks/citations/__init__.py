@@ -1,9 +1,10 @@
 """The citations task, in the manner of Side: does a claim's cited source support it, and which
-source in a sources index would? Its system is the :class:`~.checker.CitationChecker` (not one
-of claire, rav and nli); runs are scored with Side's measures.
+source in a sources index would? It is answered by the ``cite`` system
+(:class:`~claire.agent.citation_checker.CitationChecker`, opened like claire, rav and nli over the
+sources index ``cite.index``); runs are scored with Side's measures.
 
-``records`` reads WAFER-style files, ``checker`` verifies a citation and searches for better
-sources, ``scoring`` the metrics, report and plots.
+``records`` reads WAFER-style files and holds what the checker answers, ``scoring`` the metrics,
+report and plots.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from typing import Any
 
 from claire.domain import ScoreKind
 from claire.tasks.base import Task
-from claire.config import Config
-from claire.tasks.citations.checker import CitationResult, open_checker
-from claire.tasks.citations.records import Citation, load_citations
+from claire.tasks.citations.records import Citation, CitationResult, load_citations
 from claire.tasks.citations.scoring import CitationPrediction, citation_metrics, write_outputs
 
 
@@ -27,15 +26,11 @@ class Citations(Task):
     records_name = "records"
     index_setting = "cite.index"
     threshold_setting = "cite.threshold"
-    agent_task = False
+    system = "cite"
 
     def input_warnings(self, records: list[Any], max_fact_chars: int, *, source: str) -> list[str]:
         """Nothing to warn about: claims with citations may be long."""
         return []
-
-    def open_system(self, config: Config) -> Any:
-        """The citation checker over the configured LLM and sources index."""
-        return open_checker(config)
 
     def load_claims(self, path: str | Path) -> list[Citation]:
         """The records of a WAFER-style file (JSONL or a JSON array)."""

@@ -1,5 +1,6 @@
 """The citations task's records: a claim with the article text around it and the source it cites
-(:class:`Citation`), and reading them from files.
+(:class:`Citation`), reading them from files, and what the citation checker answers for one
+(:class:`CitationResult`, with each source it judged as a :class:`ScoredSource`).
 
 WAFER's own shape is read as published (``input`` with the ``[CIT]`` mark, ``output[].answer`` —
 a URL or ``{Failed verification}`` — with ``output[].provenance[]`` holding the cited ``url``,
@@ -10,9 +11,9 @@ flat shape ``{id, claim, context?, title?, section?, source_url?, source_title?,
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from claire.errors import ConfigError, DatasetError
 from claire.files import json_records
@@ -126,3 +127,39 @@ def select_records(records: list[Citation], *, ids: str | None, limit: int | Non
             raise ConfigError(f"--ids names records not in {dataset}: {', '.join(unknown)}")
         records = [r for r in records if r.claim_id in wanted]
     return records[:limit] if limit is not None else records
+
+
+VERDICTS = ("supported", "not supported", "better source found")
+CitationVerdict = Literal["supported", "not supported", "better source found"]
+
+
+class ScoredSource(BaseModel):
+    """One source judged by the verifier: the original or a candidate from the index."""
+
+    url: str | None = None
+    title: str = ""
+    original: bool = False
+    score: float | None = None  # support score in [0, 1]
+    rank: int | None = None  # among the original and the candidates, by support score (1 = best)
+    retrieval_rank: int | None = None  # the document's rank in the search results (None: not retrieved)
+    passage: str | None = None  # the passage the verifier found most supportive
+    sentence: str | None = None  # the supporting sentence it quoted
+    analysis: str | None = None
+    error: str | None = None
+
+
+class CitationResult(BaseModel):
+    """The outcome of checking one citation: the verdict, the original source judged, better
+    sources found, and what the check cost."""
+
+    claim_id: str
+    claim: str
+    verdict: CitationVerdict | None = None
+    threshold: float
+    original: ScoredSource
+    suggestions: list[ScoredSource] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)
+    retrieved: list[str] = Field(default_factory=list)  # source documents (URL or title) in search order
+    usage: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float | None = None
+    error: str | None = None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from claire.tasks.citations.checker import open_checker
+from claire.agent.runtime import open_system
 from claire.tasks.citations.records import Citation, CitedSource
 from claire.config import load_config
 from claire.errors import ConfigError
@@ -46,7 +46,8 @@ def server():
 
 def config_for(server, index_root, tmp_path, **more):
     overrides = {"llm.base_url": server.base_url, "llm.api_key": "sk-test", "llm.cache": False,
-                 "retrieval.path": str(index_root), "cite.index": "sources", "llm.retry_base_wait": 0.0}
+                 "retrieval.path": str(index_root), "cite.index": "sources", "llm.retry_base_wait": 0.0,
+                 "agent.task": "citations", "agent.system": "cite"}
     overrides.update(more)
     return load_config(None, overrides, environ={})
 
@@ -58,7 +59,7 @@ def config_for(server, index_root, tmp_path, **more):
 async def test_the_three_kinds_of_citation(server, index_root, tmp_path):
     config = config_for(server, index_root, tmp_path)
     records = {r.claim_id: r for r in load_citations(WAFER)}
-    async with open_checker(config) as checker:
+    async with open_system(config) as checker:
         supported = await checker.assess(records["supported"])
         better = await checker.assess(records["better-source"])
         none = await checker.assess(records["no-source"])
@@ -82,7 +83,7 @@ async def test_query_expansion_and_a_source_given_only_as_text(server, index_roo
     config = config_for(server, index_root, tmp_path, **{"cite.expand_queries": True, "cite.candidates": 2})
     citation = Citation(claim="Its main span is 1,280 metres long.", title="Golden Gate Bridge",
                         source=CitedSource(text="Bring a jacket: fog often rolls in from the Pacific in the afternoon."))
-    async with open_checker(config) as checker:
+    async with open_system(config) as checker:
         result = await checker.assess(citation)
     assert result.queries[1:] == ["Golden Gate Bridge main span length metres"]
     assert any("find sources for a claim" in r["messages"][0]["content"] for r in server.requests)
@@ -98,7 +99,7 @@ async def test_the_cited_source_is_ranked_even_when_the_search_misses_it(server,
                           url="https://not-indexed.example.net/towers"))
     span = Citation(claim="Its main span is 1,280 metres long.", title="Golden Gate Bridge", source=CitedSource(
         text="The main span of the bridge is 1,280 metres long.", url="https://not-indexed.example.net/span"))
-    async with open_checker(config) as checker:
+    async with open_system(config) as checker:
         first = await checker.assess(towers)
         second = await checker.assess(span)
     # no page of the index states the towers' height: the cited source, never retrieved, ranks first
@@ -113,7 +114,7 @@ async def test_a_pasted_excerpt_of_an_indexed_page_is_recognised_as_the_original
     config = config_for(server, index_root, tmp_path)
     excerpt = "Walking across the Golden Gate Bridge takes about forty minutes each way.\nParking at the south end fills early."
     citation = Citation(claim="Its main span is 1,280 metres long.", title="Golden Gate Bridge", source=CitedSource(text=excerpt))
-    async with open_checker(config) as checker:
+    async with open_system(config) as checker:
         result = await checker.assess(citation)
     assert result.original.retrieval_rank is not None
     assert WALK not in [s.url for s in result.suggestions] and result.suggestions[0].url == HISTORY
@@ -123,7 +124,7 @@ async def test_an_unusable_verifier_answer_is_asked_again_then_an_error(index_ro
     with MockOpenAIServer(lambda body: {"content": "I am not sure."}) as srv:
         config = config_for(srv, index_root, tmp_path, **{"cite.candidates": 0})
         citation = Citation(claim="The bridge opened in 1937.", source=CitedSource(text="The bridge opened in 1937."))
-        async with open_checker(config) as checker:
+        async with open_system(config) as checker:
             result = await checker.assess(citation)
     assert result.verdict is None and "no usable <support_score>" in result.error
     assert srv.calls == 2
@@ -133,7 +134,7 @@ async def test_citations_eval_writes_metrics_plots_and_resumes(server, index_roo
     config = config_for(server, index_root, tmp_path)
     out = tmp_path / "run"
     records = load_citations(WAFER)
-    async with open_checker(config) as checker:
+    async with open_system(config) as checker:
         summary = await run_eval(records[:2], checker, out, task="citations", dataset=WAFER, config_public=config.public_dict(),
                                           show_progress=False)
         assert summary.ran == 2 and summary.errors == 0
@@ -206,9 +207,10 @@ async def test_the_shipped_examples_work_with_the_default_sources_index(tmp_path
     example = Path(__file__).parents[2] / "evals" / "data" / "wafer_example.jsonl"
     with MockOpenAIServer(citation_responder()) as srv:
         config = load_config(None, {"llm.base_url": srv.base_url, "llm.api_key": "k", "llm.cache": False,
-                                    "retrieval.path": str(tmp_path / "idx")}, environ={})
+                                    "retrieval.path": str(tmp_path / "idx"), "agent.task": "citations",
+                                    "agent.system": "cite"}, environ={})
         assert config.cite.index == EXAMPLE_INDEX
-        async with open_checker(config) as checker:
+        async with open_system(config) as checker:
             summary = await run_eval(load(example), checker, tmp_path / "run", task="citations", dataset=example,
                                               config_public=config.public_dict(), show_progress=False)
     assert summary.metrics["verdicts"] == {"supported": 2, "better source found": 2, "not supported": 1}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from claire.tasks.citations.checker import normalise_url, parse_queries
+from claire.agent.citation_checker import normalise_url, parse_queries
 from claire.llm.answers import tagged_score as parse_tagged_score
 from claire.errors import DatasetError
 from claire.domain import Evidence
@@ -195,7 +195,7 @@ def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
 
 
 def test_sides_ranking_decision_and_success_at_k_with_a_featured_split():
-    from claire.tasks.citations.checker import ScoredSource, decide
+    from claire.agent.citation_checker import ScoredSource, decide
     from claire.tasks.citations.scoring import citation_metrics
 
     original = ScoredSource(url="o", title="o", original=True, score=0.7, rank=1, retrieval_rank=4)
@@ -216,3 +216,25 @@ def test_sides_ranking_decision_and_success_at_k_with_a_featured_split():
     metrics = citation_metrics(lines, threshold=0.5)
     assert metrics["recall_at_k"] == {"1": 0.25, "3": 0.25, "5": 0.25, "10": 0.25, "20": 0.25, "50": 0.5}
     assert metrics["recall_at_k_featured"]["50"] == 1.0 and metrics["featured"] == 2
+
+
+def test_the_citation_checker_is_a_system_opened_like_the_others():
+    """cite is in the systems' registry, declares its score, answers only the citations task and
+    renders its prompts through the configuration's prompt library (so variants reach it)."""
+    from claire.agent.registry import SYSTEM_NAMES, score_kind
+    from claire.agent.runtime import build_system
+    from claire.config import Config
+    from claire.errors import ConfigError
+    from claire.testing.doubles import KeywordRetriever
+    from claire.testing.scripted import scripted_client
+    from claire.testing.scripted import ScriptedChatModel
+
+    assert "cite" in SYSTEM_NAMES and score_kind("cite") == "probability"
+    config = Config().with_overrides({"agent.task": "citations", "agent.system": "cite", "prompts.max_value_chars": 777})
+    llm = scripted_client(ScriptedChatModel(responses=[]))
+    checker = build_system(config, llm=llm, retriever=KeywordRetriever())
+    assert checker.name == "cite" and checker.prompts.max_value_chars == 777  # the configuration's library
+    with pytest.raises(ConfigError, match="answered by the cite system"):
+        build_system(config.with_overrides({"agent.system": "claire"}), llm=llm, retriever=KeywordRetriever())
+    with pytest.raises(ConfigError, match="answers the citations task"):
+        build_system(Config().with_overrides({"agent.system": "cite"}), llm=llm, retriever=KeywordRetriever())

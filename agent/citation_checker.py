@@ -22,64 +22,28 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 import numpy as np
-from pydantic import BaseModel, Field
 
-from claire.config import CiteConfig, Config
-from claire.errors import ConfigError, DatasetError
+from claire.config import CiteConfig
+from claire.domain import Block, Evidence, ScoreKind
+from claire.errors import DatasetError
 from claire.indexes import sparse
-from claire.domain import Block, Evidence
-from claire.indexes.registry import Searcher, open_searcher
-from claire.ingestion.web_docs import EXAMPLE_INDEX, ensure_example_sources_index, source_blocks
+from claire.indexes.registry import Searcher
+from claire.ingestion.web_docs import source_blocks
 from claire.llm.answers import tag_text, tagged_score, text_of
 from claire.llm.client import ChatClient
 from claire.llm.usage import track_usage
-from claire.prompts import PromptLibrary, library
-from claire.tasks.citations.records import Citation
+from claire.prompts import PromptLibrary
+from claire.tasks.citations.records import Citation, CitationResult, CitationVerdict, ScoredSource
 
-VERDICTS = ("supported", "not supported", "better source found")
-CitationVerdict = Literal["supported", "not supported", "better source found"]
 RRF_K = 60
 _QUERY_TAG = re.compile(r"<\s*query\s*>(.*?)<\s*/\s*query\s*>", re.IGNORECASE | re.DOTALL)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NONE = {"", "none", "n/a", "na", "no sentence", "-", "—"}
-
-
-class ScoredSource(BaseModel):
-    """One source judged by the verifier: the original or a candidate from the index."""
-
-    url: str | None = None
-    title: str = ""
-    original: bool = False
-    score: float | None = None  # support score in [0, 1]
-    rank: int | None = None  # among the original and the candidates, by support score (1 = best)
-    retrieval_rank: int | None = None  # the document's rank in the search results (None: not retrieved)
-    passage: str | None = None  # the passage the verifier found most supportive
-    sentence: str | None = None  # the supporting sentence it quoted
-    analysis: str | None = None
-    error: str | None = None
-
-
-class CitationResult(BaseModel):
-    """The outcome of checking one citation: the verdict, the original source judged, better
-    sources found, and what the check cost."""
-
-    claim_id: str
-    claim: str
-    verdict: CitationVerdict | None = None
-    threshold: float
-    original: ScoredSource
-    suggestions: list[ScoredSource] = Field(default_factory=list)
-    queries: list[str] = Field(default_factory=list)
-    retrieved: list[str] = Field(default_factory=list)  # source documents (URL or title) in search order
-    usage: dict[str, Any] = Field(default_factory=dict)
-    latency_s: float | None = None
-    error: str | None = None
 
 
 @dataclass
@@ -134,9 +98,13 @@ def _best_passage_number(text: str, count: int) -> int:
 
 
 class CitationChecker:
-    """Verifies a citation and searches a sources index for better ones (see the module docstring)."""
+    """Verifies a citation and searches a sources index for better ones (see the module docstring).
+    A System like the others (``agent.system = "cite"``), opened by :func:`claire.agent.runtime.open_system`
+    over the sources index; it answers the citations task only."""
 
     name = "cite"
+    score_kind: ScoreKind = "probability"  # the original source's support score in [0, 1]
+    answers_task: ClassVar[str] = "citations"
 
     def __init__(self, *, llm: ChatClient, retriever: Searcher, prompts: PromptLibrary, settings: CiteConfig,
                  mode: str = "hybrid", candidates: int = 50):
@@ -320,40 +288,3 @@ def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: f
     if any(s.score is not None and s.score >= threshold and s.score > original.score for s in suggestions):
         return "better source found"
     return "not supported"
-
-
-def open_sources(config: Config) -> Searcher:
-    """The sources index ``cite.index`` (the bundled example sources are indexed on first use)."""
-    retrieval = config.retrieval
-    name = config.cite.index
-    if not name.strip():
-        raise ConfigError("cite.index is empty: name the sources index (build one with `claire index build --from-web-docs`)")
-    if name == EXAMPLE_INDEX and retrieval.url is None:
-        ensure_example_sources_index(retrieval.index_root(), retrieval.embedder or "minilm")
-    return open_searcher(
-        "qdrant", index=name, root=retrieval.index_root(), url=retrieval.url, embedder=retrieval.embedder,
-        api_key=retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None,
-        query_runtime=retrieval.query_runtime,
-    )
-
-
-@asynccontextmanager
-async def open_checker(config: Config, *, llm: ChatClient | None = None,
-                       retriever: Searcher | None = None) -> AsyncIterator[CitationChecker]:
-    """Yield a CitationChecker over the configured LLM and sources index; close what it opened."""
-    own_llm = llm is None
-    llm = llm or ChatClient.from_config(config.llm)
-    own_retriever = retriever is None
-    try:
-        retriever = retriever or open_sources(config)
-        try:
-            yield CitationChecker(
-                llm=llm, retriever=retriever, prompts=library(config.prompts.set, config.prompts.variants),
-                settings=config.cite, mode=config.retrieval.mode, candidates=config.retrieval.candidates,
-            )
-        finally:
-            if own_retriever:
-                retriever.close()
-    finally:
-        if own_llm:
-            await llm.aclose()
