@@ -57,7 +57,19 @@ def test_watch_bench_checks_every_edit_of_the_burst_and_times_each():
     console = Console(record=True, width=160)
     [row] = run_watch_bench(edits=4, latency=0.01, in_flight=(2,), console=console)
     assert (row["checked"], row["failed"], row["flagged"]) == (4, 0, 2)  # every other edit plants the 1890 date
-    assert 0 < row["p50_s"] <= row["p95_s"] <= row["wall_s"] and "Event to checked" in console.export_text()
+    assert 0 < row["p50_s"] <= row["p95_s"] <= row["wall_s"] and "Lag p50" in console.export_text()
+    assert row["peak_rss_mb"] > 0 and row["edits_per_s"] > 0
+
+
+def test_watch_bench_at_a_live_pace_measures_lag_from_when_each_edit_was_made():
+    """Edits arriving at a rate: each edit's lag counts from the moment the stream made it, and
+    edits/s is the rate checked edits came out."""
+    from claire.bench.watch import run_watch_bench
+
+    [row] = run_watch_bench(edits=6, latency=0.01, in_flight=(4,), rate=5.0, console=Console(record=True, width=160))
+    assert row["checked"] == 6 and row["failed"] == 0
+    assert 0 < row["first_third_p50_s"] and 0 < row["last_third_p50_s"] and row["p50_s"] <= row["p95_s"]
+    assert 0 < row["edits_per_s"] < 50
 
 
 def test_cascade_bench_sends_only_part_of_the_facts_to_claire_and_spends_less():
