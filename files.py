@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -65,6 +66,21 @@ def is_text(value: Any) -> bool:
     if isinstance(value, list):
         return all(is_text(item) for item in value)
     return True
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python string, only half a pair can be one
+
+
+def valid_text(value: Any) -> Any:
+    """``value`` with every string made valid Unicode text (half a surrogate pair becomes U+FFFD),
+    recursively through lists and dicts."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if not value.isascii() else value
+    if isinstance(value, dict):
+        return {valid_text(k): valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
 
 
 def json_lines(data: bytes) -> Iterator[JsonLine]:

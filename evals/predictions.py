@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 from claire.tasks.measures import PREDICTIONS
 from claire.tasks.records import Prediction
 from claire.errors import ConfigError, DatasetError, redact
-from claire.files import json_lines, write_atomically
+from claire.files import json_lines, valid_text, write_atomically
 from claire.validation import describe
 
 REJECTED = "predictions.rejected.jsonl"
@@ -126,20 +126,6 @@ def refuse_if_in_use(run_dir: Path) -> None:
         os.close(fd)  # closing releases a lock this check took
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a Python string, only half a pair can be one
-
-
-def _valid_text(value: Any) -> Any:
-    """``value`` with every string made valid UTF-8 (a lone surrogate becomes U+FFFD), recursively."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value) if not value.isascii() else value
-    if isinstance(value, dict):
-        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_valid_text(v) for v in value]
-    return value
-
-
 def json_text(line: BaseModel) -> str:
     """One prediction as JSON text. Text that is not valid Unicode — half a surrogate pair, from a
     model's answer or a remote search service — is written with U+FFFD in its place rather than
@@ -147,7 +133,7 @@ def json_text(line: BaseModel) -> str:
     try:
         return line.model_dump_json()
     except ValueError:  # pydantic's serialization error and UnicodeEncodeError both are one
-        return json.dumps(_valid_text(line.model_dump(mode="python")), ensure_ascii=False, default=str)
+        return json.dumps(valid_text(line.model_dump(mode="python")), ensure_ascii=False, default=str)
 
 
 class PredictionLog:

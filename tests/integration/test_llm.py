@@ -123,12 +123,16 @@ async def test_transient_faults_are_retried(openai_server, fault, kind):
 
 
 @pytest.mark.parametrize("kind", CLIENTS)
-async def test_timeout_is_retried_then_gives_up_clearly(openai_server, kind):
+async def test_a_hung_endpoint_fails_after_one_timeout_not_six(openai_server, kind):
+    # an endpoint that accepts and never answers: the first call gives up after one timeout (another
+    # try would only wait as long again), and the calls after it fail at once
     openai_server.script({"fault": "hang", "seconds": 2}, {"fault": "hang", "seconds": 2})
-    client = client_for(openai_server, timeout=0.3, max_attempts=2, openai_client=kind)
-    with pytest.raises(LLMError, match=r"after 2 attempt\(s\).*timeout"):
+    client = client_for(openai_server, timeout=0.3, max_attempts=6, openai_client=kind)
+    with pytest.raises(LLMError, match=r"after 1 attempt\(s\).*timeout.*not tried again"):
         await client.ainvoke(HELLO)
-    assert openai_server.calls == 2
+    with pytest.raises(LLMError, match="did not answer 0 s ago"):
+        await client.ainvoke(HELLO)
+    assert openai_server.calls == 1
     await client.aclose()
 
 
@@ -243,7 +247,9 @@ async def test_cache_is_per_endpoint(tmp_path):
 
 
 @pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", True)])
-async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, kind, stream):
+@pytest.mark.parametrize("prompt_header", [False, True])
+async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(openai_server, tmp_path, kind, stream,
+                                                                              prompt_header):
     from claire.indexes.corpus import Passage
     from claire.indexes.evidence import Evidence
 
@@ -258,14 +264,20 @@ async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, 
         prompts_.render("nli", claim="c", document=docs[0]),
         prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France."),
     ]
-    client = client_for(openai_server, tmp_path, stream=stream, openai_client=kind)
+    client = client_for(openai_server, tmp_path, stream=stream, openai_client=kind, prompt_header=prompt_header)
     for prompt in prompts:
         await client.ainvoke(prompt, tools=[search] if prompt.template == "controller" else None)
     await client.ainvoke(prompts[1] + [AIMessage("no score"), HumanMessage("Once more, with the score.")])  # a follow-up
-    await client.ainvoke(HELLO)  # plain messages: no header
+    await client.ainvoke(HELLO)  # plain messages: no template
+    names = ["controller", "verifier", "rankgpt", "nli.feverous", "fact_extraction", "verifier", None]
     sent = [h.get("x-claire-prompt") for h in openai_server.headers]
-    assert sent == ["controller", "verifier", "rankgpt", "nli.feverous", "fact_extraction", "verifier", None]
-    assert [r.get("claire_prompt") for r in openai_server.requests] == sent
+    project = [(k, v) for h in openai_server.headers for k, v in h.items() if "claire" in f"{k} {v}".lower()]
+    if prompt_header:  # a test asked for the template's name: it travels as a header
+        assert sent == names
+    else:  # by default nothing of CLAIRE's own goes to an endpoint
+        assert sent == [None] * len(names) and project == []
+    # either way the test server knows each request's template (from the header, or from its wording)
+    assert [r.get("claire_prompt") for r in openai_server.requests] == names
     assert [kind_of(r) for r in openai_server.requests[:5]] == ["controller", "verifier", "rankgpt", "feverous_nli", "extract"]
     calls = openai_server.calls
     assert (await client.ainvoke(prompts[1])).response_metadata.get("claire_cache_hit")
