@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
 from claire.config import LLMConfig
@@ -33,7 +33,7 @@ def search(query: str) -> str:
 
 def client_for(server: MockOpenAIServer, tmp_path=None, **overrides) -> ChatClient:
     config = LLMConfig(
-        model="test-model",
+        model=overrides.pop("model", "test-model"),
         base_url=server.base_url,
         api_key="sk-test-secret-value",
         timeout=overrides.pop("timeout", 5.0),
@@ -285,3 +285,112 @@ async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(op
     await client.aclose()
 
 
+
+
+# -- what providers bill: their prompt caches -----------------------------------------------------
+@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", False), ("chat_openai", True)])
+async def test_the_cached_tokens_an_endpoint_reports_are_counted_and_priced(kind, stream):
+    instructions = SystemMessage("Fixed instructions that every request repeats. " * 150)  # ~1,800 tokens
+    with MockOpenAIServer(prompt_cache=True) as server:
+        client = client_for(server, model="gpt-4o-mini", openai_client=kind, stream=stream)
+        with track_usage() as usage:
+            for question in ("first question", "second question"):
+                await client.ainvoke([instructions, HumanMessage(question)])
+        await client.aclose()
+    first, second = server.cached_tokens
+    assert first == 0 and second >= 1024 and second % 128 == 0  # OpenAI's rule: from 1,024 tokens in 128s
+    assert usage.cache_read_tokens == second and usage.prompt_tokens == sum(server.prompt_tokens)
+    fresh = usage.prompt_tokens - second
+    assert usage.cost_usd == pytest.approx((fresh * 0.15 + second * 0.075 + usage.completion_tokens * 0.60) / 1e6)
+
+
+# -- answers that are hard to read ----------------------------------------------------------------
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_half_a_surrogate_pair_in_an_answer_is_read(openai_server, tmp_path, kind):
+    openai_server.script({"content": "<inconsistency_score>0.7</inconsistency_score> broken \ud800 text"})
+    client = client_for(openai_server, tmp_path, openai_client=kind)
+    answer = await client.ainvoke(HELLO)  # orjson refuses the body: read leniently, not retried
+    assert "<inconsistency_score>0.7</inconsistency_score> broken" in text_of(answer) and openai_server.calls == 1
+    if kind == "direct":
+        assert text_of(answer).endswith("broken \ufffd text")
+    assert (await client.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")  # and it could be cached
+    await client.aclose()
+
+
+@pytest.mark.parametrize("damage", ["not json at all", '[{"message": {"type": "ai", "data": {"content": 5}}}]',
+                                    '{"answer": "wrong shape"}', '[]'])
+async def test_a_broken_cache_row_is_a_miss_and_is_replaced(openai_server, tmp_path, damage):
+    import sqlite3
+
+    openai_server.script({"content": "first"}, {"content": "asked again"})
+    client = client_for(openai_server, tmp_path)
+    assert text_of(await client.ainvoke(HELLO)) == "first"
+    await client.aclose()
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        db.execute("UPDATE answers SET answer = ?", (damage,))
+    client = client_for(openai_server, tmp_path)
+    assert text_of(await client.ainvoke(HELLO)) == "asked again"  # the model, not an endpoint blamed forever
+    await client.aclose()
+    client = client_for(openai_server, tmp_path)
+    hit = await client.ainvoke(HELLO)  # the fresh answer replaced the broken row
+    assert hit.response_metadata.get("claire_cache_hit") and text_of(hit) == "asked again"
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+# -- how many of CLAIRE's modules one call passes -------------------------------------------------
+async def test_one_call_passes_at_most_five_claire_modules(openai_server, tmp_path):
+    import sys
+    from pathlib import Path
+
+    import claire
+
+    root = str(Path(claire.__file__).parent) + "/"
+    seen: dict[str, set[str]] = {}
+
+    def profile(frame, event, arg):
+        name = frame.f_code.co_filename
+        if event == "call" and name.startswith(root):
+            seen.setdefault(name[len(root):], set()).add(frame.f_code.co_name)
+
+    client = client_for(openai_server, tmp_path, record=tmp_path / "calls.jsonl")  # cache and recording on
+    await client.ainvoke(HELLO)  # warm: the first call builds what every later call reuses
+    openai_server.script({"content": "a fresh answer"}, {"fault": "500"}, {"content": "after a retry"})
+    with track_usage():
+        sys.setprofile(profile)
+        try:
+            await client.ainvoke([HumanMessage("a question")])
+        finally:
+            sys.setprofile(None)
+        plain = sorted(seen)
+        seen.clear()
+        sys.setprofile(profile)
+        try:
+            await client.ainvoke([HumanMessage("another question")])  # a 500, then an answer
+        finally:
+            sys.setprofile(None)
+        retried = sorted(seen)
+    await client.aclose()
+    print("one call:", plain, "\na retried call:", retried)
+    assert plain == ["llm/cache.py", "llm/cassette.py", "llm/chat_completions.py", "llm/client.py", "llm/usage.py"]
+    assert set(retried) - set(plain) == {"retrying.py"}  # the wait between tries: the one retry policy
+
+
+async def test_a_recorded_cassette_replays_for_its_model_only(openai_server, tmp_path):
+    from claire.testing.cassette import CassetteResponder
+
+    openai_server.script({"content": "<inconsistency_score>0.3</inconsistency_score>"})
+    recording = client_for(openai_server, model="small-model", record=tmp_path / "calls.jsonl")
+    await recording.ainvoke(HELLO)
+    await recording.aclose()  # waits for the line to be written
+    cassette = CassetteResponder(tmp_path / "calls.jsonl")
+    assert cassette.models == ["small-model"]
+    with MockOpenAIServer(cassette) as replay:
+        same = client_for(replay, model="small-model")
+        assert text_of(await same.ainvoke(HELLO)) == "<inconsistency_score>0.3</inconsistency_score>"
+        other = client_for(replay, model="gpt-4o")
+        with pytest.raises(LLMError, match="model 'gpt-4o' was not found.*recorded with small-model, not gpt-4o"):
+            await other.ainvoke(HELLO)
+        await same.aclose()
+        await other.aclose()
+    assert (cassette.exact, cassette.refused) == (1, 1)

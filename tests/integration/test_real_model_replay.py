@@ -38,7 +38,7 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
         summary = await run_sweep(SWEEP, dataset=shared_sample, out_dir=tmp_path / "runs", base_config=config,
                                   make_system=open_system, show_progress=False)
     served = cassette.exact + cassette.by_fact
-    assert cassette.missing == 0 and cassette.exact >= 0.8 * served, (cassette.exact, cassette.by_fact)
+    assert cassette.missing == 0 and cassette.refused == 0 and cassette.exact >= 0.8 * served, (cassette.exact, cassette.by_fact)
     by_cell = {result.cell.name: result for result in summary.cells}
     assert set(by_cell) == {"rav", "nli", "claire", "cascade"}
     for name, result in by_cell.items():
