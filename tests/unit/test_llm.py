@@ -182,3 +182,16 @@ def test_a_cassette_refuses_another_model_and_warns_without_one(tmp_path, caplog
     old.write_text(_cassette_line(model=None) + "\n", encoding="utf-8")
     assert CassetteResponder(old)({"model": "anything", **asked})["content"] == "x"
     assert any("names no model" in r.getMessage() for r in caplog.records)
+
+
+def test_the_mock_prefix_cache_counts_as_openai_does():
+    from claire.testing.mock_openai import PrefixCache
+
+    cache = PrefixCache()
+    words = [f"w{i}" for i in range(3000)]
+    assert cache.serve(words[:900]) == 0  # nothing seen yet
+    assert cache.serve(words[:1000]) == 0  # 896 tokens repeat: under the 1,024-token minimum
+    assert cache.serve(words[:2000]) == 0  # 1,000 repeat (seen in blocks of 128: 896): still under
+    assert cache.serve(words[:2100]) == 1920  # the first 2,000 repeat: 15 whole blocks of 128
+    assert cache.serve(words[:1100] + ["another", "ending"] * 100) == 1024  # 1,100 shared: 8 blocks
+    assert cache.serve(["a different", "start"] + words[:2000]) == 0  # a prefix cache, not a substring one
