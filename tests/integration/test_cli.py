@@ -302,3 +302,12 @@ def test_a_check_heals_a_broken_llm_cache(server, demo_cache, tmp_path):
     assert data["error"] is None and data["verdict"] == "inconsistent" and server.calls > calls
     calls = server.calls
     assert claire(*args, cache=demo_cache).returncode == 1 and server.calls == calls  # the rows were replaced
+
+
+def test_a_check_against_an_endpoint_that_never_answers_waits_one_timeout(demo_cache):
+    with MockOpenAIServer(lambda body: {"fault": "hang", "seconds": 4}) as server:
+        result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                        "--no-cache", "--no-rerank", "--set", "llm.timeout=1", cache=demo_cache)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no verdict for this fact" in result.stderr and "no answer within 1 s" in result.stderr
+    assert server.calls == 1  # one timeout, not llm.max_attempts (6) of them, and nothing after it
