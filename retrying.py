@@ -60,7 +60,7 @@ def wait_policy(base: float, max_wait: float, cap: float) -> Callable[[RetryCall
     return wait
 
 
-class _stop_when(stop_base):
+class _StopWhen(stop_base):
     """Stop after a failure that ``give_up`` holds true for."""
 
     def __init__(self, give_up: Callable[[BaseException], bool]):
@@ -92,6 +92,6 @@ def async_retrying(attempts: int, *, base: float, max_wait: float, cap: float,
         options["before_sleep"] = before_sleep
     stop: Any = stop_after_attempt(attempts)
     if give_up is not None:
-        stop = stop | _stop_when(give_up)
+        stop = stop | _StopWhen(give_up)
     return AsyncRetrying(stop=stop, wait=wait_policy(base, max_wait, cap),
                          retry=retry_if_exception_type(TransientError), reraise=True, **options)

@@ -2,7 +2,7 @@
 
 LangChain asks a chat model's ``cache`` with the serialised prompt and a string of everything else
 that shapes the answer (model, sampling parameters, bound tools, per-call options such as the
-prompt's name header); :class:`SQLiteChatCache` keys an answer by a hash of those two and of the
+prompt's name header when a test sends it); :class:`SQLiteChatCache` keys an answer by a hash of those two and of the
 endpoint it came from, so the same model name on two servers never shares answers. An empty
 answer (no text, no tool call) is never stored: it is retried, not remembered. An answer served
 from the cache carries ``response_metadata["claire_cache_hit"]``, which usage accounting reads.
