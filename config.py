@@ -133,6 +133,10 @@ class LLMConfig(_Section):
         None, description="append every call to this JSONL cassette: the request as fingerprints (no prompt text, no "
                           "key) and the model's raw answer, for replay tests (claire.testing.cassette)",
     )
+    prompt_header: bool = Field(
+        False, description="for test servers only: name each request's prompt template in an X-Claire-Prompt header "
+                           "(claire.testing reads it; off, no CLAIRE-specific header reaches any endpoint)",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Awaitable, Callable, Mapping
 
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity.stop import stop_base
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 """HTTP answers worth asking again."""
@@ -59,6 +60,17 @@ def wait_policy(base: float, max_wait: float, cap: float) -> Callable[[RetryCall
     return wait
 
 
+class _StopWhen(stop_base):
+    """Stop after a failure that ``give_up`` holds true for."""
+
+    def __init__(self, give_up: Callable[[BaseException], bool]):
+        self.give_up = give_up
+
+    def __call__(self, state: RetryCallState) -> bool:
+        outcome = state.outcome
+        return outcome is not None and outcome.failed and self.give_up(outcome.exception())
+
+
 def retrying(attempts: int, *, base: float, max_wait: float, cap: float,
              sleep: Callable[[float], None] | None = None) -> Retrying:
     """A tenacity policy for blocking calls: up to ``attempts`` tries on TransientError, then
@@ -70,11 +82,16 @@ def retrying(attempts: int, *, base: float, max_wait: float, cap: float,
 
 def async_retrying(attempts: int, *, base: float, max_wait: float, cap: float,
                    sleep: Callable[[float], Awaitable[None]] | None = None,
-                   before_sleep: Callable[[RetryCallState], None] | None = None) -> AsyncRetrying:
+                   before_sleep: Callable[[RetryCallState], None] | None = None,
+                   give_up: Callable[[BaseException], bool] | None = None) -> AsyncRetrying:
     """The same policy for coroutines (``sleep``: how to wait between tries; asyncio's by default;
-    ``before_sleep``: told of each failed try before the wait)."""
+    ``before_sleep``: told of each failed try before the wait; ``give_up``: a failure it holds
+    true for is not tried again, whatever attempts are left)."""
     options: dict[str, Any] = {"sleep": sleep} if sleep is not None else {}
     if before_sleep is not None:
         options["before_sleep"] = before_sleep
-    return AsyncRetrying(stop=stop_after_attempt(attempts), wait=wait_policy(base, max_wait, cap),
+    stop: Any = stop_after_attempt(attempts)
+    if give_up is not None:
+        stop = stop | _StopWhen(give_up)
+    return AsyncRetrying(stop=stop, wait=wait_policy(base, max_wait, cap),
                          retry=retry_if_exception_type(TransientError), reraise=True, **options)

@@ -9,6 +9,8 @@ wrong, and costs a step. An answer with several calls runs them one step each (t
 ``queued`` and need no new LLM call). An answer with no call at all ends the research when it
 says something after some research (many models finish that way); an empty answer, or prose
 before any research, is told to choose an action. When the step budget is spent, the research ends.
+When the LLM call itself fails, the research ends too: the verifier judges what was gathered, or,
+when nothing was, the run ends without a verdict (an assessment with the error and no score).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -135,7 +138,9 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
         answer = await llm.ainvoke(prompt, tools=tools, tool_choice="auto" if native else None)
     except ClaireError as error:
         update.update(stop_reason="LLM error in the controller", errors=[f"controller: {error}"])
-        return Command(update=update, goto="verifier")
+        # With research done, the verifier judges what was gathered (still an error: cut short).
+        # With none, there is nothing to judge: no verdict, rather than one that reads as researched.
+        return Command(update=update, goto="verifier" if steps else END)
     actions = read_actions(answer, list(context.tool_names), native=native)
     if not actions:
         said = text_of(answer).strip()

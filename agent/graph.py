@@ -1,6 +1,6 @@
 """CLAIRE as a LangGraph state machine, compiled once:
 
-    START -> controller -> (tools | controller | verifier)
+    START -> controller -> (tools | controller | verifier | END: its first LLM call failed)
     tools -> (controller | review | verifier);  review -> controller
     verifier -> (report | END);  report -> END
 
@@ -70,7 +70,7 @@ def after_verifier(state: ResearchState, runtime: Runtime[ResearchContext]) -> s
 def build_research() -> StateGraph:
     """The research graph, not yet compiled."""
     graph = StateGraph(ResearchState, context_schema=ResearchContext)
-    graph.add_node("controller", controller, destinations=("tools", "controller", "verifier"))
+    graph.add_node("controller", controller, destinations=("tools", "controller", "verifier", END))
     graph.add_node("tools", ToolNode(list(all_tools().values()), awrap_tool_call=_tool_failures))
     graph.add_node("review", review)
     graph.add_node("verifier", verifier)

@@ -1,5 +1,6 @@
-"""Prompt tokens per claim with and without the context budget (real HTTP to the local mock
-server, real retrieval over an index built from the sample's corpus, no model).
+"""Prompt tokens per claim with and without the context budget, and how much of each prompt kind
+a provider's prompt cache could serve (real HTTP to the local mock server, real retrieval over an
+index built from the sample's corpus, no model).
 
 Every claim gets the longest research CLAIRE allows: a mock model that searches
 ``max_steps`` times with different queries (never finishing early), then a verdict. The same run
@@ -7,6 +8,14 @@ is made with a window no prompt reaches (no budget: the prompts as they were) an
 window a small local model has (8,192 tokens by default). The server counts the tokens of each
 prompt as a typical tokenizer would; the table shows, per claim, the total and the largest
 single prompt, and how many prompts the 8k server would have rejected.
+
+The second table plays OpenAI's prompt cache (:class:`~claire.testing.mock_openai.PrefixCache`)
+over a run of every claim, one after another, with the settings of a batch run (RankGPT
+reranking, the two-sided report) and a model that uses every tool (search, clarify_entity,
+explain, then finish) — and the NLI pipeline on the same claims. Per prompt template it prints
+the share of prompt tokens that repeat an earlier request's prefix, counted from 1,024 tokens in
+128-token steps as OpenAI's cache counts them: what a provider would bill at its cached price.
+It measures the templates as they are (``prompts/*.j2``).
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.indexes.corpus import read_corpus
 from claire.indexes.retriever import build_index
 from claire.testing.doubles import kind_of
-from claire.testing.mock_openai import MockOpenAIServer
+from claire.testing.mock_openai import CACHE_MIN_TOKENS, CACHE_STEP_TOKENS, MockOpenAIServer
 
 UNBOUNDED = 10_000_000
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]+")
@@ -67,9 +76,62 @@ async def _run(config: Config, claims: list[Any], server: MockOpenAIServer, wind
             "over_window": sum(size > window for size in server.prompt_tokens), "rejected": server.rejected}
 
 
+CACHE_PLAN = ("search", "clarify_entity", "explain", "search", "finish")
+"""What the model does at each step of the prompt-cache run."""
+
+
+def tool_responder(body: dict[str, Any]) -> dict[str, Any]:
+    """A model that uses every tool once (``CACHE_PLAN``), reranks, judges, reports and labels."""
+    kind = kind_of(body)
+    user = body["messages"][-1]["content"]
+    if kind == "controller":
+        fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+        words = _WORD.findall(fact) or ["Wikipedia"]
+        step = user.count("<observation>")
+        action = CACHE_PLAN[min(step, len(CACHE_PLAN) - 1)]
+        argument = {"search": {"query": " ".join(words[step % len(words):][:5])},
+                    "clarify_entity": {"name_and_description": f"{words[0]} (the subject of the fact)"},
+                    "explain": {"topic": words[-1]}, "finish": {}}[action]
+        return {"tool_calls": [{"name": action, "arguments": argument}]}
+    if kind == "nli":
+        return {"content": "<label>NOT ENOUGH INFO</label><reason>unrelated</reason>"}
+    return research_responder(body)
+
+
+def _cache_run(config: Config, claims: list[Any], system: str) -> list[dict[str, Any]]:
+    """Every request of ``system`` over ``claims`` against a server playing OpenAI's prompt cache:
+    its template, prompt tokens and the tokens the cache served."""
+    async def run(server: MockOpenAIServer) -> None:
+        async with open_system(config.with_overrides({"llm.base_url": server.base_url, "agent.system": system})) as opened:
+            for claim in claims:
+                assessment = await opened.assess(claim)
+                if assessment.error:
+                    raise ClaireError(f"the prompt benchmark failed on claim {claim.claim_id}: {assessment.error}")
+
+    with MockOpenAIServer(tool_responder, prompt_cache=True) as server:
+        event_loop.run(run(server))
+        return [{"template": body.get("claire_prompt") or "unknown", "prompt": size, "cached": cached}
+                for body, size, cached in zip(server.requests, server.prompt_tokens, server.cached_tokens)]
+
+
+def prefix_shares(requests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per template (and ``all``): requests, prompt tokens, tokens a prompt cache served, their share."""
+    shares: dict[str, dict[str, Any]] = {}
+    for request in requests:
+        for key in (request["template"], "all"):
+            row = shares.setdefault(key, {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0})
+            row["requests"] += 1
+            row["prompt_tokens"] += request["prompt"]
+            row["cached_tokens"] += request["cached"]
+    for row in shares.values():
+        row["share"] = row["cached_tokens"] / row["prompt_tokens"] if row["prompt_tokens"] else 0.0
+    return shares
+
+
 def run_prompt_bench(dataset: Path, corpus: Path, *, window: int = 8192, max_steps: int = 10, docs_per_query: int = 15,
                      report: bool = False, console: Console | None = None) -> dict[str, Any]:
-    """Measure prompt tokens per claim before and after the budget; prints a table."""
+    """Measure prompt tokens per claim before and after the budget, and the prompt-cache shares
+    per template; prints two tables."""
     console = console or Console()
     claims = load_wikicollide(dataset)
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,10 +148,28 @@ def run_prompt_bench(dataset: Path, corpus: Path, *, window: int = 8192, max_ste
                     "agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query, "agent.report": report,
                 })
                 results[label] = event_loop.run(_run(config, claims, server, window))
+        cache_config = Config().with_overrides({
+            "llm.model": "bench-local-model", "llm.api_key": "bench-key", "llm.cache": False, "llm.max_attempts": 1,
+            "llm.context_window": UNBOUNDED, "llm.prompt_header": True,  # the server reads each request's template
+            "retrieval.path": tmp, "retrieval.index": "bench", "retrieval.rerank": True, "agent.report": True,
+        })
+        shares = prefix_shares(_cache_run(cache_config, claims, "claire") + _cache_run(cache_config, claims, "nli"))
     table = Table(title=f"Prompt tokens per claim, {len(claims)} claims, {max_steps} steps x {docs_per_query} passages")
     for column in ("Run", "mean / claim", "max / claim", "largest prompt", f"prompts over {window}"):
         table.add_column(column, justify="left" if column == "Run" else "right")
     for label, r in results.items():
         table.add_row(label, f"{r['mean_per_claim']:,.0f}", f"{r['max_per_claim']:,}", f"{r['largest_prompt']:,}", str(r["over_window"]))
     console.print(table)
+    results["prefix_cache"] = shares
+    cache_table = Table(title=f"Prompt tokens repeating an earlier request's prefix (cacheable from {CACHE_MIN_TOKENS:,} "
+                              f"tokens in {CACHE_STEP_TOKENS}-token steps), {len(claims)} claims: CLAIRE with reranking "
+                              "and report, then the NLI pipeline")
+    for column in ("Prompt template", "requests", "prompt tokens", "cacheable", "share"):
+        cache_table.add_column(column, justify="left" if column == "Prompt template" else "right")
+    templates = sorted((name for name in shares if name != "all"), key=lambda name: -shares[name]["prompt_tokens"])
+    for template in [*templates, "all"]:
+        row = shares[template]
+        cache_table.add_row(template, f"{row['requests']:,}", f"{row['prompt_tokens']:,}", f"{row['cached_tokens']:,}",
+                            f"{row['share']:.2f}", end_section=template == templates[-1])
+    console.print(cache_table)
     return results

@@ -66,6 +66,14 @@ def per_claim_costs(metrics: dict[str, Any]) -> dict[str, float | None]:
             "seconds": (metrics.get("latency_s") or {}).get("mean")}
 
 
+def provider_cached_share(metrics: dict[str, Any]) -> float | None:
+    """The share of a run's prompt tokens the provider read from its prompt cache (None when it
+    reported none)."""
+    usage = metrics.get("usage") or {}
+    prompt, read = usage.get("prompt_tokens") or 0, usage.get("cache_read_tokens") or 0
+    return read / prompt if prompt and read else None
+
+
 def _run_labels(dirs: Sequence[str | Path]) -> list[str]:
     """Each run's folder name, or its whole path where two runs share a name."""
     names = [Path(d).name or str(d) for d in dirs]
@@ -99,7 +107,8 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             str(robust.get("repaired_or_reasked", DASH)),
             str(robust.get("invalid_or_repeated_calls", DASH)),
             or_dash(per_claim["calls"], ",.1f"),
-            f"{or_dash(per_claim['prompt_tokens'], ',.0f')}+{or_dash(per_claim['completion_tokens'], ',.0f')}",
+            f"{or_dash(per_claim['prompt_tokens'], ',.0f')}+{or_dash(per_claim['completion_tokens'], ',.0f')}"
+            + (f"\n({share:.0%} cached)" if (share := provider_cached_share(m)) else ""),
             or_dash(per_claim["seconds"], ",.1f"),
             money(m["usage"]["cost_usd"]),
         ]

@@ -72,7 +72,7 @@ def run_score_kind(stored: dict[str, Any] | None, predictions: Sequence[dict[str
 # Settings that do not change what a system answers: a run may resume with other values.
 NEUTRAL_SETTINGS = {
     "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
-    "llm.api_key_env", "llm.record", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
+    "llm.api_key_env", "llm.record", "llm.prompt_header", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
     "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
     "agent.max_fact_chars", "agent.calibration",
     "watch.stream_url", "watch.replay", "watch.api_url", "watch.wikis", "watch.namespaces", "watch.include_bots",

@@ -6,12 +6,16 @@ part of CLAIRE calls them through.
 - ``chat_completions``: a lean LangChain chat model for plain OpenAI-compatible endpoints, posted
   over aiohttp (``claire bench llm`` shows why it exists beside ``ChatOpenAI``);
 - ``local``: a GGUF file run in-process by llama-cpp-python, as a LangChain chat model;
-- ``client``: :class:`~claire.llm.client.ChatClient`: retries (the one policy in ``retrying``),
-  a process-wide concurrency limit, failing fast when the endpoint is down, and asking again
-  when an answer cannot be read;
-- ``cache``: a SQLite LangChain cache keyed by endpoint; ``usage``: tokens and cost through a
-  LangChain callback; ``tokens``: context windows and token counts; ``answers``: reading scores,
-  labels and tags out of model answers; ``errors``: which failures are worth retrying.
+- ``client``: :class:`~claire.llm.client.ChatClient`: which failures are worth retrying and the
+  retries themselves (the one policy in ``retrying``), a process-wide concurrency limit, failing
+  fast when the endpoint is down, tidying answers, Anthropic's prompt-cache breakpoints, and
+  asking again when an answer cannot be read;
+- ``cache``: a SQLite LangChain cache keyed by endpoint; ``usage``: tokens (the provider's own
+  prompt-cache reads and writes included) and cost through a LangChain callback; ``tokens``:
+  context windows and token counts; ``answers``: reading scores, labels and tags out of model
+  answers; ``cassette``: recording a run's calls for replay tests.
 
-May import ``config``, ``errors``, ``retrying`` and ``prompts``; nothing else of CLAIRE.
+One call passes four of these modules (``client``, the chat model, ``cache``, ``usage``; five
+while recording), so what happens to a request is read in few places.
+May import ``config``, ``errors``, ``files``, ``retrying`` and ``prompts``; nothing else of CLAIRE.
 """

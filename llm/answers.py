@@ -5,9 +5,9 @@ score in [0, 1] read leniently (0.7, 70%, 7/10, "7 out of 10"), and a three-way 
 The LAST tag wins everywhere, so a passage the model quotes earlier (which could contain a
 planted tag) cannot decide the result. Answers written with HTML entities (``&lt;tag&gt;``, as
 small models sometimes do) are read as if they were plain. What real models add around an answer
-is set aside first (:func:`without_reasoning`: ``<think>`` blocks and reasoning-only answers);
-an answer cut at the token limit loses its last, possibly cut, word (:func:`without_cut_tail`);
-scores written in words (high, low) and labels in other languages or cases are read too.
+(``<think>`` blocks, a cut last word) is set aside by the client before anything here reads it
+(:mod:`claire.llm.client`); scores written in words (high, low) and labels in other languages or
+cases are read too.
 """
 
 from __future__ import annotations
@@ -46,10 +46,6 @@ _SCORE_WORDS = [  # a score written in words, most specific first
     (re.compile(r"\bmedium\b|\bmoderate\b|\buncertain\b", re.I), 0.5),
     (re.compile(r"\blow\b|\bunlikely\b", re.I), 0.2),
 ]
-_REASONING_TAGS = ("think", "thinking", "reasoning", "reflection")
-_REASONING_BLOCK = re.compile(r"<\s*(%s)\s*>.*?<\s*/\s*\1\s*>" % "|".join(_REASONING_TAGS), re.I | re.S)
-_REASONING_OPEN = re.compile(r"^\s*<\s*(?:%s)\s*>" % "|".join(_REASONING_TAGS), re.I)
-_REASONING_CLOSE = re.compile(r"<\s*/\s*(?:%s)\s*>" % "|".join(_REASONING_TAGS), re.I)
 _NEGATED = re.compile(r"\b(?:not|no|never|neither|nor|doesn'?t|isn'?t|cannot|can'?t)\W+(?:\w+\W+){0,2}$", re.I)
 _NEGATED_LABEL = re.compile(r"\b(?:NOT|NO|NEVER)\W*$")
 
@@ -60,29 +56,6 @@ def text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content or [])
-
-
-def without_reasoning(text: str) -> tuple[str, bool]:
-    """The answer without the reasoning some models write before it (``<think>...</think>`` and
-    its kin), and whether there was any. An answer that opens a reasoning block and never closes it
-    is all reasoning (nothing is left); one that closes a block it never opened (the chat template
-    opened it) keeps what follows the close."""
-    if not text or "<" not in text:
-        return text or "", False
-    visible = _REASONING_BLOCK.sub("", text)
-    closing = list(_REASONING_CLOSE.finditer(visible))
-    if closing:  # the opening tag was in the prompt's template
-        visible = visible[closing[-1].end():]
-    elif _REASONING_OPEN.match(visible):
-        visible = ""
-    return visible.strip() if visible != text else text, visible != text
-
-
-def without_cut_tail(text: str) -> str:
-    """An answer that stopped at the token limit, less its last word, which may itself be cut
-    (``<score>0.`` of ``<score>0.85``): what is left can be read without guessing."""
-    cut = max(text.rfind(" "), text.rfind("\n"), text.rfind(">"))
-    return text[: cut + 1] if cut >= 0 else ""
 
 
 def _tags(text: str, name: str) -> list[str]:

@@ -2,10 +2,12 @@
 
 LangChain asks a chat model's ``cache`` with the serialised prompt and a string of everything else
 that shapes the answer (model, sampling parameters, bound tools, per-call options such as the
-prompt's name header); :class:`SQLiteChatCache` keys an answer by a hash of those two and of the
+prompt's name header when a test sends it); :class:`SQLiteChatCache` keys an answer by a hash of those two and of the
 endpoint it came from, so the same model name on two servers never shares answers. An empty
 answer (no text, no tool call) is never stored: it is retried, not remembered. An answer served
 from the cache carries ``response_metadata["claire_cache_hit"]``, which usage accounting reads.
+A stored row that cannot be read back as an answer (damaged on disk, or written by another
+version) is a miss: the model is asked again and the fresh answer replaces the row.
 
 WAL lets concurrent readers and writers (threads or processes) share one file and a reader never
 waits for a writer: lookups run on the caller's thread over a connection of their own (a fraction
@@ -31,6 +33,7 @@ from langchain_core.messages import AIMessage, message_to_dict, messages_from_di
 from langchain_core.outputs import ChatGeneration, Generation
 
 from claire.errors import ConfigError
+from claire.files import valid_text
 from claire.llm.usage import CACHE_HIT
 
 log = logging.getLogger(__name__)
@@ -63,16 +66,25 @@ def _encode(generations: Sequence[Generation]) -> bytes:
         if message is None:
             message = AIMessage(content=generation.text)
         records.append({"message": message_to_dict(message), "info": generation.generation_info})
-    return orjson.dumps(records)
+    try:
+        return orjson.dumps(records)
+    except TypeError:  # half a surrogate pair in the answer: kept with U+FFFD in its place
+        return orjson.dumps(valid_text(records))
 
 
-def _decode(data: str | bytes) -> list[Generation]:
-    generations: list[Generation] = []
-    for record in orjson.loads(data):
-        message = messages_from_dict([record["message"]])[0]
-        message.response_metadata = {**(message.response_metadata or {}), CACHE_HIT: True}
-        generations.append(ChatGeneration(message=message, generation_info=record.get("info")))
-    return generations
+def _decode(data: str | bytes) -> list[Generation] | None:
+    """The answer a row holds, or None when the row is not one (bad JSON, another shape)."""
+    try:
+        generations: list[Generation] = []
+        for record in orjson.loads(data):
+            message = messages_from_dict([record["message"]])[0]
+            if not isinstance(message, AIMessage):
+                return None
+            message.response_metadata = {**(message.response_metadata or {}), CACHE_HIT: True}
+            generations.append(ChatGeneration(message=message, generation_info=record.get("info")))
+    except Exception:  # whatever a damaged row makes the readers raise: it is no answer
+        return None
+    return generations if _storable(generations) else None  # an empty answer is never stored: not one either
 
 
 class SQLiteChatCache(BaseCache):
@@ -101,6 +113,7 @@ class SQLiteChatCache(BaseCache):
         self._unwritten: dict[str, bytes] = {}  # queued answers, readable before they land
         self._queue_lock = threading.Lock()  # _unwritten is changed by the caller and by the writer thread
         self._write_failed = False
+        self._broken_said = False
         self._closed = False
 
     # -- LangChain's interface --------------------------------------------------------------
@@ -114,7 +127,12 @@ class SQLiteChatCache(BaseCache):
             with self._read_lock:
                 row = self._reader.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
             data = row[0] if row else None
-        return _decode(data) if data is not None else None
+        if data is None:
+            return None
+        generations = _decode(data)
+        if generations is None:  # a broken row is a miss: the fresh answer overwrites it
+            self._say_broken()
+        return generations
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Queue the answer for writing (returns at once); empty answers are not kept."""
@@ -140,6 +158,12 @@ class SQLiteChatCache(BaseCache):
             self._db.execute("DELETE FROM answers")
 
     # -- housekeeping ------------------------------------------------------------------------
+    def _say_broken(self) -> None:
+        if not self._broken_said:  # said once: every broken row is asked again all the same
+            self._broken_said = True
+            log.warning("the LLM cache %s holds an answer it cannot read; asking the model again and replacing it",
+                        self.path)
+
     def _write(self, key: str, data: bytes) -> None:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO answers (key, answer, created) VALUES (?, ?, ?)",

@@ -13,9 +13,13 @@ both), which is what limits a batch run on a small machine. ``llm.openai_client`
 ``auto`` takes this model for a plain endpoint (no proxy from the environment, no streaming, not
 Azure) and ``ChatOpenAI`` otherwise; ``chat_openai`` always takes ``ChatOpenAI``.
 
-Failures keep the shapes :func:`claire.llm.errors.classify_error` reads: an HTTP error has
+Failures keep the shapes :func:`claire.llm.client.classify_error` reads: an HTTP error has
 ``status_code``, ``response.headers`` and the JSON ``body``; timeouts and refused connections are
-aiohttp's own exceptions; an answer that is not a chat completion is a TransientLLMError.
+aiohttp's own exceptions; an answer that is not a chat completion is an :class:`UnreadableAnswer`. A body
+that orjson refuses only because a model wrote half a surrogate pair (``"\\ud800"``) or bytes
+that are not UTF-8 is read by the standard library instead, with U+FFFD in their place. The
+prompt tokens an endpoint served from its prefix cache (``prompt_tokens_details.cached_tokens``)
+go into the answer's ``usage_metadata`` as LangChain's ``input_token_details["cache_read"]``.
 """
 
 from __future__ import annotations
@@ -38,9 +42,13 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
-from claire.llm.errors import TransientLLMError
+from claire.files import valid_text
 
 MAX_CONNECTIONS = 512
+
+
+class UnreadableAnswer(ValueError):
+    """The endpoint answered 200 with a body that is not a chat completion (retried: a garbled answer)."""
 
 
 class EndpointStatusError(Exception):
@@ -82,14 +90,11 @@ def chat_result(data: Any, model: str) -> ChatResult:
                 calls.append(parse_tool_call(raw, return_id=True))
             except Exception as error:  # arguments that are not JSON: kept, so the agent can say what went wrong
                 invalid.append(make_invalid_tool_call(raw, str(error)))
-        usage = data.get("usage") or {}
-        prompt_tokens, completion_tokens = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         answer = AIMessage(
             content=content or "",
             tool_calls=[call for call in calls if call is not None],
             invalid_tool_calls=invalid,
-            usage_metadata=UsageMetadata(input_tokens=prompt_tokens, output_tokens=completion_tokens,
-                                         total_tokens=prompt_tokens + completion_tokens),
+            usage_metadata=usage_metadata(data.get("usage")),
             response_metadata={"model_name": data.get("model") or model, "finish_reason": choice.get("finish_reason")},
             # what some servers send beside the content: a refusal (OpenAI) and the model's reasoning
             # (vLLM, llama.cpp, DeepSeek), kept as LangChain's ChatOpenAI keeps them
@@ -97,8 +102,36 @@ def chat_result(data: Any, model: str) -> ChatResult:
             id=data.get("id"),
         )
     except (KeyError, IndexError, TypeError, AttributeError) as error:
-        raise TransientLLMError(f"unparseable response from the endpoint: {error!r}") from None
+        raise UnreadableAnswer(f"not a chat completion ({error!r})") from None
     return ChatResult(generations=[ChatGeneration(message=answer)])
+
+
+def usage_metadata(usage: Any) -> UsageMetadata:
+    """A chat completion's ``usage`` as LangChain's UsageMetadata, with the prompt tokens served
+    from the endpoint's prompt cache as ``input_token_details["cache_read"]``."""
+    usage = usage if isinstance(usage, dict) else {}
+    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    metadata = UsageMetadata(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion)
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if cached:
+        metadata["input_token_details"] = {"cache_read": int(cached)}
+    return metadata
+
+
+def read_body(data: bytes) -> Any:
+    """The JSON of an answer's body. orjson reads it, except what orjson refuses but is still a
+    chat completion: half a surrogate pair in an escape (``"\\ud800"``, which some models write)
+    or bytes that are not UTF-8; those are read by the standard library, with U+FFFD in their
+    place, so the answer's text reaches the caller."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return valid_text(json.loads(data.decode("utf-8", "replace")))
+    except ValueError:
+        raise UnreadableAnswer("the body is not JSON") from None
 
 
 def tool_choice_value(choice: Any) -> Any:
@@ -190,11 +223,7 @@ class ChatCompletionsModel(BaseChatModel):
             data = await response.read()
             if response.status >= 400:
                 raise EndpointStatusError(response.status, response.headers, _json_or_text(data))
-        try:
-            answer = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise TransientLLMError("unparseable response from the endpoint: the body is not JSON") from None
-        return chat_result(answer, self.model_name)
+        return chat_result(read_body(data), self.model_name)
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
                   **kwargs: Any) -> ChatResult:
@@ -205,11 +234,7 @@ class ChatCompletionsModel(BaseChatModel):
         response = httpx.post(self._url(), content=body, headers=headers, timeout=self.timeout)
         if response.status_code >= 400:
             raise EndpointStatusError(response.status_code, response.headers, _json_or_text(response.content))
-        try:
-            answer = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            raise TransientLLMError("unparseable response from the endpoint: the body is not JSON") from None
-        return chat_result(answer, self.model_name)
+        return chat_result(read_body(response.content), self.model_name)
 
     async def aclose(self) -> None:
         """Close the HTTP session this event loop opened."""

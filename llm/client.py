@@ -2,16 +2,28 @@
 
 :class:`ChatClient` wraps the LangChain chat model of the configuration (``llm.models``) with what
 a batch run needs around each call: retries with exponential backoff and jitter that honour
-``Retry-After`` (the one policy in ``claire.retrying``; the SDKs' own retries are off), a
-process-wide limit on calls in flight, failing fast once the endpoint is known to be down, the
-prompt's template name sent as a header, and the model's context window for fitting prompts.
-:meth:`ChatClient.ask` is the one "ask again when the answer cannot be read" helper.
+``Retry-After`` (the one policy in ``claire.retrying``, built once per client; the SDKs' own
+retries are off), a process-wide limit on calls in flight, failing fast once the endpoint is known
+to be down, and the model's context window for fitting prompts. :meth:`ChatClient.ask` is the one
+"ask again when the answer cannot be read" helper.
+
+Which failures are worth another try is decided here too (:func:`classify_error`): 429, 5xx and
+garbled answers are retried; a refused connection is retried with backoff (a server starting up);
+a call that got no answer within ``llm.timeout`` is not (another try would wait as long again, and
+one hanging endpoint would make a single fact wait several timeouts), and it marks the endpoint
+down so later calls fail at once; a bad key or an unknown model ends the call.
 
 Every answer is tidied before anyone reads it, for what real models emit: reasoning before the
 answer (``<think>`` blocks) is set aside, an empty answer is tried once more and then handed on
 as empty (the caller asks again or says so), a refusal is an error of its own, and an answer cut
 at the token limit is marked so :meth:`ask` does not read its last, possibly cut, word. Each of
 these is counted (``llm.usage.record_event``).
+
+With an Anthropic model, the end of each prompt's fixed part (its system message) is marked as a
+prompt-cache breakpoint (``cache_control`` on the message's last content block, as
+langchain-anthropic reads it), so the provider caches the tools and instructions every call
+repeats. Nothing test-specific goes to an endpoint: the prompt's template name travels as the
+``X-Claire-Prompt`` header only when ``llm.prompt_header`` is on (test servers read it).
 
 Answers are LangChain ``AIMessage`` objects; the cache and usage accounting hang on the chat model
 itself (its ``cache`` and the callback of ``llm.usage``).
@@ -21,24 +33,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from tenacity import RetryCallState, stop_after_attempt
 
 from claire.config import LLMConfig
 from claire.errors import ClaireError, LLMError, redact
-from claire.llm.answers import text_of, without_cut_tail, without_reasoning
 from claire.llm.cassette import Recorder
-from claire.llm.errors import TransientLLMError, classify_error
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
 from claire.llm.usage import record_event
 from claire.prompts import PROMPT_HEADER
-from claire.retrying import async_retrying
+from claire.retrying import TransientError, async_retrying, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +60,8 @@ PROBE_AFTER = 60.0
 between fail at once (a hanging endpoint would otherwise cost every later call its full timeout)."""
 SAY_WAITING_EVERY = 15.0
 """Seconds between the notes that a call is still waiting for its answer."""
+CACHE_BREAKPOINT = {"type": "ephemeral"}
+"""Anthropic's mark for "cache the prompt up to here" (``cache_control`` of a content block)."""
 T = TypeVar("T")
 
 
@@ -55,8 +69,130 @@ class ModelRefusal(LLMError):
     """The model declined to answer (an OpenAI ``refusal``): asking again would not help."""
 
 
-FollowUp = Callable[[str], Sequence[BaseMessage]]
-"""Renders the message that asks again, given what was wrong: ``unreadable``, ``cut`` or ``empty``."""
+class TransientLLMError(TransientError):
+    """An LLM call worth retrying; ``retry_after`` is the server's requested wait in seconds.
+    ``unresponsive``: the endpoint could not be reached or did not answer in time (not a
+    per-request failure such as a 429 or a garbled body); ``hung``: it did not answer in time,
+    which another try would only repeat."""
+
+    def __init__(self, message: str, retry_after: float | None = None, *, unresponsive: bool = False,
+                 hung: bool = False):
+        super().__init__(message, retry_after)
+        self.unresponsive = unresponsive or hung
+        self.hung = hung
+
+
+# -- which failures are worth retrying ----------------------------------------------------------
+# Provider SDKs share one shape — ``status_code`` and ``response.headers`` on HTTP errors, timeout
+# and connection classes below them — so errors are read by shape, not by SDK.
+_TIMEOUTS = {"APITimeoutError", "TimeoutException", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
+_CONNECTION = {"APIConnectionError", "ConnectError", "ConnectionError", "RemoteProtocolError", "NetworkError"}
+_GARBLED = {"APIResponseValidationError", "JSONDecodeError", "KeyError", "IndexError", "TypeError", "ValidationError",
+            "ClientPayloadError", "OutputParserException", "UnreadableAnswer"}
+_REFUSED = {"ClientConnectorError", "ClientConnectorDNSError", "ServerDisconnectedError", "ClientOSError",
+            "ConnectionRefusedError", "ConnectionResetError"}
+
+
+def brief(error: BaseException) -> str:
+    """The server's own message in an error, else the error's text, cut to 200 characters."""
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error")
+        message = inner.get("message") if isinstance(inner, dict) else body.get("message")
+        if message:
+            return str(message)[:200]
+    return str(getattr(error, "message", None) or error)[:200]
+
+
+def status_of(error: BaseException) -> int | None:
+    """The HTTP status an error carries (on itself or on its response), if any."""
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(error, "response", None)
+    status = getattr(response, "status_code", None) if response is not None else None
+    return status if isinstance(status, int) else None
+
+
+def refused(error: BaseException) -> bool:
+    """Whether the connection itself failed (refused, reset, no route) somewhere down the cause
+    chain: aiohttp reports those as a connect *timeout*, which they are not."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if type(cause).__name__ in _REFUSED:
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: float) -> Exception:
+    """The error to raise for a failed call: TransientLLMError (retry), LLMError (give up), or
+    ``error`` itself when it is none of the known kinds."""
+    names = {cls.__name__ for cls in type(error).__mro__}
+    status = status_of(error)
+    if status is not None:
+        headers = getattr(getattr(error, "response", None), "headers", None)
+        if 200 <= status < 300:  # the body of a successful answer could not be read
+            return TransientLLMError(f"unparseable response from the endpoint: {brief(error)}")
+        if status == 401:
+            return LLMError(f"the LLM endpoint {endpoint} rejected the API key (401): set OPENAI_API_KEY "
+                            "(or llm.api_key_env, or the provider's own key variable) to a valid key")
+        if status == 403:
+            return LLMError(f"the LLM endpoint {endpoint} refused access (403): {brief(error)}")
+        if status == 404:
+            return LLMError(f"model '{model}' was not found at {endpoint} (404: {brief(error)}); "
+                            "set --model / llm.model to a model that endpoint serves")
+        if status == 429:
+            return TransientLLMError("rate limited (429)", retry_after(headers))
+        if status in (408, 409, 425) or status >= 500:
+            return TransientLLMError(f"server error ({status})", retry_after(headers))
+        return LLMError(f"the LLM endpoint answered HTTP {status}: {brief(error)}")
+    if refused(error):
+        return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
+    if names & _TIMEOUTS:
+        return TransientLLMError(f"no answer within {timeout:g} s (timeout)", hung=True)
+    if names & _CONNECTION:
+        return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
+    if names & _GARBLED:
+        detail = str(error) if "UnreadableAnswer" in names else type(error).__name__
+        return TransientLLMError(f"unparseable response from the endpoint: {detail}")
+    return error
+
+
+def _hung(error: BaseException) -> bool:
+    return isinstance(error, TransientLLMError) and error.hung
+
+
+# -- tidying answers -----------------------------------------------------------------------------
+_REASONING_TAGS = ("think", "thinking", "reasoning", "reflection")
+_REASONING_BLOCK = re.compile(r"<\s*(%s)\s*>.*?<\s*/\s*\1\s*>" % "|".join(_REASONING_TAGS), re.I | re.S)
+_REASONING_OPEN = re.compile(r"^\s*<\s*(?:%s)\s*>" % "|".join(_REASONING_TAGS), re.I)
+_REASONING_CLOSE = re.compile(r"<\s*/\s*(?:%s)\s*>" % "|".join(_REASONING_TAGS), re.I)
+
+
+def without_reasoning(text: str) -> tuple[str, bool]:
+    """The answer without the reasoning some models write before it (``<think>...</think>`` and
+    its kin), and whether there was any. An answer that opens a reasoning block and never closes it
+    is all reasoning (nothing is left); one that closes a block it never opened (the chat template
+    opened it) keeps what follows the close."""
+    if not text or "<" not in text:
+        return text or "", False
+    visible = _REASONING_BLOCK.sub("", text)
+    closing = list(_REASONING_CLOSE.finditer(visible))
+    if closing:  # the opening tag was in the prompt's template
+        visible = visible[closing[-1].end():]
+    elif _REASONING_OPEN.match(visible):
+        visible = ""
+    return visible.strip() if visible != text else text, visible != text
+
+
+def without_cut_tail(text: str) -> str:
+    """An answer that stopped at the token limit, less its last word, which may itself be cut
+    (``<score>0.`` of ``<score>0.85``): what is left can be read without guessing."""
+    cut = max(text.rfind(" "), text.rfind("\n"), text.rfind(">"))
+    return text[: cut + 1] if cut >= 0 else ""
 
 
 def is_cut(answer: AIMessage) -> bool:
@@ -67,7 +203,7 @@ def is_cut(answer: AIMessage) -> bool:
 def _tidied(answer: AIMessage) -> AIMessage:
     """The answer with any reasoning set aside (the text the caller reads), a refusal raised."""
     refusal = (answer.additional_kwargs or {}).get("refusal")
-    text = text_of(answer)
+    text = str(answer.text)
     visible, had_reasoning = without_reasoning(text)
     if had_reasoning:
         record_event("reasoning_removed")
@@ -78,6 +214,25 @@ def _tidied(answer: AIMessage) -> AIMessage:
         record_event("refusal")
         raise ModelRefusal(f"the model declined to answer: {str(refusal)[:200]}")
     return answer
+
+
+def with_cache_breakpoint(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """The messages with an Anthropic prompt-cache breakpoint after the prompt's fixed part: the
+    last content block of its (last leading) system message carries ``cache_control``. Messages
+    without a system message are returned as they are."""
+    end = 0
+    while end < len(messages) and isinstance(messages[end], SystemMessage):
+        end += 1
+    if end == 0:
+        return messages
+    fixed = messages[end - 1]
+    content = fixed.content
+    blocks = ([{"type": "text", "text": content}] if isinstance(content, str) else
+              [dict(block) if isinstance(block, dict) else {"type": "text", "text": str(block)} for block in content])
+    if not blocks or not any(block.get("text") for block in blocks):
+        return messages
+    blocks[-1]["cache_control"] = dict(CACHE_BREAKPOINT)
+    return [*messages[: end - 1], fixed.model_copy(update={"content": blocks}), *messages[end:]]
 
 
 @dataclass
@@ -91,12 +246,17 @@ class Asked(Generic[T]):
     asked: int
 
 
+FollowUp = Callable[[str], Sequence[BaseMessage]]
+"""Renders the message that asks again, given what was wrong: ``unreadable``, ``cut`` or ``empty``."""
+
+
 class ChatClient:
     """A LangChain chat model with retries, a concurrency limit and context-window arithmetic."""
 
     def __init__(self, setup: ChatModelSetup, *, max_tokens: int = 1500, timeout: float = 60.0, max_attempts: int = 6,
                  max_concurrency: int = 8, retry_base_wait: float = 0.5, retry_max_wait: float = 30.0,
-                 tool_calling: str = "native", context_window: int | None = None, record: Path | None = None):
+                 tool_calling: str = "native", context_window: int | None = None, record: Path | None = None,
+                 prompt_header: bool = False):
         self.setup = setup
         self.model: BaseChatModel = setup.model
         self.model_name = setup.model_name
@@ -110,7 +270,8 @@ class ChatClient:
         self.tool_calling = tool_calling
         self.context_window = context_window or known_context_window(setup.model_name)
         self.counter = TokenCounter(setup.model_name)
-        self.recorder = Recorder(record) if record is not None else None  # llm.record: a cassette of every call
+        self.recorder = Recorder(record, model=setup.model_name) if record is not None else None  # llm.record
+        self.prompt_header = prompt_header and setup.sends_headers  # llm.prompt_header: for test servers only
         # Set when a call gave up because the endpoint could not be reached or never answered in
         # time: later calls fail at once, and after PROBE_AFTER seconds one tries again (once),
         # until a call gets through.
@@ -120,6 +281,9 @@ class ChatClient:
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._bound: dict[tuple[Any, ...], Any] = {}
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # between retries (tests give a clock of their own)
+        # The retry policy, built once; each call runs a copy (a policy holds the state of one call).
+        self._retrying = async_retrying(max_attempts, base=retry_base_wait, max_wait=retry_max_wait, cap=MAX_RETRY_AFTER,
+                                        sleep=self._pause, before_sleep=self._say_waiting, give_up=_hung)
 
     @classmethod
     def from_config(cls, config: LLMConfig, *, setup: ChatModelSetup | None = None) -> "ChatClient":
@@ -130,7 +294,7 @@ class ChatClient:
             max_concurrency=config.max_concurrency, retry_base_wait=config.retry_base_wait,
             retry_max_wait=config.retry_max_wait, tool_calling=config.tool_calling,
             context_window=config.context_window or (config.local_n_ctx if config.provider == "local" else None),
-            record=config.record,
+            record=config.record, prompt_header=config.prompt_header,
         )
 
     @property
@@ -175,14 +339,15 @@ class ChatClient:
 
     async def ainvoke(self, prompt: Sequence[BaseMessage], *, tools: Sequence[Any] | None = None,
                       tool_choice: Any = None) -> AIMessage:
-        """One answer to ``prompt``, retried on transient failures. A prompt rendered by the prompt
-        library names its template, which goes with the request (the ``X-Claire-Prompt`` header)."""
+        """One answer to ``prompt``, retried on transient failures (a prompt rendered by the prompt
+        library carries its template's ``name``, which recordings keep and, with
+        ``llm.prompt_header``, a test server is told)."""
         runnable = self._runnable(tools, tool_choice)
         options: dict[str, Any] = {}
         name = getattr(prompt, "name", None)
-        if name and self.setup.sends_headers and name.isascii() and name.isprintable():
+        if self.prompt_header and name and name.isascii() and name.isprintable():
             options["extra_headers"] = {PROMPT_HEADER: name}
-        messages = list(prompt)
+        messages = with_cache_breakpoint(list(prompt)) if self.setup.cache_breakpoints else list(prompt)
         if self.endpoint_down:
             waited = self.clock() - self.down_since
             if waited < PROBE_AFTER:  # fail fast: the endpoint did not answer moments ago
@@ -190,21 +355,22 @@ class ChatClient:
                                f"for {PROBE_AFTER - waited:.0f} s (check that the server is running, or set "
                                "OPENAI_BASE_URL / llm.base_url)")
         attempts = 1 if self.endpoint_down else self.max_attempts
-        retrying = async_retrying(attempts, base=self.retry_base_wait, max_wait=self.retry_max_wait, cap=MAX_RETRY_AFTER,
-                                  sleep=self.sleep, before_sleep=self._say_waiting)
+        retrying = self._retrying.copy(stop=stop_after_attempt(1)) if attempts == 1 else self._retrying.copy()
+        tried = 0
         empties = 0
         try:
             async for attempt in retrying:
                 with attempt:
+                    tried += 1
                     async with self._semaphore():
                         answer = await self._call(runnable, messages, options)
                     self.endpoint_down = False
                     if self.recorder is not None:
                         self.recorder.record(messages, name, tools, answer)
                     answer = _tidied(answer)
-                    if not text_of(answer).strip() and not answer.tool_calls and not answer.invalid_tool_calls:
+                    if not answer.text.strip() and not answer.tool_calls and not answer.invalid_tool_calls:
                         empties += 1
-                        if empties == 1 and attempt.retry_state.attempt_number < attempts:
+                        if empties == 1 and tried < attempts:
                             raise TransientLLMError("the model returned an empty answer")  # once more: a server hiccup?
                         record_event("empty_answer")  # empty twice: the caller asks differently or says so
         except TransientLLMError as error:
@@ -213,10 +379,15 @@ class ChatClient:
                 self.endpoint_down = True
                 self.down_since = self.clock()
                 hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
-            raise LLMError(f"LLM call to {self.endpoint} failed after {attempts} attempt(s): {error}{hint}") from None
+                if error.hung and tried < attempts:
+                    hint = f" (not tried again: a longer llm.timeout suits a slow endpoint){hint}"
+            raise LLMError(f"LLM call to {self.endpoint} failed after {tried} attempt(s): {error}{hint}") from None
         return answer
 
-    def _say_waiting(self, state: Any) -> None:
+    async def _pause(self, seconds: float) -> None:
+        await self.sleep(seconds)
+
+    def _say_waiting(self, state: RetryCallState) -> None:
         """While an endpoint does not answer, say so on each retry (a silent wait reads as a hang)."""
         error = state.outcome.exception() if state.outcome is not None else None
         if isinstance(error, TransientLLMError) and error.unresponsive:
@@ -261,7 +432,7 @@ class ChatClient:
         without its last word. If the conversation would no longer fit the context window,
         ``refit(tokens)`` renders the prompt again with that many tokens less room."""
         answer = await self.ainvoke(prompt)
-        first = text_of(answer)
+        first = str(answer.text)
         value = read(without_cut_tail(first) if is_cut(answer) else first)
         if value is not None:
             return Asked(value, first, list(prompt), 1)
@@ -273,9 +444,11 @@ class ChatClient:
             prompt = refit(self.count_tokens(extra))  # the first answer needs room too
         conversation = prompt + extra if hasattr(prompt, "name") else list(prompt) + extra
         again = await self.ainvoke(conversation)
-        second = text_of(again)
+        second = str(again.text)
         return Asked(read(without_cut_tail(second) if is_cut(again) else second), first + "\n" + second, list(prompt), 2)
 
     async def aclose(self) -> None:
-        """Close the model's HTTP clients and its cache."""
+        """Close the model's HTTP clients and its cache, and finish writing the recording."""
         await self.setup.aclose()
+        if self.recorder is not None:
+            self.recorder.close()

@@ -38,8 +38,9 @@ class ChatModelSetup:
     endpoint: str  # the base URL (or provider name) in messages and cache keys
     model_name: str  # the model name without a provider prefix
     cache: SQLiteChatCache | None
-    sends_headers: bool  # per-call HTTP headers (the prompt's name) can be sent
+    sends_headers: bool  # per-call HTTP headers (the prompt's name, for test servers) can be sent
     closers: tuple[Any, ...] = ()  # HTTP clients to close with the model
+    cache_breakpoints: bool = False  # mark the end of each prompt's fixed part for the provider's prompt cache
 
     async def aclose(self) -> None:
         """Close the HTTP clients and the cache this model opened."""
@@ -149,7 +150,9 @@ def _other(config: LLMConfig, provider: str, name: str) -> ChatModelSetup:
         if cache is not None:
             cache.close()
         raise LLMError(f"cannot set up the {provider} chat model '{name}': {str(error).splitlines()[0][:200]}") from None
-    return ChatModelSetup(model, provider, endpoint, name, cache, False)  # type: ignore[arg-type]
+    # Anthropic caches a prompt prefix only up to a marked breakpoint (OpenAI and most servers do it unasked).
+    return ChatModelSetup(model, provider, endpoint, name, cache, False,  # type: ignore[arg-type]
+                          cache_breakpoints=provider == "anthropic")
 
 
 def chat_model_from_config(config: LLMConfig) -> ChatModelSetup:

@@ -4,8 +4,14 @@
 tasks it spawns) is added to that scope and to every enclosing one. The calls are seen through a
 LangChain callback handler (:class:`UsageCallback`, reading each answer's ``usage_metadata``)
 that LangChain attaches to every call made while a scope is open (``register_configure_hook``).
-An answer served from CLAIRE's cache counts as a cached call, without tokens or cost. Prices are
-USD per million tokens.
+An answer served from CLAIRE's cache counts as a cached call, without tokens or cost.
+
+Providers cache repeated prompt prefixes themselves and bill those tokens apart: OpenAI reports
+``prompt_tokens_details.cached_tokens`` (read at a lower price), Anthropic its cache reads and
+writes; LangChain's chat models hand both on as ``usage_metadata["input_token_details"]``
+(``cache_read``, ``cache_creation`` and its 5-minute / 1-hour split). They are counted in
+``cache_read_tokens`` and ``cache_write_tokens`` (both part of ``prompt_tokens``) and priced as
+the provider prices them (:class:`Price`, USD per million tokens).
 
 Beside the tokens, a scope counts what had to be done to read real models' answers
 (:func:`record_event`): an answer asked again, a reasoning block removed, a cut or empty answer,
@@ -18,7 +24,7 @@ from __future__ import annotations
 import contextvars
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
@@ -27,27 +33,91 @@ from langchain_core.tracers.context import register_configure_hook
 CACHE_HIT = "claire_cache_hit"
 """The ``response_metadata`` key the LLM cache sets on an answer it served."""
 
-# USD per 1M tokens (input, output), from the providers' public price lists (2025-2026).
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-5": (1.25, 10.00),
-    "gpt-5-mini": (0.25, 2.00),
-    "gpt-5-nano": (0.05, 0.40),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
+
+@dataclass(frozen=True)
+class Price:
+    """What a provider charges, in USD per million tokens: prompt tokens it computed afresh
+    (``input``), answer tokens (``output``), prompt tokens served from its prompt cache
+    (``cache_read``) and prompt tokens written to it (``cache_write``; ``cache_write_long`` for
+    Anthropic's one-hour cache)."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    cache_write_long: float
+
+
+def openai_price(input: float, cached: float, output: float) -> Price:
+    """OpenAI's way: a cached prefix is read at ``cached``; writing it costs nothing extra."""
+    return Price(input, output, cached, input, input)
+
+
+def anthropic_price(input: float, output: float) -> Price:
+    """Anthropic's way: cache reads at a tenth of the input price, writes at 1.25x (5-minute
+    cache) or 2x (one-hour cache)."""
+    return Price(input, output, input * 0.1, input * 1.25, input * 2.0)
+
+
+# From the providers' public price lists (2025-2026).
+PRICES: dict[str, Price] = {
+    "gpt-4o": openai_price(2.50, 1.25, 10.00),
+    "gpt-4o-mini": openai_price(0.15, 0.075, 0.60),
+    "gpt-4.1": openai_price(2.00, 0.50, 8.00),
+    "gpt-4.1-mini": openai_price(0.40, 0.10, 1.60),
+    "gpt-4.1-nano": openai_price(0.10, 0.025, 0.40),
+    "gpt-5": openai_price(1.25, 0.125, 10.00),
+    "gpt-5-mini": openai_price(0.25, 0.025, 2.00),
+    "gpt-5-nano": openai_price(0.05, 0.005, 0.40),
+    "o3-mini": openai_price(1.10, 0.55, 4.40),
+    "o4-mini": openai_price(1.10, 0.275, 4.40),
+    "claude-opus-4-5": anthropic_price(5.00, 25.00),
+    "claude-opus-4-1": anthropic_price(15.00, 75.00),
+    "claude-opus-4": anthropic_price(15.00, 75.00),
+    "claude-sonnet-4-5": anthropic_price(3.00, 15.00),
+    "claude-sonnet-4": anthropic_price(3.00, 15.00),
+    "claude-3-7-sonnet": anthropic_price(3.00, 15.00),
+    "claude-haiku-4-5": anthropic_price(1.00, 5.00),
+    "claude-3-5-haiku": anthropic_price(0.80, 4.00),
 }
 
 
-def price_for(model: str) -> tuple[float, float] | None:
+def price_for(model: str) -> Price | None:
     """The price entry for a model name, matching dated snapshots like gpt-4o-2024-08-06."""
     if model in PRICES:
         return PRICES[model]
     best = max((name for name in PRICES if model.startswith(name + "-")), key=len, default=None)
     return PRICES[best] if best else None
+
+
+@dataclass(frozen=True)
+class CallTokens:
+    """The tokens of one call as the provider counted them: ``prompt`` (all of them, cached or
+    not), ``completion``, and of the prompt, those read from the provider's prompt cache and
+    those written to it (``cache_write_long``: of those written, the ones kept for an hour)."""
+
+    prompt: int = 0
+    completion: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_long: int = 0
+
+    @classmethod
+    def from_metadata(cls, usage: Mapping[str, Any] | None) -> "CallTokens":
+        """The tokens of LangChain's ``usage_metadata`` (its ``input_token_details`` included)."""
+        usage = usage or {}
+        details = usage.get("input_token_details") or {}
+        long = int(details.get("ephemeral_1h_input_tokens") or 0)
+        written = int(details.get("cache_creation") or 0) + int(details.get("ephemeral_5m_input_tokens") or 0) + long
+        return cls(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
+                   int(details.get("cache_read") or 0), written, long)
+
+    def cost(self, price: Price) -> float:
+        """USD for this call at ``price``."""
+        fresh = max(self.prompt - self.cache_read - self.cache_write, 0)
+        return (fresh * price.input + self.cache_read * price.cache_read
+                + (self.cache_write - self.cache_write_long) * price.cache_write
+                + self.cache_write_long * price.cache_write_long + self.completion * price.output) / 1_000_000
 
 
 EVENTS: dict[str, str] = {
@@ -74,13 +144,17 @@ REPAIRS = ("reasoning_removed", "cut_answer", "empty_answer", "text_tool_call", 
 
 @dataclass
 class Usage:
-    """Calls, cached calls, tokens and cost (None when the model's price is unknown), and the
-    events of reading the answers (:data:`EVENTS`)."""
+    """Calls, cached calls (answered by CLAIRE's cache), tokens (``cache_read_tokens`` and
+    ``cache_write_tokens``: the prompt tokens the provider read from or wrote to its prompt
+    cache, counted in ``prompt_tokens`` too), cost (None when the model's price is unknown), and
+    the events of reading the answers (:data:`EVENTS`)."""
 
     calls: int = 0
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_usd: float | None = None
     events: dict[str, int] = field(default_factory=dict)
 
@@ -89,18 +163,19 @@ class Usage:
         """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
-    def record(self, model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+    def record(self, model: str, tokens: CallTokens, cached: bool) -> None:
         """Add one call (a cache hit counts as a cached call, without tokens or cost)."""
         if cached:
             self.cached_calls += 1
             return
         self.calls += 1
-        self.prompt_tokens += prompt_tokens
-        self.completion_tokens += completion_tokens
+        self.prompt_tokens += tokens.prompt
+        self.completion_tokens += tokens.completion
+        self.cache_read_tokens += tokens.cache_read
+        self.cache_write_tokens += tokens.cache_write
         price = price_for(model)
         if price is not None:
-            cost = (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
-            self.cost_usd = (self.cost_usd or 0.0) + cost
+            self.cost_usd = (self.cost_usd or 0.0) + tokens.cost(price)
 
     def add(self, other: "Usage") -> None:
         """Add another tally to this one."""
@@ -108,6 +183,8 @@ class Usage:
         self.cached_calls += other.cached_calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
         if other.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
         for kind, count in other.events.items():
@@ -123,7 +200,8 @@ class Usage:
     def from_dict(cls, data: dict | None) -> "Usage":
         """A tally from its plain data (missing fields are zero)."""
         data = data or {}
-        keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd", "events")
+        keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
+                "cost_usd", "events")
         return cls(**{k: data[k] for k in keys if k in data})
 
 
@@ -142,10 +220,8 @@ class UsageCallback(BaseCallbackHandler):
             return
         message = generation.message
         metadata = message.response_metadata or {}
-        usage = getattr(message, "usage_metadata", None) or {}
         model = str(metadata.get("model_name") or metadata.get("model") or "")
-        record_call(model, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-                    bool(metadata.get(CACHE_HIT)))
+        record_call(model, CallTokens.from_metadata(getattr(message, "usage_metadata", None)), bool(metadata.get(CACHE_HIT)))
 
 
 _callback: contextvars.ContextVar[UsageCallback | None] = contextvars.ContextVar("claire_usage_callback", default=None)
@@ -166,10 +242,10 @@ def track_usage() -> Iterator[Usage]:
         _scopes.reset(token)
 
 
-def record_call(model: str, prompt_tokens: int, completion_tokens: int, cached: bool) -> None:
+def record_call(model: str, tokens: CallTokens, cached: bool = False) -> None:
     """Add one call to every open scope."""
     for usage in _scopes.get():
-        usage.record(model, prompt_tokens, completion_tokens, cached)
+        usage.record(model, tokens, cached)
 
 
 def record_event(kind: str) -> None:

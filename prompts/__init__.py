@@ -8,8 +8,8 @@ split into messages, and only then are the values put back, so no inserted text 
 passage, a context file, a dataset field) can open a message of another role. Template sets and variants
 (``verifier.strict.j2`` chosen by ``prompts.variants = {verifier = "strict"}``) are the basis of
 prompt ablations. :meth:`PromptLibrary.render` returns a :class:`Prompt`: LangChain chat messages
-plus the name of the template they came from, which the LLM client sends along with the request
-(``X-Claire-Prompt``) so a test server can tell a call's purpose without reading its text.
+plus the name of the template they came from, which recordings of a run keep and which the LLM
+client tells a test server (``X-Claire-Prompt``) when ``llm.prompt_header`` is on.
 Templates read passages (:class:`~claire.indexes.corpus.Passage` and its kinds) by their fields.
 Pure data plus this loader: imports nothing from the rest of CLAIRE but errors.
 """
@@ -72,7 +72,8 @@ def _declared_output(source: str) -> str:
 
 PROMPT_HEADER = "X-Claire-Prompt"
 """The HTTP header that names the prompt template a request was rendered from (``verifier``,
-``verifier.feverous``); sent to OpenAI-compatible endpoints, where test servers read it."""
+``verifier.feverous``); sent only when ``llm.prompt_header`` is on, for test servers (never to a
+provider otherwise)."""
 
 _ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
@@ -86,11 +87,8 @@ class Prompt(list):
         super().__init__(messages)
         self.template = template
         self.variant = variant
-
-    @property
-    def name(self) -> str:
-        """The template's name, with the variant after a dot when one was chosen (``verifier.feverous``)."""
-        return f"{self.template}.{self.variant}" if self.variant else self.template
+        # The template's name, with the variant after a dot when one was chosen (``verifier.feverous``).
+        self.name = f"{template}.{variant}" if variant else template
 
     def __add__(self, other: Any) -> "Prompt":  # type: ignore[override]
         return Prompt(list.__add__(self, list(other)), self.template, self.variant)

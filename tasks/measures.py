@@ -24,8 +24,10 @@ def or_dash(value: Any, spec: str = "") -> str:
 
 
 def usage_totals(predictions: list[dict[str, Any]]) -> dict[str, Any]:
-    """Calls, cached calls, tokens and cost summed over predictions (cost None when no price was known)."""
-    keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "total_tokens")
+    """Calls, cached calls, tokens (with those the provider read from or wrote to its prompt cache)
+    and cost summed over predictions (cost None when no price was known)."""
+    keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "total_tokens", "cache_read_tokens",
+            "cache_write_tokens")
     totals: dict[str, Any] = {key: sum(int((p.get("usage") or {}).get(key) or 0) for p in predictions) for key in keys}
     costs = [(p.get("usage") or {}).get("cost_usd") for p in predictions]
     totals["cost_usd"] = sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
@@ -35,6 +37,18 @@ def usage_totals(predictions: list[dict[str, Any]]) -> dict[str, Any]:
             events[kind] = events.get(kind, 0) + int(count)
     totals["events"] = dict(sorted(events.items()))
     return totals
+
+
+def token_summary(usage: dict[str, Any]) -> str:
+    """A run's tokens in words: total, prompt and completion, and of the prompt tokens those the
+    provider served from its prompt cache (and wrote to it) when it said so."""
+    prompt = usage.get("prompt_tokens") or 0
+    text = f"{usage.get('total_tokens') or 0:,} ({prompt:,} prompt, {usage.get('completion_tokens') or 0:,} completion)"
+    read, written = usage.get("cache_read_tokens") or 0, usage.get("cache_write_tokens") or 0
+    if read or written:
+        text += f"; of the prompt tokens {read:,} ({read / max(prompt, 1):.0%}) read from the provider's prompt cache"
+        text += f" and {written:,} written to it" if written else ""
+    return text
 
 
 def robustness(predictions: list[dict[str, Any]]) -> dict[str, Any]:

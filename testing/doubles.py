@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 from claire.domain import Block, Claim, Passage
 from claire.indexes.retriever import Hit
 from claire.llm.answers import text_of
+from claire.testing.mock_openai import template_of
 from claire.testing.scripted import ScriptedRequest
 from claire.tools.registry import argument_of
 
@@ -66,46 +67,16 @@ _KIND_OF_TEMPLATE = {"clarify_entity": "clarify", "fact_extraction": "extract",
 def kind_of(request: ScriptedRequest | dict) -> str:
     """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from: the template
     named by the client (``ScriptedRequest.prompt``, or ``body["claire_prompt"]`` that
-    :class:`~claire.testing.mock_openai.MockOpenAIServer` fills from the ``X-Claire-Prompt``
-    header), else recognised by a phrase of the prompt's system message."""
+    :class:`~claire.testing.mock_openai.MockOpenAIServer` fills in), else recognised by a phrase of
+    the prompt's instructions (:func:`~claire.testing.mock_openai.template_of`)."""
     prompt = request.get("claire_prompt") if isinstance(request, dict) else request.prompt
-    if prompt:
-        return _KIND_OF_TEMPLATE.get(prompt) or _KIND_OF_TEMPLATE.get(prompt.partition(".")[0]) or prompt.partition(".")[0]
-    return _kind_from_phrases(request)
-
-
-def _kind_from_phrases(request: ScriptedRequest | dict) -> str:
-    """The prompt kind read from the wording of the system message (requests without a template name)."""
-    system = request["messages"][0]["content"] if isinstance(request, dict) else text_of(request.messages[0])
-    if system.startswith(("I could not read your answer", "Your answer was")):
-        return "follow_up"
-    if "give one of three verdicts" in system:
-        return "feverous_verifier"
-    if "relates to a claim" in system:
-        return "feverous_nli"
-    if "fact-checking researcher" in system:
-        return "controller"
-    if "<inconsistency_score>" in system:
-        return "verifier"
-    if "You rank search results" in system:
-        return "rankgpt"
-    if "share a name" in system:
-        return "clarify"
-    if "background knowledge" in system:
-        return "explain"
-    if "SUPPORTS or REFUTES" in system:
-        return "nli"
-    if "CONSISTENT with" in system:
-        return "report_consistent"
-    if "CONTRADICTED by" in system:
-        return "report_inconsistent"
-    if "atomic facts" in system:
-        return "extract"
-    if "You check citations" in system:
-        return "cite_support"
-    if "find sources for a claim" in system:
-        return "cite_queries"
-    return "unknown"
+    if not prompt:
+        wire = (request.get("messages") or [] if isinstance(request, dict) else
+                [{"role": message.type, "content": text_of(message)} for message in request.messages])
+        prompt = template_of(wire)
+    if not prompt:
+        return "unknown"
+    return _KIND_OF_TEMPLATE.get(prompt) or _KIND_OF_TEMPLATE.get(prompt.partition(".")[0]) or prompt.partition(".")[0]
 
 
 def tool_call(name: str, argument: str | None = None, **arguments: Any) -> AIMessage:

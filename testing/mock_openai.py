@@ -11,7 +11,7 @@ from a responder function of the request body; items can inject faults:
     {"fault": "hang", "seconds": 5}                       no answer for a while (client timeout)
     {"fault": "malformed"}                                a 200 whose body is not JSON
     {"fault": "empty"}                                    a 200 with empty content
-    {"fault": "401"} / {"fault": "404"}                   bad key / unknown model
+    {"fault": "401"} / {"fault": "404"}                   bad key / unknown model (a "message" of its own)
     {"reasoning": "text"}                                  a ``reasoning_content`` field beside the content
     {"refusal": "text"}                                    a ``refusal`` field (OpenAI's way to decline)
     {"finish_reason": "length"}                            another finish reason (a cut answer)
@@ -24,21 +24,27 @@ from a responder function of the request body; items can inject faults:
 with HTTP 400 ``context_length_exceeded``, as OpenAI and vLLM do, and counted in ``rejected``.
 Prompt tokens are counted as a typical tokenizer would for English (about four characters a
 token, plus a few per message); ``prompt_tokens`` keeps the count of every request.
+``prompt_cache`` plays OpenAI's prompt cache (:class:`PrefixCache`): the part of a prompt that
+repeats an earlier request's prefix, from 1,024 tokens in 128-token steps, is reported as
+``usage.prompt_tokens_details.cached_tokens``; ``cached_tokens`` keeps it for every request.
 
-CLAIRE's client names the prompt template a request was rendered from in the ``X-Claire-Prompt``
-header (``controller``, ``verifier``, ``verifier.feverous``, ...). The server copies it into the
-request body it hands to responders and keeps in ``requests``, as ``body["claire_prompt"]`` (absent
-when the request had no such header), so responders can answer by a call's purpose
-(:func:`claire.testing.doubles.kind_of` does). ``headers`` keeps every request's headers.
+Responders answer by a call's purpose: the server puts the prompt template a request was
+rendered from (``controller``, ``verifier``, ``verifier.feverous``, ...) into the request body it
+hands to responders and keeps in ``requests``, as ``body["claire_prompt"]`` (absent when it cannot
+tell), and :func:`claire.testing.doubles.kind_of` reads it. It knows the template from the
+request's own wording (:func:`template_of`), or, when the client was told to send it
+(``llm.prompt_header``), from the ``X-Claire-Prompt`` header, which also names the templates of
+custom prompt sets. ``headers`` keeps every request's headers.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from claire.prompts import PROMPT_HEADER
 from claire.testing.http_server import BackgroundServer, QuietHandler
@@ -61,15 +67,102 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return total
 
 
+# Templates by a phrase of their fixed part (checked in this order: the FEVEROUS variants ask for
+# other answers than the prompts they vary, so they come first). A test renders every template
+# and checks that this agrees with the template's own name.
+_PHRASES = (
+    (("I could not read your answer", "Your answer was"), "follow_up"),
+    (("give one of three verdicts",), "verifier.feverous"),
+    (("relates to a claim",), "nli.feverous"),
+    (("fact-checking researcher",), "controller"),
+    (("<inconsistency_score>",), "verifier"),
+    (("You rank search results",), "rankgpt"),
+    (("share a name",), "clarify_entity"),
+    (("background knowledge",), "explain"),
+    (("SUPPORTS or REFUTES",), "nli"),
+    (("CONSISTENT with",), "report_consistent"),
+    (("CONTRADICTED by",), "report_inconsistent"),
+    (("atomic facts",), "fact_extraction"),
+    (("You check citations",), "cite_support"),
+    (("find sources for a claim",), "cite_queries"),
+)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content or [])
+
+
+def template_of(messages: Sequence[dict[str, Any]]) -> str | None:
+    """The built-in prompt template an OpenAI-form request was rendered from, read from the wording
+    of its instructions (its system messages, else its first message); None when none matches."""
+    if not messages:
+        return None
+    system = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
+    instructions = "\n".join(system) if system else _text(messages[0].get("content"))
+    for phrases, template in _PHRASES:
+        if instructions.startswith(phrases) if template == "follow_up" else any(p in instructions for p in phrases):
+            return template
+    return None
+
+
+CACHE_MIN_TOKENS = 1024
+CACHE_STEP_TOKENS = 128
+
+
+def prompt_units(body: dict[str, Any]) -> list[str]:
+    """A request as the sequence a provider's prompt cache compares: the tool schemas, then each
+    message (its role, then its text), about four characters a token as :func:`prompt_tokens`
+    counts them."""
+    units: list[str] = []
+    if body.get("tools"):
+        schemas = json.dumps(body["tools"], sort_keys=True)
+        units += [schemas[i:i + 4] for i in range(0, len(schemas), 4)]
+    for message in body.get("messages") or []:
+        content = message.get("content") or ""
+        text = content if isinstance(content, str) else json.dumps(content)
+        units += [f"<{message.get('role')}>"] + [text[i:i + 4] for i in range(0, len(text), 4)]
+    return units
+
+
+class PrefixCache:
+    """A provider's automatic prompt cache, as OpenAI describes its own: a request's longest prefix
+    that an earlier request began with is served from the cache, counted from 1,024 tokens in
+    128-token steps (shorter prompts are never cached). Blocks of 128 units are remembered by the
+    hash of everything up to their end."""
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def serve(self, units: Sequence[str]) -> int:
+        """The tokens of ``units`` served from the cache; remembers its blocks for later requests."""
+        digest = hashlib.sha256()
+        chain: list[bytes] = []
+        for end in range(CACHE_STEP_TOKENS, len(units) + 1, CACHE_STEP_TOKENS):
+            digest.update("\x00".join(units[end - CACHE_STEP_TOKENS:end]).encode("utf-8", "surrogatepass") + b"\x01")
+            chain.append(digest.copy().digest())
+        with self._lock:
+            hits = 0
+            while hits < len(chain) and chain[hits] in self.seen:
+                hits += 1
+            self.seen.update(chain)
+        cached = hits * CACHE_STEP_TOKENS
+        return cached if cached >= CACHE_MIN_TOKENS else 0
+
+
 class MockOpenAIServer(BackgroundServer):
     """A local OpenAI-compatible Chat Completions server for tests and benchmarks."""
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model",
-                 max_prompt_tokens: int | None = None):
+                 max_prompt_tokens: int | None = None, prompt_cache: bool = False):
         self.responder = responder
         self.latency = latency
         self.max_prompt_tokens = max_prompt_tokens
         self.rejected = 0
         self.prompt_tokens: list[int] = []
+        self.prefix_cache = PrefixCache() if prompt_cache else None
+        self.cached_tokens: list[int] = []
         self.model = model
         self.queue: deque[dict[str, Any]] = deque()
         self.requests: list[dict[str, Any]] = []
@@ -97,7 +190,6 @@ class MockOpenAIServer(BackgroundServer):
 
     def _next_item(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            self.requests.append(body)
             if self.queue:
                 return self.queue.popleft()
         if self.responder is not None:
@@ -105,7 +197,7 @@ class MockOpenAIServer(BackgroundServer):
         return {"content": "ok"}
 
     # -- protocol --------------------------------------------------------------------------
-    def _completion(self, body: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    def _completion(self, body: dict[str, Any], item: dict[str, Any], cached: int = 0) -> dict[str, Any]:
         content = item.get("content")
         calls = [
             {
@@ -126,17 +218,20 @@ class MockOpenAIServer(BackgroundServer):
             if item.get(key):
                 message[field] = item[key]
         finish_reason = item.get("finish_reason") or ("tool_calls" if calls else "stop")
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_size,
+            "completion_tokens": _tokens((content or "") + json.dumps(calls)),
+            "total_tokens": prompt_size + _tokens((content or "") + json.dumps(calls)),
+        }
+        if self.prefix_cache is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": min(cached, prompt_size)}
         return {
             "id": "chatcmpl-mock",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or self.model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-            "usage": {
-                "prompt_tokens": prompt_size,
-                "completion_tokens": _tokens((content or "") + json.dumps(calls)),
-                "total_tokens": prompt_size + _tokens((content or "") + json.dumps(calls)),
-            },
+            "usage": usage,
         }
 
     def _handler_class(self) -> type[QuietHandler]:
@@ -166,17 +261,22 @@ class MockOpenAIServer(BackgroundServer):
                 except json.JSONDecodeError:
                     self._error(400, "request body is not JSON")
                     return
-                prompt = self.headers.get(PROMPT_HEADER)
-                if prompt and isinstance(body, dict):
+                if not isinstance(body, dict):
+                    self._error(400, "request body is not a JSON object")
+                    return
+                prompt = self.headers.get(PROMPT_HEADER) or template_of(body.get("messages") or [])
+                if prompt:
                     body["claire_prompt"] = prompt  # the request's purpose, for responders (see the module docstring)
                 size = prompt_tokens(body)
+                cached = server.prefix_cache.serve(prompt_units(body)) if server.prefix_cache is not None else 0
                 with server._lock:
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                     server.prompt_tokens.append(size)
+                    server.cached_tokens.append(min(cached, size))
+                    server.requests.append(body)
                     too_long = server.max_prompt_tokens is not None and size > server.max_prompt_tokens
                     if too_long:
                         server.rejected += 1
-                        server.requests.append(body)
                 if too_long:
                     body_out = {"error": {"message": f"This model's maximum context length is {server.max_prompt_tokens} tokens; "
                                           f"the messages came to {size} tokens.", "type": "invalid_request_error",
@@ -194,21 +294,21 @@ class MockOpenAIServer(BackgroundServer):
                 elif fault == "401":
                     self._error(401, "invalid api key")
                 elif fault == "404":
-                    self._error(404, f"model {body.get('model')} does not exist")
+                    self._error(404, item.get("message") or f"model {body.get('model')} does not exist")
                 elif fault == "hang":
                     time.sleep(float(item.get("seconds", 5)))
                     self.close_connection = True  # the client has given up by now
                 elif fault == "malformed":
                     self.send_body(200, b'{"choices": [ this is not json')
                 elif fault == "empty":
-                    self.send_body(200, json.dumps(server._completion(body, {"content": ""})).encode())
+                    self.send_body(200, json.dumps(server._completion(body, {"content": ""}, cached)).encode())
                 elif body.get("stream"):
-                    self._stream(body, item)
+                    self._stream(body, item, cached)
                 else:
-                    self.send_body(200, json.dumps(server._completion(body, item)).encode())
+                    self.send_body(200, json.dumps(server._completion(body, item, cached)).encode())
 
-            def _stream(self, body: dict[str, Any], item: dict[str, Any]) -> None:
-                full = server._completion(body, item)
+            def _stream(self, body: dict[str, Any], item: dict[str, Any], cached: int) -> None:
+                full = server._completion(body, item, cached)
                 message = full["choices"][0]["message"]
                 chunks: list[dict[str, Any]] = [{"role": "assistant", "content": ""}]
                 text = message.get("content") or ""

@@ -115,8 +115,9 @@ class ScriptedChatModel(BaseChatModel):
 
 def scripted_client(script: Iterable[Any] | Script, **kwargs: Any) -> ChatClient:
     """A :class:`ChatClient` over a :class:`ScriptedChatModel`; ``kwargs`` go to the client
-    (retries do not wait). The model is ``client.model``; its requests ``client.model.requests``."""
+    (retries do not wait; the template names go with each request). The model is ``client.model``; its requests ``client.model.requests``."""
     kwargs.setdefault("retry_base_wait", 0.0)
+    kwargs.setdefault("prompt_header", True)  # the scripted model reads each request's template name
     cache = kwargs.pop("cache", None)
     model = ScriptedChatModel.from_script(script)
     if cache is not None:

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from claire.files import write_atomically
 from claire.llm.usage import EVENTS
-from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, money, pct, seconds
+from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, money, pct, seconds, token_summary
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -177,7 +177,7 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         "## Usage",
         "",
         f"- LLM calls: {usage['calls']:,} (+{usage['cached_calls']:,} from cache)",
-        f"- Tokens: {usage['total_tokens']:,} ({usage['prompt_tokens']:,} prompt, {usage['completion_tokens']:,} completion)",
+        f"- Tokens: {token_summary(usage)}",
         f"- Cost: {money(usage['cost_usd'])}",
         f"- Latency per claim: mean {seconds(latency['mean'])}, p50 {seconds(latency['p50'])}, p95 {seconds(latency['p95'])}",
         f"- Wall time: {seconds(metrics.get('wall_time_s'))} (sum of claim latencies {seconds(latency['sum'])})",

@@ -48,7 +48,16 @@ def test_prompt_bench_compares_prompt_sizes_with_and_without_the_budget():
     assert before["largest_prompt"] > 2048 and before["over_window"] > 0  # a 2k model would have refused some
     assert after["largest_prompt"] <= 2048 and after["over_window"] == after["rejected"] == 0
     assert after["mean_per_claim"] < before["mean_per_claim"]
-    assert "prompts over 2048" in console.export_text()
+    printed = console.export_text()
+    assert "prompts over 2048" in printed
+    # the prompt-cache run: every template CLAIRE and NLI use, each counted in 128-token steps from 1,024
+    shares = result["prefix_cache"]
+    assert {"controller", "rankgpt", "clarify_entity", "explain", "verifier", "report_consistent", "report_inconsistent",
+            "nli"} <= set(shares)
+    assert shares["controller"]["share"] > 0  # each step's request extends the one before it
+    assert all(row["cached_tokens"] % 128 == 0 and row["cached_tokens"] <= row["prompt_tokens"] for row in shares.values())
+    assert shares["all"]["requests"] == sum(row["requests"] for name, row in shares.items() if name != "all")
+    assert "repeating an earlier request's prefix" in printed
 
 
 def test_watch_bench_checks_every_edit_of_the_burst_and_times_each():

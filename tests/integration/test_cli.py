@@ -13,7 +13,7 @@ import pytest
 
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.indexes.retriever import ensure_demo_index
-from claire.testing.doubles import http_responder
+from claire.testing.doubles import http_responder, kind_of
 
 
 @pytest.fixture(scope="session")
@@ -258,3 +258,79 @@ def test_prompts_list_and_show_a_template_filled_from_a_record(tmp_path):
                           (("show", "verifier", "--record", f"{FIXTURE}:missing"), "no record with id 'missing'")):
         failed = claire("prompts", *args, cache=tmp_path)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr, failed.stderr
+
+
+# -- the LLM layer at the command's boundary ------------------------------------------------------
+def test_an_eval_counts_and_prices_the_tokens_an_endpoint_served_from_its_prompt_cache(demo_cache, tmp_path):
+    args = ("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "rav", "--ids", "demo_1,demo_2",
+            "--model", "gpt-4o-mini", "--no-cache", "--no-rerank", "--concurrency", "1")
+    with MockOpenAIServer(http_responder(), prompt_cache=True) as server:
+        first = claire(*args, "--base-url", server.base_url, "--out", str(tmp_path / "first"), cache=demo_cache)
+        again = claire(*args, "--base-url", server.base_url, "--out", str(tmp_path / "again"), cache=demo_cache)
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    out = tmp_path / "again"  # the same prompts a second time: the endpoint serves their prefixes from its cache
+    predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+    read = [p["usage"]["cache_read_tokens"] for p in predictions]
+    assert all(r >= 1024 for r in read) and sum(read) == sum(server.cached_tokens[len(server.cached_tokens) // 2:])
+    usage = json.loads((out / "metrics.json").read_text())["usage"]
+    assert usage["cache_read_tokens"] == sum(read)
+    fresh = usage["prompt_tokens"] - usage["cache_read_tokens"]  # gpt-4o-mini: cached input at half price
+    assert usage["cost_usd"] == pytest.approx((fresh * 0.15 + sum(read) * 0.075 + usage["completion_tokens"] * 0.60) / 1e6)
+    assert "read from the provider's prompt cache" in (out / "report.md").read_text()
+    compared = claire("compare", str(tmp_path / "first"), str(out), cache=demo_cache)
+    assert compared.returncode == 0 and "cached)" in compared.stdout, compared.stdout
+
+
+def test_half_a_surrogate_pair_in_a_model_answer_reaches_the_predictions_as_ufffd(demo_cache, tmp_path):
+    model = http_responder()
+
+    def broken(body):
+        answer = model(body)
+        if kind_of(body) == "verifier":
+            answer["content"] = answer["content"].replace("disagrees.", "disagrees \ud800 here.")
+        return answer
+
+    out = tmp_path / "run"
+    with MockOpenAIServer(broken) as server:
+        result = claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "rav", "--ids", "demo_1,demo_2",
+                        "--no-cache", "--no-rerank", "--base-url", server.base_url, "--out", str(out), cache=demo_cache)
+    assert result.returncode == 0, result.stderr
+    text = (out / "predictions.jsonl").read_text(encoding="utf-8")
+    predictions = [json.loads(line) for line in text.splitlines()]
+    assert [p["error"] for p in predictions] == [None, None] and all(p["score"] is not None for p in predictions)
+    assert "disagrees \ufffd here." in text and server.calls == 2  # read at once: no retries
+
+
+def test_a_check_whose_research_failed_gives_no_verdict(demo_cache):
+    with MockOpenAIServer(lambda body: {"fault": "malformed"}) as server:
+        result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                        "--no-cache", "--no-rerank", "--set", "llm.max_attempts=2", cache=demo_cache)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "CLAIRE verdict" not in result.stdout and "no verdict for this fact" in result.stderr
+    assert "unparseable response" in result.stderr and server.calls == 2  # the controller's call, tried twice
+
+
+def test_a_check_heals_a_broken_llm_cache(server, demo_cache, tmp_path):
+    import sqlite3
+
+    args = ("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--json", "--base-url", server.base_url,
+            "--no-rerank", "--set", f'llm.cache_path="{tmp_path / "llm.sqlite"}"')
+    assert claire(*args, cache=demo_cache).returncode == 1
+    with sqlite3.connect(tmp_path / "llm.sqlite") as db:  # every stored answer damaged
+        db.execute("UPDATE answers SET answer = CAST('{\"not\": \"an answer\"' AS BLOB)")
+    calls = server.calls
+    healed = claire(*args, cache=demo_cache)
+    assert healed.returncode == 1, healed.stderr  # researched and judged again, not "unparseable" forever
+    data = json.loads(healed.stdout)
+    assert data["error"] is None and data["verdict"] == "inconsistent" and server.calls > calls
+    calls = server.calls
+    assert claire(*args, cache=demo_cache).returncode == 1 and server.calls == calls  # the rows were replaced
+
+
+def test_a_check_against_an_endpoint_that_never_answers_waits_one_timeout(demo_cache):
+    with MockOpenAIServer(lambda body: {"fault": "hang", "seconds": 4}) as server:
+        result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                        "--no-cache", "--no-rerank", "--set", "llm.timeout=1", cache=demo_cache)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "no verdict for this fact" in result.stderr and "no answer within 1 s" in result.stderr
+    assert server.calls == 1  # one timeout, not llm.max_attempts (6) of them, and nothing after it

@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
 from claire.config import LLMConfig
@@ -33,7 +33,7 @@ def search(query: str) -> str:
 
 def client_for(server: MockOpenAIServer, tmp_path=None, **overrides) -> ChatClient:
     config = LLMConfig(
-        model="test-model",
+        model=overrides.pop("model", "test-model"),
         base_url=server.base_url,
         api_key="sk-test-secret-value",
         timeout=overrides.pop("timeout", 5.0),
@@ -123,12 +123,16 @@ async def test_transient_faults_are_retried(openai_server, fault, kind):
 
 
 @pytest.mark.parametrize("kind", CLIENTS)
-async def test_timeout_is_retried_then_gives_up_clearly(openai_server, kind):
+async def test_a_hung_endpoint_fails_after_one_timeout_not_six(openai_server, kind):
+    # an endpoint that accepts and never answers: the first call gives up after one timeout (another
+    # try would only wait as long again), and the calls after it fail at once
     openai_server.script({"fault": "hang", "seconds": 2}, {"fault": "hang", "seconds": 2})
-    client = client_for(openai_server, timeout=0.3, max_attempts=2, openai_client=kind)
-    with pytest.raises(LLMError, match=r"after 2 attempt\(s\).*timeout"):
+    client = client_for(openai_server, timeout=0.3, max_attempts=6, openai_client=kind)
+    with pytest.raises(LLMError, match=r"after 1 attempt\(s\).*timeout.*not tried again"):
         await client.ainvoke(HELLO)
-    assert openai_server.calls == 2
+    with pytest.raises(LLMError, match="did not answer 0 s ago"):
+        await client.ainvoke(HELLO)
+    assert openai_server.calls == 1
     await client.aclose()
 
 
@@ -243,9 +247,10 @@ async def test_cache_is_per_endpoint(tmp_path):
 
 
 @pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", True)])
-async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, kind, stream):
-    from claire.domain import Passage
-    from claire.domain import Evidence
+@pytest.mark.parametrize("prompt_header", [False, True])
+async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(openai_server, tmp_path, kind, stream,
+                                                                              prompt_header):
+    from claire.domain import Evidence, Passage
 
     docs = [Evidence(n=1, block_id="b1", document_title="Eiffel Tower", section_title="History", content="Built 1887-1889.")]
     context = Passage(document_title="Paris", section_title="Landmarks", content="A passage.")
@@ -258,14 +263,20 @@ async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, 
         prompts_.render("nli", claim="c", document=docs[0]),
         prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France."),
     ]
-    client = client_for(openai_server, tmp_path, stream=stream, openai_client=kind)
+    client = client_for(openai_server, tmp_path, stream=stream, openai_client=kind, prompt_header=prompt_header)
     for prompt in prompts:
         await client.ainvoke(prompt, tools=[search] if prompt.template == "controller" else None)
     await client.ainvoke(prompts[1] + [AIMessage("no score"), HumanMessage("Once more, with the score.")])  # a follow-up
-    await client.ainvoke(HELLO)  # plain messages: no header
+    await client.ainvoke(HELLO)  # plain messages: no template
+    names = ["controller", "verifier", "rankgpt", "nli.feverous", "fact_extraction", "verifier", None]
     sent = [h.get("x-claire-prompt") for h in openai_server.headers]
-    assert sent == ["controller", "verifier", "rankgpt", "nli.feverous", "fact_extraction", "verifier", None]
-    assert [r.get("claire_prompt") for r in openai_server.requests] == sent
+    project = [(k, v) for h in openai_server.headers for k, v in h.items() if "claire" in f"{k} {v}".lower()]
+    if prompt_header:  # a test asked for the template's name: it travels as a header
+        assert sent == names
+    else:  # by default nothing of CLAIRE's own goes to an endpoint
+        assert sent == [None] * len(names) and project == []
+    # either way the test server knows each request's template (from the header, or from its wording)
+    assert [r.get("claire_prompt") for r in openai_server.requests] == names
     assert [kind_of(r) for r in openai_server.requests[:5]] == ["controller", "verifier", "rankgpt", "feverous_nli", "extract"]
     calls = openai_server.calls
     assert (await client.ainvoke(prompts[1])).response_metadata.get("claire_cache_hit")
@@ -273,3 +284,112 @@ async def test_the_prompt_template_travels_as_a_header(openai_server, tmp_path, 
     await client.aclose()
 
 
+
+
+# -- what providers bill: their prompt caches -----------------------------------------------------
+@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", False), ("chat_openai", True)])
+async def test_the_cached_tokens_an_endpoint_reports_are_counted_and_priced(kind, stream):
+    instructions = SystemMessage("Fixed instructions that every request repeats. " * 150)  # ~1,800 tokens
+    with MockOpenAIServer(prompt_cache=True) as server:
+        client = client_for(server, model="gpt-4o-mini", openai_client=kind, stream=stream)
+        with track_usage() as usage:
+            for question in ("first question", "second question"):
+                await client.ainvoke([instructions, HumanMessage(question)])
+        await client.aclose()
+    first, second = server.cached_tokens
+    assert first == 0 and second >= 1024 and second % 128 == 0  # OpenAI's rule: from 1,024 tokens in 128s
+    assert usage.cache_read_tokens == second and usage.prompt_tokens == sum(server.prompt_tokens)
+    fresh = usage.prompt_tokens - second
+    assert usage.cost_usd == pytest.approx((fresh * 0.15 + second * 0.075 + usage.completion_tokens * 0.60) / 1e6)
+
+
+# -- answers that are hard to read ----------------------------------------------------------------
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_half_a_surrogate_pair_in_an_answer_is_read(openai_server, tmp_path, kind):
+    openai_server.script({"content": "<inconsistency_score>0.7</inconsistency_score> broken \ud800 text"})
+    client = client_for(openai_server, tmp_path, openai_client=kind)
+    answer = await client.ainvoke(HELLO)  # orjson refuses the body: read leniently, not retried
+    assert "<inconsistency_score>0.7</inconsistency_score> broken" in text_of(answer) and openai_server.calls == 1
+    if kind == "direct":
+        assert text_of(answer).endswith("broken \ufffd text")
+    assert (await client.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")  # and it could be cached
+    await client.aclose()
+
+
+@pytest.mark.parametrize("damage", ["not json at all", '[{"message": {"type": "ai", "data": {"content": 5}}}]',
+                                    '{"answer": "wrong shape"}', '[]'])
+async def test_a_broken_cache_row_is_a_miss_and_is_replaced(openai_server, tmp_path, damage):
+    import sqlite3
+
+    openai_server.script({"content": "first"}, {"content": "asked again"})
+    client = client_for(openai_server, tmp_path)
+    assert text_of(await client.ainvoke(HELLO)) == "first"
+    await client.aclose()
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        db.execute("UPDATE answers SET answer = ?", (damage,))
+    client = client_for(openai_server, tmp_path)
+    assert text_of(await client.ainvoke(HELLO)) == "asked again"  # the model, not an endpoint blamed forever
+    await client.aclose()
+    client = client_for(openai_server, tmp_path)
+    hit = await client.ainvoke(HELLO)  # the fresh answer replaced the broken row
+    assert hit.response_metadata.get("claire_cache_hit") and text_of(hit) == "asked again"
+    assert openai_server.calls == 2
+    await client.aclose()
+
+
+# -- how many of CLAIRE's modules one call passes -------------------------------------------------
+async def test_one_call_passes_at_most_five_claire_modules(openai_server, tmp_path):
+    import sys
+    from pathlib import Path
+
+    import claire
+
+    root = str(Path(claire.__file__).parent) + "/"
+    seen: dict[str, set[str]] = {}
+
+    def profile(frame, event, arg):
+        name = frame.f_code.co_filename
+        if event == "call" and name.startswith(root):
+            seen.setdefault(name[len(root):], set()).add(frame.f_code.co_name)
+
+    client = client_for(openai_server, tmp_path, record=tmp_path / "calls.jsonl")  # cache and recording on
+    await client.ainvoke(HELLO)  # warm: the first call builds what every later call reuses
+    openai_server.script({"content": "a fresh answer"}, {"fault": "500"}, {"content": "after a retry"})
+    with track_usage():
+        sys.setprofile(profile)
+        try:
+            await client.ainvoke([HumanMessage("a question")])
+        finally:
+            sys.setprofile(None)
+        plain = sorted(seen)
+        seen.clear()
+        sys.setprofile(profile)
+        try:
+            await client.ainvoke([HumanMessage("another question")])  # a 500, then an answer
+        finally:
+            sys.setprofile(None)
+        retried = sorted(seen)
+    await client.aclose()
+    print("one call:", plain, "\na retried call:", retried)
+    assert plain == ["llm/cache.py", "llm/cassette.py", "llm/chat_completions.py", "llm/client.py", "llm/usage.py"]
+    assert set(retried) - set(plain) == {"retrying.py"}  # the wait between tries: the one retry policy
+
+
+async def test_a_recorded_cassette_replays_for_its_model_only(openai_server, tmp_path):
+    from claire.testing.cassette import CassetteResponder
+
+    openai_server.script({"content": "<inconsistency_score>0.3</inconsistency_score>"})
+    recording = client_for(openai_server, model="small-model", record=tmp_path / "calls.jsonl")
+    await recording.ainvoke(HELLO)
+    await recording.aclose()  # waits for the line to be written
+    cassette = CassetteResponder(tmp_path / "calls.jsonl")
+    assert cassette.models == ["small-model"]
+    with MockOpenAIServer(cassette) as replay:
+        same = client_for(replay, model="small-model")
+        assert text_of(await same.ainvoke(HELLO)) == "<inconsistency_score>0.3</inconsistency_score>"
+        other = client_for(replay, model="gpt-4o")
+        with pytest.raises(LLMError, match="model 'gpt-4o' was not found.*recorded with small-model, not gpt-4o"):
+            await other.ainvoke(HELLO)
+        await same.aclose()
+        await other.aclose()
+    assert (cassette.exact, cassette.refused) == (1, 1)

@@ -43,7 +43,7 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
     # paper's prompt wording (issue 34), so requests are served by template and fact, in the order the model
     # answered them, rather than by their exact text; re-recording with the model makes them exact again.
     served = cassette.exact + cassette.by_fact
-    assert cassette.missing == 0 and served >= 150, (cassette.exact, cassette.by_fact, cassette.missing)
+    assert cassette.missing == 0 and cassette.refused == 0 and served >= 150, (cassette.exact, cassette.by_fact, cassette.missing)
     by_cell = {result.cell.name: result for result in summary.cells}
     assert set(by_cell) == {"rav", "nli", "claire", "cascade"}
     for name, result in by_cell.items():

@@ -162,6 +162,15 @@ async def test_llm_error_mid_run_still_returns_an_assessment():
     assert result.details["stop_reason"] == "LLM error in the controller"
 
 
+async def test_a_research_that_failed_at_once_gives_no_verdict():
+    # the controller's first call fails: nothing was researched, so nothing is judged
+    model = ScriptedModel([LLMError("unparseable response from the endpoint")])
+    agent, _ = make_agent(model)
+    result = await agent.assess(CLAIM)
+    assert result.score is None and result.verdict is None and "unparseable" in result.error
+    assert model.requests("verifier") == [] and result.details["steps"] == 0
+
+
 async def test_verifier_failure_is_an_error_not_a_crash():
     model = ScriptedModel([tool_call("finish")], verifier=LLMError("verifier endpoint down"))
     agent, _ = make_agent(model)

@@ -195,28 +195,36 @@ async def test_extraction_refuses_a_huge_passage_before_any_call():
     assert llm.model.requests == []
 
 
-async def test_a_hanging_endpoint_fails_fast_until_a_probe_gets_through(caplog):
+async def test_a_hanging_endpoint_fails_fast_until_a_probe_gets_through():
     from claire.llm.client import PROBE_AFTER
 
     hang = TimeoutError("read timed out")
-    llm = scripted_client([hang] * 3 + [hang] + ["fine"], max_attempts=3)
+    llm = scripted_client([hang, hang, "fine"], max_attempts=3)
     now = [1000.0]
     llm.clock = lambda: now[0]
-    with pytest.raises(LLMError, match="after 3 attempt.*timeout.*server is running"):
+    # the first call waits one timeout, not max_attempts of them: another try would only hang again
+    with pytest.raises(LLMError, match=r"after 1 attempt.*timeout.*not tried again.*server is running"):
         await llm.ainvoke([HumanMessage("first")])
-    waiting = [r.getMessage() for r in caplog.records if "waiting for the LLM endpoint" in r.getMessage()]
-    assert len(waiting) == 2 and "attempt 2 of 3" in waiting[0]  # said on each retry, not silent
-    assert llm.endpoint_down
+    assert llm.endpoint_down and len(llm.model.requests) == 1
     now[0] += 5  # moments later: the rest of the claim and the run fail at once, with no request
     with pytest.raises(LLMError, match="did not answer 5 s ago; not trying again"):
         await llm.ainvoke([HumanMessage("second")])
-    assert len(llm.model.requests) == 3
+    assert len(llm.model.requests) == 1
     now[0] += PROBE_AFTER  # later: one try (a probe), which hangs again
     with pytest.raises(LLMError, match="after 1 attempt"):
         await llm.ainvoke([HumanMessage("third")])
     now[0] += PROBE_AFTER
     assert text_of(await llm.ainvoke([HumanMessage("fourth")])) == "fine" and not llm.endpoint_down
-    assert len(llm.model.requests) == 5
+    assert len(llm.model.requests) == 3
+
+
+async def test_a_refused_connection_is_tried_again_and_said(caplog):
+    refused = ConnectionRefusedError("connection refused")
+    llm = scripted_client([refused, refused, "up now"], max_attempts=3)
+    assert text_of(await llm.ainvoke([HumanMessage("hello")])) == "up now"  # a server starting up
+    waiting = [r.getMessage() for r in caplog.records if "waiting for the LLM endpoint" in r.getMessage()]
+    assert len(waiting) == 2 and "attempt 2 of 3" in waiting[0]  # said on each retry, not silent
+    assert not llm.endpoint_down
 
 
 def test_a_lone_surrogate_is_a_named_bad_line(tmp_path):

@@ -235,7 +235,7 @@ def test_a_run_from_before_presets_resumes_with_the_practical_preset_and_prompt_
 
     practical = load_config(None, {"preset": "practical"}, environ={}).public_dict()
     old = json.loads(json.dumps(practical))  # as an earlier CLAIRE wrote it: no preset, no new settings
-    del old["preset"], old["agent"]["snippet_chars"], old["agent"]["finish_action"]
+    del old["preset"], old["agent"]["snippet_chars"], old["agent"]["finish_action"], old["llm"]["prompt_header"]
     old["prompts"]["variants"] = {}  # its default prompts are today's practical variants
     old["agent"]["stop_on_report"] = True  # its research stopped at the first report; practical's goes on now
     assert config_differences(old, practical) == ["agent.stop_on_report: True -> False"]
