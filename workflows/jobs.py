@@ -24,9 +24,8 @@ from claire.tasks.records import Claim
 from claire.config import Config
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher
-from claire.workflows.spans import locate
 from claire.workflows.job_store import JobStore
-from claire.workflows.scan import extract_claims
+from claire.workflows.scan import extract_located_claims
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
 
@@ -178,11 +177,10 @@ class JobRunner:
     async def _extract(self, job_id: str, request: dict[str, Any]) -> list[dict[str, Any]]:
         text = request["text"]
         async with self.slots:
-            claims = await extract_claims(title=request["title"], section=request.get("section") or "", text=text,
-                                          llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
+            located = await extract_located_claims(title=request["title"], section=request.get("section") or "", text=text,
+                                                   llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
         rows = []
-        for claim in claims:
-            span = locate(claim.text, text)
+        for claim, span in located:
             rows.append({"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump(),
                          "start": span[0] if span else None, "end": span[1] if span else None})
         self.store.add_facts(job_id, rows)
