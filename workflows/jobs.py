@@ -44,6 +44,10 @@ class TooBusy(ClaireError):
     """More jobs are waiting than the server accepts."""
 
 
+class JobBusy(ClaireError):
+    """A job cannot be re-checked now: it is still running, or nothing of it failed."""
+
+
 def cited_numbers(reasoning: str | None) -> list[int]:
     """The passage numbers [n] the verifier's analysis cites, in order of first mention."""
     return list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", reasoning or "")))
@@ -126,6 +130,24 @@ class JobRunner:
         job_id = self.store.create_job("scan", request)
         self._start(job_id)
         return job_id
+
+    def recheck_failed(self, job_id: str) -> int:
+        """Check again the facts of a finished job that could not be checked (a scan whose
+        extraction failed is extracted again); how many facts were queued."""
+        job = self.store.job(job_id)
+        if job is None:
+            raise ClaireError(f"no job with id '{job_id}'")
+        if job_id in self.tasks or job["status"] in ("queued", "running"):
+            raise JobBusy(f"{job['kind']} '{job_id}' is still running: re-check its failed facts once it has finished")
+        failed = [fact for fact in self.store.facts(job_id) if fact["status"] == "error"]
+        if not failed and not (job["status"] == "error" and job["kind"] == "scan" and not self.store.facts(job_id)):
+            raise JobBusy(f"{job['kind']} '{job_id}' has no fact that failed")
+        self._admit()
+        for fact in failed:
+            self.store.set_fact_status(job_id, fact["idx"], "pending")
+        self._status(job_id, "queued")
+        self._start(job_id)
+        return len(failed)
 
     def resume(self) -> list[str]:
         """Start again every job a previous server left unfinished."""
