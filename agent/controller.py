@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
@@ -29,16 +29,10 @@ from claire.llm.usage import record_event
 from claire.tasks.records import TraceItem
 from claire.tools.registry import argument_of
 
-REVIEWER = "reviewer"
-"""The name on a person's answer to a reported inconsistency (a HumanMessage in the state)."""
-
-
 def research_history(messages: list[AnyMessage]) -> list[dict[str, str]]:
-    """The steps taken so far, oldest first: each tool call with its observation, and each
-    reviewer's answer (``human_review``) after the report it answers."""
+    """The steps taken so far, oldest first: each tool call with its observation."""
     calls: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, str]] = []
-    last_report = ""
     for message in messages:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
@@ -46,11 +40,7 @@ def research_history(messages: list[AnyMessage]) -> list[dict[str, str]]:
         elif isinstance(message, ToolMessage):
             call = calls.get(message.tool_call_id, {"name": message.name or "?", "args": {}})
             argument = str(next(iter((call.get("args") or {}).values()), ""))
-            if call["name"] == "report_inconsistency":
-                last_report = argument
             steps.append({"action": call["name"], "argument": argument, "observation": str(message.content)})
-        elif isinstance(message, HumanMessage) and message.name == REVIEWER:
-            steps.append({"action": "human_review", "argument": last_report, "observation": str(message.content)})
     return steps
 
 

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from typing import Any
 
+from claire.agent.claire_agent import reviewed_verdict
 from claire.workflows.jobs import cited_numbers
 from claire.workflows.job_store import JobStore
 from claire.workflows.spans import locate, sentences
@@ -156,15 +157,6 @@ def patrol_item(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def decision_label(verdict: str | None, decision: str) -> str | None:
-    """The label an editor's decision gives a fact: accept keeps the system's verdict, reject flips it."""
-    if verdict not in ("consistent", "inconsistent"):
-        return None
-    if decision == "accept":
-        return verdict
-    return "consistent" if verdict == "inconsistent" else "inconsistent"
-
-
 def review_record(store: JobStore, review: dict[str, Any]) -> dict[str, Any] | None:
     """A reviewed fact as one WikiCollide record, or None when its job or fact is gone or its
     verdict gives no label."""
@@ -172,7 +164,7 @@ def review_record(store: JobStore, review: dict[str, Any]) -> dict[str, Any] | N
     fact = next((f for f in store.facts(review["job_id"]) if f["claim_id"] == review["claim_id"]), None)
     if job is None or fact is None:
         return None
-    label = decision_label(fact["verdict"], review["decision"])
+    label = reviewed_verdict(fact["verdict"], review["decision"])
     if label is None:
         return None
     context = fact["claim"].get("context") or {}
