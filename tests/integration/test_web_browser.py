@@ -180,6 +180,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     assert by_text["The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."] == ("claire-mark claire-high", "0.9")
     assert by_text["Paris is the capital and largest city of France."] == ("claire-mark claire-ok", "0.05")
     assert by_text["The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace."][0] == "claire-mark claire-low"
+    assert not browser.find_element(By.ID, "failures").is_displayed()  # nothing failed: no failure line, no re-check
     time.sleep(0.5)  # let the progress bar's transition end before the picture
     assert browser.save_screenshot(str(shots / "web-page.png"))
 
@@ -254,7 +255,7 @@ def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
     assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
 
 
-def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, tmp_path):
+def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, shots, tmp_path):
     """The LLM endpoint is down: the progress line says the fact could not be checked (in its own
     colour) and nothing counts as checked or flagged."""
     root = Path(stack["index_root"])
@@ -282,6 +283,8 @@ def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, b
             assert reason.count("cannot connect") == 1 and "\n" not in reason
             assert "cannot connect" not in text  # the progress line does not say it again
             assert browser.find_element(By.ID, "recheck").text == "Re-check the facts that failed"
+            if "CLAIRE_SCREENSHOTS" not in os.environ:  # a debugging aid, not one of README's pictures
+                browser.save_screenshot(str(shots / "web-failed.png"))
             browser.find_element(By.ID, "recheck").click()  # the endpoint is still down: it fails again, and says so
             wait(browser).until(lambda d: d.find_element(By.ID, "failures").is_displayed()
                                 and "Stopped" in d.find_element(By.ID, "progress-text").text)
