@@ -4,7 +4,7 @@ and turns its final state into an :class:`~claire.agent.system.Assessment`.
 The graph is compiled once (``graph.RESEARCH``); everything of one run — the services, the
 settings, the task — travels in its run context (:class:`~claire.agent.state.ResearchContext`).
 A step listener gets each trace item as it is added (read from the graph's ``updates`` stream,
-only when someone listens). Interactive runs, where a person reviews reported inconsistencies,
+only when someone listens). Interactive runs, where a person confirms or rejects a flagged verdict,
 save every step with the SQLite checkpointer under a thread id so ``claire check --resume`` can
 go on after an interruption.
 """
@@ -31,8 +31,19 @@ from claire.llm.budget import FitNote
 from claire.llm.usage import track_usage
 from claire.tasks.base import Verdict
 
-Reviewer = Callable[[dict[str, Any]], Awaitable[str]]
-"""Asks a person about a reported inconsistency (``{"claim", "evidence"}``) and returns the answer."""
+Reviewer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+"""Shows a person a flagged verdict's case (:func:`claire.agent.graph.review_case`) and returns the
+decision: ``{"decision": "accept" | "reject", "comment": str | None}``."""
+
+
+def reviewed_verdict(verdict: str | None, decision: str) -> str | None:
+    """The verdict after a person's decision: accept keeps the system's verdict, reject turns it
+    over (a flagged fact is then consistent, and the other way round)."""
+    if verdict not in ("consistent", "inconsistent"):
+        return None
+    if decision == "accept":
+        return verdict
+    return "consistent" if verdict == "inconsistent" else "inconsistent"
 
 CHECKPOINT_TYPES = (Claim, Passage, Evidence, BlockElement, TraceItem, Verdict, FitNote)
 """The types of CLAIRE's own that a saved interactive check holds (what the checkpointer may load)."""
@@ -179,6 +190,12 @@ class ClaireAgent:
             evidence_elements=verdict.evidence_elements,
         )
         assessment.decide()
+        if state.get("review"):  # a person's latest decision on a flagged verdict, and what it makes of it
+            # (after feedback that sent the research on, the verdict is the new research's own)
+            before = assessment.verdict or ("inconsistent" if assessment.label == "REFUTES" else None)
+            decision = state["review"]
+            after = before if decision.get("continued") else reviewed_verdict(before, decision["decision"])
+            assessment.details["review"] = {**decision, "system_verdict": before, "verdict": after}
         return assessment
 
 

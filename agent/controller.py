@@ -33,12 +33,12 @@ from claire.domain import TraceItem
 from claire.tools.registry import argument_of
 
 REVIEWER = "reviewer"
-"""The name on a person's answer to a reported inconsistency (a HumanMessage in the state)."""
+"""The name on a person's feedback to a flagged verdict (a HumanMessage in the state)."""
 
 
 def research_history(messages: list[AnyMessage]) -> list[dict[str, str]]:
     """The steps taken so far, oldest first: each tool call with its observation, and each
-    reviewer's answer (``human_review``) after the report it answers."""
+    person's feedback on a flagged verdict (``human_review``) after the report it answers."""
     calls: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, str]] = []
     last_report = ""

@@ -1,8 +1,11 @@
 """Fact extraction: a passage (title, section, text) -> atomic, self-contained facts.
 
-Long texts are split into blocks by paragraph (bounded length) and extracted concurrently;
-facts are read leniently from ``<fact>`` tags (or list lines when a model drops the tags) and
-de-duplicated. Each fact keeps the block it came from, which becomes its context when checked.
+Headings (``## Landmarks``, ``== Overview ==``) divide a text into sections: a heading is the
+section title of the text under it, never text to extract from. Long texts are split into blocks
+by paragraph (bounded length) and extracted concurrently; facts are read leniently from
+``<fact>`` tags (or list lines when a model drops the tags) and de-duplicated. Each fact keeps
+the block it came from, which becomes its context when checked, its section, and the sentence of
+the passage the model says it restates (``<source>``), which is where it is shown in the text.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import html
 import re
 from dataclasses import dataclass
 
+from claire.indexes.corpus import heading
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
 from claire.errors import ConfigError
@@ -22,16 +26,38 @@ MAX_PASSAGE_BYTES = 1_000_000
 article's text, and a bound on how many LLM calls one command can make."""
 
 _FACT = re.compile(r"<\s*fact\s*>(.*?)(?:<\s*/\s*fact\s*>|$)", re.IGNORECASE | re.DOTALL | re.MULTILINE)
+_SOURCE = re.compile(r"\s*<\s*source\s*>(.*?)(?:<\s*/\s*source\s*>|$)", re.IGNORECASE | re.DOTALL | re.MULTILINE)
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass
 class ExtractedFact:
-    """One fact and the paragraph block it was extracted from."""
+    """One fact, the paragraph block it was extracted from, its section and its source sentence."""
 
     text: str
     block: str  # the paragraph block it was extracted from
+    section: str = ""  # the heading it stands under (else the section given with the text)
+    source: str | None = None  # the sentence of the text it restates, as the model copied it
+
+
+def split_sections(text: str) -> list[tuple[str, str]]:
+    """``(section title, text)`` for the parts of ``text`` its heading lines divide it into; the
+    part before the first heading has the title "" (nested headings are not joined here: a
+    heading names the text until the next one)."""
+    parts: list[tuple[str, str]] = []
+    title, lines = "", []
+    for line in text.splitlines():
+        found = heading(line)
+        if found is None:
+            lines.append(line)
+            continue
+        if "\n".join(lines).strip():
+            parts.append((title, "\n".join(lines)))
+        title, lines = found[1], []
+    if "\n".join(lines).strip():
+        parts.append((title, "\n".join(lines)))
+    return parts
 
 
 def split_blocks(text: str, max_words: int = 180) -> list[str]:
@@ -67,22 +93,39 @@ def _normalise(fact: str) -> str:
     return re.sub(r"[\W_]+", " ", fact.casefold()).strip()
 
 
-def parse_facts(text: str) -> list[str]:
-    """Facts from a model answer: ``<fact>`` tags, else list lines; cleaned, no duplicates."""
+def _clean(text: str) -> str:
+    return " ".join(text.strip().strip('"“”').split())
+
+
+def parse_sourced_facts(text: str) -> list[tuple[str, str | None]]:
+    """``(fact, source sentence or None)`` from a model answer: ``<fact>`` tags, each optionally
+    followed by a ``<source>`` tag, else list lines (no sources); cleaned, no duplicates."""
     text = html.unescape(text or "")
-    found = [m.strip() for m in _FACT.findall(text)]
+    found: list[tuple[str, str | None]] = []
+    for match in _FACT.finditer(text):
+        fact, *rest = _SOURCE.split(match.group(1), maxsplit=1)  # an unclosed fact runs into its source
+        source = rest[0] if rest else None
+        following = _SOURCE.match(text, match.end())
+        if following is not None:
+            source = following.group(1)
+        found.append((fact, _clean(source) or None if source else None))
     if not found:
-        found = [m.strip() for m in _LIST_LINE.findall(text)]
-    facts: list[str] = []
+        found = [(m.strip(), None) for m in _LIST_LINE.findall(text)]
+    facts: list[tuple[str, str | None]] = []
     seen: set[str] = set()
-    for fact in found:
-        fact = " ".join(fact.strip().strip('"“”').split())
+    for fact, source in found:
+        fact = _clean(fact)
         key = _normalise(fact)
         if len(key.split()) < 3 or key in seen:  # too short to be a checkable statement
             continue
         seen.add(key)
-        facts.append(fact)
+        facts.append((fact, source))
     return facts
+
+
+def parse_facts(text: str) -> list[str]:
+    """Facts from a model answer: ``<fact>`` tags, else list lines; cleaned, no duplicates."""
+    return [fact for fact, _ in parse_sourced_facts(text)]
 
 
 async def extract_facts(
@@ -97,16 +140,19 @@ async def extract_facts(
                           "extraction; give one article (or one section) at a time")
     if not title.strip():
         raise ConfigError("the article title is needed (--title): facts are checked against the rest of the corpus")
-    blocks = split_blocks(text, max_words=max_words)
+    blocks = [(title_line or section, block) for title_line, part in split_sections(text)
+              for block in split_blocks(part, max_words=max_words)]
+    if not blocks:
+        raise ConfigError("the text has only headings: give the passage under them to extract facts from")
     answers = await asyncio.gather(
-        *(llm.ainvoke(prompts.render("fact_extraction", title=title, section=section, text=block)) for block in blocks)
+        *(llm.ainvoke(prompts.render("fact_extraction", title=title, section=name, text=block)) for name, block in blocks)
     )
     facts: list[ExtractedFact] = []
     seen: set[str] = set()
-    for block, answer in zip(blocks, answers):
-        for fact in parse_facts(text_of(answer)):
+    for (name, block), answer in zip(blocks, answers):
+        for fact, source in parse_sourced_facts(text_of(answer)):
             key = _normalise(fact)
             if key not in seen:
                 seen.add(key)
-                facts.append(ExtractedFact(text=fact, block=block))
+                facts.append(ExtractedFact(text=fact, block=block, section=name, source=source))
     return facts

@@ -1,20 +1,26 @@
 """CLAIRE as a LangGraph state machine, compiled once:
 
     START -> controller -> (tools | controller | verifier | END: its first LLM call failed)
-    tools -> (controller | review | verifier);  review -> controller
-    verifier -> (report | END);  report -> END
+    tools -> (controller | verifier)
+    verifier -> (report | review | END);  report -> (review | END);  review -> (controller | END)
 
 The controller picks one action per step; the tools node (LangGraph's ``ToolNode`` over every
 tool of ``claire.tools.registry``) runs it; the verifier turns everything gathered into the
 task's verdict. The step budget is enforced by the controller, not by LangGraph's recursion
-limit. In interactive runs a reported inconsistency pauses the graph (``interrupt``) until a
-person accepts, rejects or comments on it; those runs compile the same graph with a checkpointer
-(:func:`compile_research`) so a review can be resumed from another process.
+limit. In interactive runs a flagged verdict pauses the graph (``interrupt``) with the whole case
+— the passages cited, the verifier's analysis, what the agent reported, the two-sided report —
+until a person confirms the contradiction or rejects it. A rejection with a comment, while steps
+remain, is the paper's human-feedback loop: the comment becomes the controller's next
+observation and the research goes on (a new verdict, and a new review if it is flagged again).
+Those runs compile the same graph with a checkpointer (:func:`compile_research`) so a review can be
+resumed from another process.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import re
 
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -25,11 +31,11 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from claire.agent.controller import REVIEWER, controller
+from claire.agent.controller import REVIEWER, controller, steps_taken
 from claire.agent.state import ResearchContext, ResearchState
 from claire.agent.verifier import report, verifier
 from claire.errors import ClaireError
-from claire.domain import TraceItem
+from claire.domain import TraceItem, flags
 from claire.tools.registry import all_tools
 from claire.tools.results import step_result
 
@@ -47,24 +53,71 @@ async def _tool_failures(request: ToolCallRequest, execute: Any) -> Any:
 
 
 def after_tools(state: ResearchState) -> str:
-    """Where the research goes after an action: a person's review, the verifier, or the next step."""
-    if state.awaiting_review:
-        return "review"
+    """Where the research goes after an action: the verifier once it is over, else the next step."""
     return "verifier" if state.stop_reason else "controller"
 
 
-async def review(state: ResearchState) -> dict[str, Any]:
-    """Pause until a person answers the latest report; the answer becomes the next observation."""
-    evidence = state.reports[-1]
-    answer = interrupt({"claim": state.claim.text, "evidence": evidence})
-    item = TraceItem(action_name="human_review", action_argument=evidence, action_output=str(answer))
-    return {"messages": [HumanMessage(content=f"The human reviewer answered: {answer}", name=REVIEWER)],
-            "trace": [item], "awaiting_review": False}
+def flagged(state: ResearchState, context: ResearchContext) -> bool:
+    """Whether the verdict says the claim is contradicted (a score above the threshold, or REFUTES)."""
+    verdict = state.verdict
+    if verdict is None:
+        return False
+    return verdict.label == "REFUTES" or (verdict.score is not None and flags(verdict.score, context.threshold))
+
+
+def review_case(state: ResearchState) -> dict[str, Any]:
+    """What a person reviewing a flagged verdict is shown: the claim, the score, the verifier's
+    analysis, what the agent reported, the two-sided report and the passages these cite [n]."""
+    verdict = state.verdict
+    analysis = verdict.analysis if verdict is not None else None
+    texts = [analysis or "", *state.reports, *(state.report or {}).values()]
+    cited = list(dict.fromkeys(int(n) for text in texts for n in re.findall(r"\[(\d+)\]", text)))
+    by_n = {item.n: item for item in state.evidence}
+    passages = [by_n[n] for n in cited if n in by_n] or state.evidence[:2]
+    return {"claim": state.claim.text, "score": verdict.score if verdict else None, "label": verdict.label if verdict else None,
+            "analysis": analysis, "reports": list(state.reports), "report": state.report,
+            "passages": [{key: getattr(item, key) for key in ("n", "document_title", "section_title", "content", "url")}
+                         for item in passages]}
+
+
+def review(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
+    """Pause until a person decides on the flagged verdict: ``{"decision": "accept" | "reject",
+    "comment"}`` (accept: the contradiction is confirmed; reject: it is not a contradiction). A
+    rejection with a comment, while steps remain, sends the comment to the controller and the
+    research on (the verdict and report are made again)."""
+    answer = interrupt(review_case(state))
+    if not isinstance(answer, dict):  # a bare word, or an answer saved by an older version
+        word = str(answer).strip().lower()
+        answer = {"decision": "reject" if word.startswith(("r", "n")) else "accept", "comment": None}
+    decision = {"decision": "reject" if answer.get("decision") == "reject" else "accept",
+                "comment": answer.get("comment") or None}
+    verdict = state.verdict
+    argument = f"score {verdict.score}" if verdict is not None and verdict.score is not None else (verdict.label if verdict else None)
+    if decision["decision"] == "reject" and decision["comment"] and steps_taken(state.messages) < runtime.context.max_steps:
+        decision["continued"] = True
+        feedback = HumanMessage(content=f"A person reviewing the flagged verdict says it is not a contradiction: "
+                                        f"{decision['comment']}", name=REVIEWER)
+        return {"review": decision, "messages": [feedback], "verdict": None, "report": None, "stop_reason": None,
+                "trace": [TraceItem(action_name="human_review", action_argument=argument, action_output=decision)]}
+    return {"review": decision, "trace": [TraceItem(action_name="human_review", action_argument=argument,
+                                                    action_output=decision)]}
+
+
+def after_review(state: ResearchState) -> str:
+    """Back to the research after feedback that sent it on (the verdict was set aside), else the end."""
+    return "controller" if state.verdict is None else END
 
 
 def after_verifier(state: ResearchState, runtime: Runtime[ResearchContext]) -> str:
-    """The two-sided report follows a verdict when the run asks for it."""
-    return "report" if runtime.context.report and state.verdict is not None and state.verdict.score is not None else END
+    """The two-sided report follows a verdict when the run asks for it; then a person's review of a flagged one."""
+    if runtime.context.report and state.verdict is not None and state.verdict.score is not None:
+        return "report"
+    return after_report(state, runtime)
+
+
+def after_report(state: ResearchState, runtime: Runtime[ResearchContext]) -> str:
+    """A person reviews a flagged verdict in interactive runs."""
+    return "review" if runtime.context.review and flagged(state, runtime.context) else END
 
 
 def build_research() -> StateGraph:
@@ -72,14 +125,14 @@ def build_research() -> StateGraph:
     graph = StateGraph(ResearchState, context_schema=ResearchContext)
     graph.add_node("controller", controller, destinations=("tools", "controller", "verifier", END))
     graph.add_node("tools", ToolNode(list(all_tools().values()), awrap_tool_call=_tool_failures))
-    graph.add_node("review", review)
     graph.add_node("verifier", verifier)
     graph.add_node("report", report)
+    graph.add_node("review", review)
     graph.add_edge(START, "controller")
-    graph.add_conditional_edges("tools", after_tools, ["controller", "review", "verifier"])
-    graph.add_edge("review", "controller")
-    graph.add_conditional_edges("verifier", after_verifier, ["report", END])
-    graph.add_edge("report", END)
+    graph.add_conditional_edges("tools", after_tools, ["controller", "verifier"])
+    graph.add_conditional_edges("verifier", after_verifier, ["report", "review", END])
+    graph.add_conditional_edges("report", after_report, ["review", END])
+    graph.add_conditional_edges("review", after_review, ["controller", END])
     return graph
 
 

@@ -125,7 +125,7 @@ def build_system(
             stop_on_report=agent.stop_on_report, review=reviewer is not None, task=task, snippet_chars=agent.snippet_chars,
             tools=tuple(tools_for(agent.tools, finish=agent.finish_action)), max_steps=agent.max_steps,
             keep_observations=agent.keep_observations,
-            report=bool(agent.report),
+            report=bool(agent.report), threshold=agent.threshold,
         )
         return ClaireAgent(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=on_step,
                            checkpoints=agent.checkpoints)

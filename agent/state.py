@@ -4,7 +4,7 @@ run with (:class:`ResearchContext`, the graph's run context).
 Lists grow through reducers: a node or tool returns only what it adds. ``messages`` is the
 controller's working memory in LangChain form — the action it chose (an ``AIMessage`` with one
 tool call), what the action observed (a ``ToolMessage``; its artifact is what the trace records)
-and a reviewer's answers — from which the prompt's history and the step count are derived.
+— from which the prompt's history and the step count are derived.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ class ResearchState:
     trace: Annotated[list[TraceItem], operator.add] = field(default_factory=list)
     errors: Annotated[list[str], operator.add] = field(default_factory=list)
     stop_reason: str | None = None  # set when the research is over
-    awaiting_review: bool = False  # a report waits for a person's answer (interactive runs)
     condensed: list[int] = field(default_factory=list)  # steps the context budget has shortened so far
     queued: list[dict[str, Any]] = field(default_factory=list)  # further tool calls of one answer, run one a step
     verdict: Verdict | None = None
     report: dict[str, str] | None = None  # the two-sided report: {"consistent": ..., "inconsistent": ...}
+    review: dict[str, Any] | None = None  # a person's decision on a flagged verdict: {"decision", "comment"}
 
 
 @dataclass(frozen=True)
@@ -49,3 +49,5 @@ class ResearchContext(ToolContext):
     max_steps: int = 10
     keep_observations: int = 2  # latest observations kept whole when older ones are condensed
     report: bool = False  # write the two-sided report after the verdict
+    threshold: float = 0.5  # a score above it flags the claim (what a person is asked to review)
+    review: bool = False  # a person confirms or rejects a flagged verdict (interactive runs)

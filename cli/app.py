@@ -2,8 +2,6 @@
 name, and :func:`main`, the console-script entry point that turns every
 :class:`claire.errors.ClaireError` into a one-line message and exit code 2."""
 
-from __future__ import annotations
-
 import os
 import sys
 import warnings
@@ -15,7 +13,6 @@ from rich.markup import escape
 from claire import __version__
 from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, review, serve, watch
 from claire.cli.options import console, err
-from claire.config import ConfigWarning
 from claire.errors import ClaireError, redact
 from claire.files import is_text
 
@@ -25,7 +22,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # plain help and usage errors: Rich's help layout costs more than the rest of the start together
+    add_help_option=False,  # the root's --help is a plain flag (below): Typer would build a validator for its own on every run
 )
 index_app = typer.Typer(help="Build, list and inspect search indexes.", no_args_is_help=True)
 bench_app = typer.Typer(help="Benchmarks that print speed figures.", no_args_is_help=True)
@@ -67,6 +65,7 @@ COMMANDS = [
     (bench_app, "serve", bench.bench_serve),
     (bench_app, "cascade", bench.bench_cascade),
     (bench_app, "watch", bench.bench_watch),
+    (bench_app, "startup", bench.bench_startup),
 ]
 """Every command: the application it belongs to, its name and the function that runs it."""
 
@@ -81,14 +80,24 @@ def version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
+def help_callback(context: typer.Context, value: bool) -> None:
+    """``--help``: print the command list and stop."""
+    if value:
+        typer.echo(context.get_help())
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")] = False,
+    show_help: Annotated[bool, typer.Option("--help", callback=help_callback, is_eager=True, help="Show this message and exit.")] = False,
 ) -> None:
     """CLAIRE: corpus-level inconsistency detection with an LLM agent."""
 
 
 def _show_config_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    from claire.config import ConfigWarning  # loaded by now: only the configuration warns this way
+
     if issubclass(category, ConfigWarning):
         err.print(f"[yellow]warning:[/] {escape(redact(str(message)))}", highlight=False)
     else:

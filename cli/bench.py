@@ -1,7 +1,5 @@
 """``claire bench ...``: the benchmarks that print speed figures."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -13,6 +11,16 @@ from claire.cli.options import (
     common, console, resolve,
 )
 from claire.errors import ConfigError
+
+
+def bench_startup(
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Runs of each case (the median is reported).")] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+) -> None:
+    """How soon `claire` answers: --help, an argument error and check's first output, as ratios to importing Typer and Rich."""
+    from claire.bench.startup import run_startup_bench
+
+    run_startup_bench(runs=runs, console=console, as_json=as_json)
 
 
 def bench_llm(calls: Annotated[int, typer.Option("--calls")] = 300) -> None:

@@ -1,9 +1,9 @@
-"""``claire check``: one fact against the corpus, with a live view and an interactive review."""
-
-from __future__ import annotations
+"""``claire check``: one fact against the corpus, with a status line from the first moment, a live
+view of the research, and a review of a flagged verdict with its evidence in front of you."""
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,10 +11,11 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
+from claire.cli.terminal import StatusLine
 from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, DocsPerQueryOpt, IndexOpt, JsonOpt, MaxStepsOpt, ModelOpt, NoCacheOpt, NoRerankOpt,
+    BaseUrlOpt, ConfigOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, ModelOpt, NoCacheOpt, NoRerankOpt,
     PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
-    check_writable, common, console, err, passage_text, resolve, run,
+    check_writable, common, console, err, passage_text, require_api_key, resolve, run,
 )
 from claire.errors import ConfigError
 
@@ -30,9 +31,9 @@ def check_command(
     docs_per_query: DocsPerQueryOpt = None,
     no_rerank: NoRerankOpt = False,
     tools: ToolsOpt = None,
-    no_review: Annotated[bool, typer.Option("--no-review", help="Do not pause for you to review reported inconsistencies.")] = False,
+    no_review: Annotated[bool, typer.Option("--no-review", help="Do not ask you to confirm or reject a flagged verdict (asked only in a terminal).")] = False,
     no_report: Annotated[bool, typer.Option("--no-report", help="Skip the two-sided report.")] = False,
-    as_json: JsonOpt = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (in a terminal the status and any review go to stderr).")] = False,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
@@ -45,48 +46,50 @@ def check_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES), 2 error."""
-    from claire.domain import Passage
-    from claire.domain import Claim
-    from claire.tasks.registry import get_task
-
-    if resume is not None and (fact or as_json or no_review or not sys.stdin.isatty()):
-        raise ConfigError("--resume goes on with a saved interactive check: give no fact, no --json and no --no-review, in a terminal")
+    """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES; your review decides when you gave one), 2 error."""
+    started = time.monotonic()
+    if resume is not None and (fact or no_review or not sys.stdin.isatty()):
+        raise ConfigError("--resume goes on with a saved interactive check: give no fact and no --no-review, in a terminal")
     if resume is None and not (fact or "").strip():
         raise ConfigError("the fact is empty: give the sentence to check")
     if context_file is not None:
         context = passage_text(None, context_file)
     if trace_out is not None:
         check_writable(trace_out, "--trace-out")
-    interactive = sys.stdin.isatty() and not as_json and not no_review
-    config = resolve(
-        config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
-        **{
-            "agent.system": system,
-            "agent.max_steps": max_steps,
-            "agent.docs_per_query": docs_per_query,
-            "retrieval.rerank": False if no_rerank else None,
-            "agent.tools": tools,
-            "agent.report": False if no_report else None,
-            "agent.review": interactive,
-            "agent.task": task,
-            "preset": preset,
-        },
-    )
-    if config.agent.report is None:  # the two-sided report is on by default for a single check
-        config = config.with_overrides({"agent.report": True})
-    claim = None
-    if resume is None:
-        from claire.tasks.fact_limits import check_fact
+    interactive = sys.stdin.isatty() and not no_review
+    shown = err if as_json else console  # where the status line, the steps and the review go (--json: stderr)
+    with StatusLine(shown, "reading the configuration…") as status:
+        config = resolve(
+            config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
+            **{
+                "agent.system": system,
+                "agent.max_steps": max_steps,
+                "agent.docs_per_query": docs_per_query,
+                "retrieval.rerank": False if no_rerank else None,
+                "agent.tools": tools,
+                "agent.report": False if no_report else None,
+                "agent.review": interactive,
+                "agent.task": task,
+                "preset": preset,
+            },
+        )
+        require_api_key(config)
+        if config.agent.report is None:  # the two-sided report is on by default for a single check
+            config = config.with_overrides({"agent.report": True})
+        status.update("loading the agent (LangChain, LangGraph)…")
+        from claire.cli.views import CheckView
+        from claire.domain import Claim, Passage
 
-        if warning := check_fact((fact or "").strip(), config.agent.max_fact_chars):
-            err.print(f"[yellow]warning:[/] {escape(warning)}")
-        claim = Claim(claim_id="cli", text=(fact or "").strip(),
-                      context=Passage(document_title=title or "", section_title=section or "", content=(context or "").strip()))
-    from claire.cli.views import CheckView
+        claim = None
+        if resume is None:
+            from claire.tasks.fact_limits import check_fact
 
-    view = CheckView(console, claim, config, quiet=as_json, resume=resume)
-    assessment = run(view.run())
+            if warning := check_fact((fact or "").strip(), config.agent.max_fact_chars):
+                err.print(f"[yellow]warning:[/] {escape(warning)}")
+            claim = Claim(claim_id="cli", text=(fact or "").strip(),
+                          context=Passage(document_title=title or "", section_title=section or "", content=(context or "").strip()))
+        view = CheckView(shown, claim, config, quiet=as_json, resume=resume, status=status, started=started)
+        assessment = run(view.run())
     if trace_out is not None:
         try:
             trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
@@ -100,4 +103,9 @@ def check_command(
     if failed:  # no verdict: the cause, on one line, where errors go
         err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error}"))
         raise typer.Exit(2)
+    review = assessment.details.get("review")
+    if review:  # the person's decision is the answer
+        raise typer.Exit(1 if review["verdict"] == "inconsistent" else 0)
+    from claire.tasks.registry import get_task
+
     raise typer.Exit(get_task(config.agent.task).exit_code(assessment.verdict, assessment.label))

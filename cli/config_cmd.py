@@ -1,7 +1,5 @@
 """``claire config``: the resolved configuration."""
 
-from __future__ import annotations
-
 import json
 from typing import Annotated
 

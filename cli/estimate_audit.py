@@ -1,8 +1,6 @@
 """``claire estimate`` and ``claire audit``: how inconsistent a corpus or a benchmark is, and
 :func:`print_rates`, the summary both print (and ``claire review`` after a session)."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Any, Optional

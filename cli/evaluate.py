@@ -1,7 +1,5 @@
 """``claire eval``, ``metrics``, ``compare`` and ``sweep``: batch evaluation and its runs."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

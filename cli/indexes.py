@@ -1,10 +1,8 @@
 """``claire index ...`` and ``claire search``: building, updating, listing and searching indexes."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -13,8 +11,10 @@ from claire.cli.options import (
     BaseUrlOpt, ConfigOpt, IndexOpt, JsonOpt, ModelOpt, PathOpt, SetOpt, UrlOpt,
     common, console, err, passage_text, resolve, run,
 )
-from claire.config import Config
 from claire.errors import ConfigError
+
+if TYPE_CHECKING:
+    from claire.config import Config
 
 
 def index_build(
@@ -89,7 +89,7 @@ def index_build(
     )
 
 
-def _ingest_options(config: Config, limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
+def _ingest_options(config: "Config", limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
     from claire.ingestion.dump_build import IngestOptions, default_batch_size, default_workers
     from claire.indexes.server_store import ServerOptions
 
@@ -121,7 +121,7 @@ def _print_ingest(summary) -> None:  # noqa: ANN001
                   + f"; skipped in the index: {skip_counts_line(s)}")
 
 
-def _qdrant_key(config: Config) -> str | None:
+def _qdrant_key(config: "Config") -> str | None:
     key = config.retrieval.qdrant_api_key
     return key.get_secret_value() if key else None
 

@@ -1,20 +1,24 @@
 """What the commands share: the consoles, the option types most commands take, resolving the
 configuration from defaults, ``claire.toml``, the environment and the flags, running a command's
-coroutine, and small checks of command-line input."""
+coroutine, and small checks of command-line input.
+
+Every ``cli`` module imports only Typer, Rich and the light parts of CLAIRE at its top, and the
+rest inside the command that needs it: ``claire --help`` and a mistyped option answer without
+loading the configuration model, LangChain or the embedder (``claire bench startup`` measures it)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from claire import event_loop
-from claire.config import Config, load_config, parse_assignment
-from claire.agent.extraction import MAX_PASSAGE_BYTES
 from claire.cli.terminal import terminal_console
 from claire.errors import ConfigError
+
+if TYPE_CHECKING:
+    from claire.config import Config
 
 console = terminal_console()
 err = terminal_console(stderr=True, soft_wrap=True)  # an error stays one line, whatever the width
@@ -52,6 +56,8 @@ def resolve(
     **flags: Any,
 ) -> Config:
     """defaults < claire.toml < environment < --set < explicit flags (None means not given)."""
+    from claire.config import load_config, parse_assignment
+
     overrides: dict[str, Any] = dict(parse_assignment(item) for item in sets or [])
     overrides.update({key: value for key, value in flags.items() if value is not None})
     return load_config(config_file, overrides)
@@ -85,6 +91,21 @@ def eval_config(config_file: Path | None, sets: list[str] | None, model: str | N
     return config
 
 
+def require_api_key(config: Config) -> None:
+    """Refuse at once, before anything heavy loads, a run whose OpenAI-compatible endpoint has no
+    API key: the LLM client would refuse it the same way, only after the agent and the index."""
+    from claire.llm.providers import provider_of
+
+    llm = config.llm
+    provider = provider_of(llm)
+    if provider not in ("openai", "azure_openai") or llm.resolved_api_key():
+        return
+    if provider == "openai" and llm.base_url:
+        return  # local OpenAI-compatible servers usually need no key
+    raise ConfigError("no API key for the LLM endpoint: set OPENAI_API_KEY (or llm.api_key_env to the variable holding "
+                      "it), or point llm.base_url / OPENAI_BASE_URL at a local server")
+
+
 def require_index(config: Config, index_given: bool, what: str) -> None:
     """Refuse a benchmark run that would search the bundled demo corpus because no index was named:
     its figures would look like results but mean nothing against the benchmark."""
@@ -98,6 +119,8 @@ def require_index(config: Config, index_given: bool, what: str) -> None:
 
 def run(coro: Any) -> Any:
     """Run a command's coroutine on CLAIRE's event loop."""
+    from claire import event_loop
+
     return event_loop.run(coro)
 
 
@@ -116,6 +139,8 @@ def passage_text(text: str | None, file: Path | None) -> str:
     if (text is None) == (file is None):
         raise ConfigError("give the passage with either --text or --file")
     if file is not None:
+        from claire.agent.extraction import MAX_PASSAGE_BYTES
+
         try:
             if file.stat().st_size > MAX_PASSAGE_BYTES:
                 raise ConfigError(f"{file} is {file.stat().st_size / 1e6:.1f} MB, over the {MAX_PASSAGE_BYTES / 1e6:g} MB "

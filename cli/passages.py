@@ -1,7 +1,5 @@
 """``claire extract``, ``scan`` and ``cite``: the facts of a passage, and the sources of a claim."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Optional

@@ -8,8 +8,6 @@ nothing and the next session starts with the facts still undecided. Estimates an
 re-reported from the decisions when the session ends. :func:`review_command` is the command.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +15,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console, Group
-from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
@@ -26,11 +23,6 @@ from rich.text import Text
 from claire.cli.estimate_audit import print_rates
 from claire.cli.options import console
 from claire.errors import ConfigError
-from claire.evals.predictions import PREDICTIONS, load_predictions
-from claire.workflows.reviews import Decision, append_decision, load_decisions
-from claire.files import read_log
-from claire.workflows.rate_runs import CLAIMS, read_plan, summarise
-from claire.workflows.scan import row_from_prediction
 
 Ask = Callable[[str], str]
 
@@ -55,6 +47,10 @@ def _ask_with(console: Console) -> Ask:
 
 
 def _show(console: Console, number: int, total: int, claim: dict[str, Any], prediction: dict[str, Any]) -> None:
+    from rich.markdown import Markdown
+
+    from claire.workflows.scan import row_from_prediction
+
     row = row_from_prediction(prediction)
     where = " > ".join(part for part in (claim.get("document_title"), claim.get("section_title")) if part)
     body: list[Any] = [Text.assemble(("Fact: ", "bold"), claim.get("fact") or row.fact)]
@@ -93,6 +89,11 @@ def _all_passages(prediction: dict[str, Any]) -> list[dict[str, Any]]:
 def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, reviewer: str | None = None,
                decision_files: list[Path] | None = None) -> ReviewResult:
     """Ask about each flagged, undecided fact of ``out_dir``; record the answers; re-report."""
+    from claire.evals.predictions import PREDICTIONS, load_predictions
+    from claire.files import read_log
+    from claire.workflows.rate_runs import CLAIMS, read_plan, summarise
+    from claire.workflows.reviews import Decision, append_decision, load_decisions
+
     out_dir = Path(out_dir)
     if not (out_dir / PREDICTIONS).is_file():
         raise ConfigError(f"{out_dir} has no {PREDICTIONS}: give the directory of an estimate, audit, scan or eval run")

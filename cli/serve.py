@@ -1,7 +1,5 @@
 """``claire serve``: the web app and REST API for editors."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

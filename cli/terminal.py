@@ -1,5 +1,6 @@
 """What may reach the terminal: the consoles every command prints through, which drop terminal
-control sequences (ESC/CSI/OSC, other control characters) from the text they show.
+control sequences (ESC/CSI/OSC, other control characters) from the text they show, and the
+status line a command keeps up to date while it works.
 
 Corpus passages, model answers and dataset fields are printed as they are; a passage holding
 ``ESC ]52;...`` or ``ESC [2J`` must not be able to set the clipboard or clear the screen. The filter
@@ -12,7 +13,9 @@ import re
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderHook, RenderResult
+from rich.live import Live
 from rich.segment import Segment
+from rich.spinner import Spinner
 
 # OSC ... (BEL | ESC \), CSI ... final byte, any other two-character ESC sequence, and the C0/C1
 # control characters other than tab and newline. An OSC whose end is gone — Rich's Text drops the
@@ -66,3 +69,31 @@ def terminal_console(**kwargs: Any) -> Console:
     console = _TerminalConsole(**kwargs)
     console.push_render_hook(_PrintableOnly())
     return console
+
+
+class StatusLine:
+    """A spinner and what the command is doing, on one line, drawn the moment it starts (not at
+    the first tick) and gone when it stops; nothing at all where the console is not a terminal."""
+
+    def __init__(self, console: Console, text: str):
+        self.spinner = Spinner("dots", text=text)
+        self.live = Live(self.spinner, console=console, transient=True, refresh_per_second=12.5)
+
+    def update(self, text: str) -> None:
+        """Say what the command is doing now."""
+        self.spinner.update(text=text)
+
+    def start(self) -> None:
+        """Show the line (again, after :meth:`stop`)."""
+        self.live.start(refresh=True)
+
+    def stop(self) -> None:
+        """Take the line away, e.g. while the person is asked something."""
+        self.live.stop()
+
+    def __enter__(self) -> "StatusLine":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -5,21 +5,24 @@ check, the interactive review prompt, and ranked search results. Used only by ``
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from typing import Any
 
 from rich.console import Console, Group
 from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
-from claire.agent.runtime import open_system
+from claire.agent.runtime import open_retrieval, open_system
 from claire.domain import Assessment, Claim
 from claire.llm.usage import Usage, track_usage
 from claire.config import Config
 from claire.errors import ConfigError
+from claire.indexes.retriever import demo_index_ready, ensure_demo_index
 
 
 def one_line(value: Any, limit: int = 90) -> str:
@@ -52,56 +55,138 @@ def hits_table(hits: list[Any], query: str) -> Table:
     return table
 
 
+def evidence_blocks(passages: list[Any], width: int) -> list[Any]:
+    """Passages as blocks a narrow terminal keeps whole: ``[n] article › section``, the address
+    on a line of its own (the full address, also a link where the terminal supports links), then
+    the passage. ``passages`` are Evidence objects or dicts with the same fields."""
+    parts: list[Any] = []
+    for item in passages:
+        field = item.get if isinstance(item, dict) else lambda key, default=None: getattr(item, key, default)
+        where = " › ".join(part for part in (field("document_title"), field("section_title")) if part)
+        parts.append(Text.assemble((f"[{field('n')}] ", "bold"), (where, "bold")))
+        url = field("url")
+        if url:
+            parts.append(Text(url, style=f"link {url}", no_wrap=True, overflow="ignore"))
+        content = " ".join(str(field("content") or "").split())
+        limit = max(width * 6, 300)
+        parts.append(Padding(Text(content if len(content) <= limit else content[: limit - 1] + "…"), (0, 0, 1, 4)))
+    return parts
+
+
 class CheckView:
-    """Runs one check, printing each step as it happens, then renders the verdict."""
+    """Runs one check: says what it is doing from the start (reading the configuration, loading
+    the agent, building the demo index, opening the index), prints each step as it happens, puts
+    a flagged verdict to the person with its case, then renders the result."""
 
     def __init__(self, console: Console, claim: Claim | None, config: Config, *, quiet: bool = False,
-                 resume: str | None = None):
+                 resume: str | None = None, status: Any = None, started: float | None = None):
         self.console = console
         self.resume = resume  # the thread of a saved interactive check to go on with
         self.claim = claim
         self.config = config
         self.quiet = quiet
         self.count = 0
-        self.status: Any = None
+        self.status = status  # the one status line of the command (a rich Status), or None
+        self.started = started if started is not None else time.monotonic()
         self.llm_total: Usage | None = None
+        self.shown_case = False  # the case was printed for the review: the result does not repeat it
+
+    def say(self, what: str) -> None:
+        """What the command is doing now, on its status line."""
+        if self.status is not None:
+            self.status.update(what)
 
     def on_step(self, event: dict[str, Any]) -> None:
-        """Show one research step as it is taken."""
+        """Show one research step as it is taken: the action and its argument on one line, what it
+        observed on the next (each cut to the terminal's width)."""
         item = event["item"]
+        if item["action_name"] == "human_review":  # the person's own answer, just given
+            return
         self.count += 1
         output = item["action_output"] if item["action_name"] in ("search", "verifier", "nli") else event.get("observation") or item["action_output"]
         tokens = f" · {self.llm_total.total_tokens} tokens" if self.llm_total else ""
-        line = Text.assemble(
-            (f"{self.count:>3} ", "dim"), (f"{item['action_name']:<21}", "bold cyan"),
-            (one_line(item["action_argument"], 48) + "  ", ""), ("→ " + one_line(output, 70), "dim"),
-            (f"  [{event['documents']} docs{tokens}]", "dim"),
-        )
-        self.console.print(line, overflow="ellipsis", no_wrap=True)
+        width = self.console.width
+        tail = f"  [{event['documents']} docs{tokens}]"
+        head = f"{self.count:>3} {item['action_name']} "
+        argument = one_line(item["action_argument"], max(width - len(head) - len(tail), 10))
+        self.console.print(Text.assemble((f"{self.count:>3} ", "dim"), (f"{item['action_name']} ", "bold cyan"), argument,
+                                         (tail, "dim")), overflow="ellipsis", no_wrap=True)
+        self.console.print(Text("    → " + one_line(output, max(width - 6, 10)), style="dim"), overflow="ellipsis", no_wrap=True)
 
-    async def review(self, request: dict[str, Any]) -> str:
-        """Ask the person about a reported inconsistency (the graph is paused meanwhile)."""
+    async def review(self, case: dict[str, Any]) -> dict[str, Any]:
+        """Show a flagged verdict's case — the passages it cites, the verifier's analysis, what the
+        agent reported, the two-sided report — then ask whether the contradiction is real (the
+        graph is paused meanwhile)."""
         if self.status:
             self.status.stop()
-        self.console.print(Panel(Text(request["evidence"]), title="the agent reports an inconsistency", border_style="yellow"))
-        choice = await asyncio.to_thread(Prompt.ask, "\\[a]ccept, \\[r]eject, or type a comment", console=self.console, default="accept")
+        c = self.console
+        score = "n/a" if case.get("score") is None else f"{case['score']:.2f}"
+        c.print(Text.assemble((" FLAGGED ", "bold white on red"), f"  inconsistency score {score}: ", case.get("claim") or ""))
+        passages = case.get("passages") or []
+        if passages:
+            c.print(Text("the passages it cites", style="bold underline"))
+            for part in evidence_blocks(passages, c.width):
+                c.print(part, soft_wrap=isinstance(part, Text) and part.no_wrap)
+        if case.get("analysis"):
+            c.print(Panel(Markdown(case["analysis"]), title="the verifier's case"))
+        for text in case.get("reports") or []:
+            c.print(Panel(Text(text), title="the agent reported", border_style="yellow"))
+        report = case.get("report") or {}
+        if report.get("consistent"):
+            c.print(Panel(Markdown(report["consistent"]), title="the case that it holds", border_style="green"))
+        self.shown_case = True
+        while True:
+            choice = await asyncio.to_thread(
+                Prompt.ask, "Is it a contradiction? \\[c] confirmed / \\[n] not a contradiction",
+                console=c)
+            answer = choice.strip().lower()
+            if answer in ("c", "confirm", "confirmed", "a", "accept", "y", "yes"):
+                decision = "accept"
+                break
+            if answer in ("n", "not", "no", "r", "reject"):
+                decision = "reject"
+                break
+            c.print("please answer c or n")
+        question = ("comment (optional; it goes back to the agent, which researches on)" if decision == "reject"
+                    else "comment (optional)")
+        comment = await asyncio.to_thread(Prompt.ask, question, console=c, default="", show_default=False)
         if self.status:
             self.status.start()
-        answer = choice.strip()
-        if answer.lower() in ("a", "accept", "y", "yes"):
-            return "accepted: the reviewer agrees this is a contradiction."
-        if answer.lower() in ("r", "reject", "n", "no"):
-            return "rejected: the reviewer does not think this is a contradiction; keep researching."
-        return f"comment: {answer}"
+        return {"decision": decision, "comment": comment.strip() or None}
 
     async def run(self) -> Assessment:
-        """Check the claim (or resume a saved check) with the live view."""
+        """Open what the check needs, saying so, then check the claim (or resume a saved check)."""
+        retriever = await self._open_retrieval()
+        try:
+            return await self._check(retriever)
+        finally:
+            retriever.close()
+
+    async def _open_retrieval(self) -> Any:
+        """The index, built first when it is the demo one and missing (with its progress on the status line)."""
+        retrieval = self.config.retrieval
+        if retrieval.backend == "qdrant" and retrieval.index == "demo" and retrieval.url is None:
+            root = retrieval.index_root()
+            if not demo_index_ready(root):
+                self.say("building the demo index (first use): loading the embedder…")
+
+                def progress(done: int, total: int) -> None:
+                    self.say(f"building the demo index (first use): {done}/{total} passages embedded")
+
+                await asyncio.to_thread(ensure_demo_index, root, retrieval.embedder or "minilm", "demo", progress)
+        where = retrieval.url or retrieval.index
+        self.say(f"loading the embedder and opening the index {where}…" if retrieval.backend == "qdrant"
+                 else "connecting to the search service…")
+        return await asyncio.to_thread(open_retrieval, self.config)
+
+    async def _check(self, retriever: Any) -> Assessment:
         reviewer = self.review if self.config.agent.review else None
         on_step = None if self.quiet else self.on_step
-        async with open_system(self.config, reviewer=reviewer, on_step=on_step) as system:
+        async with open_system(self.config, reviewer=reviewer, on_step=on_step, retriever=retriever) as system:
             if self.resume is not None:
                 if not hasattr(system, "resume"):
                     raise ConfigError(f"--resume works with the claire system, not {system.name}")
+                self.say("going on with the saved check…")
                 assessment = await system.resume(self.resume)
                 self.claim = Claim(claim_id=assessment.claim_id, text=assessment.claim_text)
                 return assessment
@@ -109,22 +194,25 @@ class CheckView:
             kwargs: dict[str, Any] = {}
             if reviewer is not None and hasattr(system, "resume"):
                 kwargs["thread_id"] = f"check-{uuid.uuid4().hex[:8]}"
-                self.console.print(Text(f"progress is saved; if interrupted, go on with: claire check --resume {kwargs['thread_id']}", style="dim"))
-            if self.quiet:
-                return await system.assess(self.claim, **kwargs)
-            self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
-            with self.console.status("researching…") as status, track_usage() as usage:
-                self.status = status
+                self.console.print(Text("progress is saved; if interrupted, go on with:", style="dim"))
+                self.console.print(Text(f"  claire check --resume {kwargs['thread_id']}", style="dim"), soft_wrap=True)
+            if not self.quiet:
+                self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
+            self.say("researching…")
+            with track_usage() as usage:
                 self.llm_total = usage
                 return await system.assess(self.claim, **kwargs)
 
     def final(self, a: Assessment) -> None:
-        """Print the result panel of an assessment."""
+        """Print the result of an assessment: the verdict (the reviewer's, when there was a review,
+        saying what it changed), the evidence and the analyses (unless the review showed them)."""
         c = self.console
-        colour = {"inconsistent": "red", "consistent": "green"}.get(a.verdict or "", "yellow")
+        review = a.details.get("review")
+        verdict = review["verdict"] if review else a.verdict
+        colour = {"inconsistent": "red", "consistent": "green"}.get(verdict or "", "yellow")
         score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.score_kind == "count" else f"{a.score:.2f}")
         calibrated = "" if a.probability is None else f"; calibrated probability {a.probability:.0%}"
-        headline = Text.assemble((f" {(a.verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
+        headline = Text.assemble((f" {(verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
                                  f"  inconsistency score {score} (flagged above {a.threshold:g}{calibrated})")
         if a.label is not None:  # task feverous: the three-way label and the cited element ids
             colour = {"REFUTES": "red", "SUPPORTS": "green"}.get(a.label, "yellow")
@@ -137,38 +225,41 @@ class CheckView:
             body.append(Text.assemble(("From: ", "bold"), where))
         if a.restated_claim:
             body.append(Text.assemble(("Restated: ", "bold"), a.restated_claim))
+        if review:
+            body.append(Text.assemble(("Your review: ", "bold"), review_effect(review)))
+            if review.get("comment"):
+                body.append(Text.assemble(("Your comment: ", "bold"), review["comment"]))
         c.print(Panel(Group(*body), title="CLAIRE verdict", border_style=colour))
         if a.error:
             c.print(Text.assemble(("error: ", "red"), a.error))
-        cited = self._cited(a)
-        if a.evidence:
-            table = Table(title="evidence", title_justify="left", show_lines=True, expand=True)
-            table.add_column("\\[n]", width=4, justify="right")
-            table.add_column("article > section", ratio=1)
-            table.add_column("passage", ratio=3)
-            for e in a.evidence:
-                if cited and e.n not in cited:
-                    continue
-                where = Text.assemble((e.document_title, "bold"), "\n" + e.section_title)
-                if e.url:
-                    where.append("\n" + e.url, style=f"link {e.url}")
-                table.add_row(str(e.n), where, Text(e.content[:500]))
-            c.print(table)
-            if cited:
-                c.print(f"[dim]{len(a.evidence) - len([e for e in a.evidence if e.n in cited])} more passages were read but not cited[/]")
+        if not self.shown_case:
+            cited = self._cited(a)
+            shown = [e for e in a.evidence if not cited or e.n in cited]
+            if shown:
+                c.print(Text("evidence", style="bold underline"))
+                for part in evidence_blocks(shown, c.width):
+                    c.print(part, soft_wrap=isinstance(part, Text) and part.no_wrap)
+                if cited:
+                    c.print(f"[dim]{len(a.evidence) - len(shown)} more passages were read but not cited[/]")
         for note in a.clarifications:
             c.print(Panel(Text(note["text"]), title=Text(f"clarified: {note['entity']}"), border_style="blue"))
-        for item in a.reported:
-            c.print(Panel(Text(item), title="reported inconsistency", border_style="red"))
-        if a.reasoning:
-            c.print(Panel(Markdown(a.reasoning), title="verifier analysis"))
+        if not self.shown_case:
+            for item in a.reported:
+                c.print(Panel(Text(item), title="reported inconsistency", border_style="red"))
+            if a.reasoning:
+                c.print(Panel(Markdown(a.reasoning), title="verifier analysis"))
         if a.report:
-            c.print(Panel(Markdown(a.report["consistent"]), title="the case for consistent", border_style="green"))
+            if not self.shown_case:
+                c.print(Panel(Markdown(a.report["consistent"]), title="the case for consistent", border_style="green"))
             c.print(Panel(Markdown(a.report["inconsistent"]), title="the case for inconsistent", border_style="red"))
         usage = Usage.from_dict(a.usage)
         cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+        total = time.monotonic() - self.started
+        took = f"{a.latency_s or 0:.1f} s checking"
+        if total > (a.latency_s or 0) + 1:
+            took += f", {total:.1f} s in all"
         c.print(f"[dim]{a.details.get('steps', 0)} steps · {len(a.evidence)} passages · {usage.calls} LLM calls "
-                f"({usage.cached_calls} cached) · {usage.total_tokens} tokens{cost} · {a.latency_s or 0:.1f} s[/]")
+                f"({usage.cached_calls} cached) · {usage.total_tokens} tokens{cost} · {took}[/]")
 
     @staticmethod
     def _cited(a: Assessment) -> set[int]:
@@ -176,6 +267,20 @@ class CheckView:
 
         text = " ".join(filter(None, [a.reasoning, *(a.report or {}).values(), *a.reported]))
         return {int(n) for n in re.findall(r"\[(\d+)\]", text) if 0 < int(n) <= len(a.evidence)}
+
+
+def review_effect(review: dict[str, Any]) -> str:
+    """What a person's review of a flagged verdict decided and changed, in one sentence."""
+    before, after = review.get("system_verdict"), review.get("verdict")
+    said = "contradiction confirmed" if review.get("decision") == "accept" else "not a contradiction"
+    if review.get("continued"):
+        return (f"{said}; your comment went back to the agent, which researched on, and the verdict after that "
+                f"research is {(after or 'none').upper()}.")
+    if before == after or after is None:
+        return f"{said}; the verdict stays {(before or 'none').upper()}."
+    code = {"inconsistent": 1, "consistent": 0}
+    return (f"{said}; the verdict changes from {before.upper()} to {after.upper()} (the verifier's score is kept) "
+            f"and the exit code from {code.get(before, 0)} to {code.get(after, 0)}.")
 
 
 def citation_view(result: Any) -> Group:

@@ -1,10 +1,10 @@
-"""``claire watch``: check a live wiki's new edits as they happen (or a recording of them)."""
-
-from __future__ import annotations
+"""``claire watch``: check a live wiki's new edits as they happen (or a recording of them), with a
+live line that fits the terminal and, at the end, what was read, set aside, checked and flagged."""
 
 import signal
+import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.live import Live
@@ -35,6 +35,57 @@ def watch_settings(stream_url: str | None, replay: Path | None, api_url: str | N
             "watch.wikis": wiki or None, "watch.namespaces": namespace or None,
             "watch.include_bots": True if include_bots else None, "watch.titles": title or None,
             "watch.categories": category or None, "watch.edits_in_flight": edits_in_flight}
+
+
+def watch_line(stats: Any, width: int) -> str:
+    """The live line of a patrol's counts, cut to ``width``: the events read and what became of
+    them (kept, or left aside by the filter, repeated, unreadable), then the edits checked and the
+    facts flagged, then the lag behind the stream."""
+    aside = [(stats.left_aside, "left aside"), (stats.repeated, "repeated"), (stats.bad, "unreadable")]
+    parts = [f"events {stats.seen:,}", f"kept {stats.kept:,}", *(f"{what} {n:,}" for n, what in aside if n),
+             f"checked {stats.checked:,}", f"flagged {stats.flagged:,}"]
+    parts += [f"{what} {n:,}" for n, what in ((stats.skipped, "nothing to check"), (stats.failed, "failed")) if n]
+    if stats.lag_s is not None:
+        parts.append(f"lag {stats.lag_s:,.0f} s")
+    line = " · ".join(parts)
+    while len(line) > width and len(parts) > 2:  # the last parts go first
+        parts.pop()
+        line = " · ".join(parts) + " …"
+    return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}" + ("" if n == 1 else "s")
+
+
+def print_summary(stats: Any, flagged: list[dict[str, Any]]) -> None:
+    """What the patrol did, once, and each fact it flagged with the edit's diff on a line of its own."""
+    aside = ", ".join(f"{n:,} {what}" for n, what in ((stats.left_aside, "left aside by the filter"),
+                                                      (stats.repeated, "repeated"), (stats.bad, "unreadable")) if n)
+    console.print(f"{_count(stats.seen, 'event')} read: {_count(stats.kept, 'new edit')} kept" + (f", {aside}" if aside else "") + ".")
+    others = ", ".join(f"{n:,} {what}" for n, what in ((stats.skipped, "with nothing to check"),
+                                                       (stats.failed, "failed")) if n)
+    console.print(f"{_count(stats.checked, 'edit')} checked" + (f" ({others})" if others else "")
+                  + f"; {_count(stats.facts, 'fact')} checked, {stats.flagged:,} flagged" + (":" if flagged else "."))
+    for item in flagged:
+        score = "" if item["score"] is None else f" · score {item['score']:.2f}"
+        console.print(Text.assemble("  ", (str(item["title"]), "bold"), f" · revision {item['revision']}{score}"))
+        console.print(Text("    " + item["fact"]))
+        if item.get("diff_url"):
+            console.print(Text("    " + item["diff_url"], style=f"link {item['diff_url']}"), soft_wrap=True)
+
+
+def flagged_since(store_path: Path, started: float) -> list[dict[str, Any]]:
+    """The facts flagged in edits the patrol stored since ``started``, newest edit first."""
+    from claire.workflows.job_store import JobStore
+
+    store = JobStore(store_path)
+    try:
+        rows = [row for row in store.patrol_items(flagged_only=True, limit=2000) if row["created"] >= started]
+    finally:
+        store.close()
+    return [{"title": row["request"].get("title"), "revision": row["request"].get("revision"), "score": row["score"],
+             "fact": row["fact"], "diff_url": row["request"].get("diff_url")} for row in rows]
 
 
 def watch_command(
@@ -70,10 +121,11 @@ def watch_command(
     source = f"the recording {config.watch.replay}" if config.watch.replay else redact(config.watch.stream_url or "")
     err.print(f"watching {source} for edits of {', '.join(config.watch.wikis) or 'every wiki'} "
               f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {store_path}")
-    with Live(Text("starting…"), console=err, transient=False, refresh_per_second=2) as live:
-        # facts checked at once: enough for every edit in flight to have one being checked
-        concurrency = max(config.eval.concurrency, config.watch.edits_in_flight)
+    started = time.time()
+    # facts checked at once: enough for every edit in flight to have one being checked
+    concurrency = max(config.eval.concurrency, config.watch.edits_in_flight)
+    with Live(Text("starting…"), console=err, transient=True, refresh_per_second=2) as live:
         stats = run(run_patrol(config, store_path=store_path, concurrency=concurrency, max_events=max_events,
-                               on_progress=lambda s: live.update(Text(s.line())),
+                               on_progress=lambda s: live.update(Text(watch_line(s, err.width), no_wrap=True)),
                                stop_on=(signal.SIGINT, signal.SIGTERM)))
-    console.print(stats.line())
+    print_summary(stats, flagged_since(store_path, started))

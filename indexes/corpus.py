@@ -233,8 +233,10 @@ def blocks_from_wikicollide(path: str | Path) -> list[Block]:
 # --- plain article text ------------------------------------------------------------------
 
 
-def _heading(line: str) -> tuple[int, str] | None:
-    match = _MD_HEADING.match(line) or _WIKI_HEADING.match(line)
+def heading(line: str) -> tuple[int, str] | None:
+    """The level and title of a heading line (``## History`` or ``== History ==``), else None:
+    plain article text marks its sections this way, and a heading is never read as text."""
+    match = _MD_HEADING.match(line.strip()) or _WIKI_HEADING.match(line.strip())
     return (len(match.group(1)), match.group(2)) if match else None
 
 
@@ -335,14 +337,14 @@ def blocks_from_article(title: str, text: str, *, url: str | None = None, max_wo
             table.append(line)
             continue
         end_table()
-        heading = _heading(line)
-        if heading:
+        title_line = heading(line)
+        if title_line:
             end_passages()
-            level, name = heading
+            level, name = title_line
             while path and path[-1][0] >= level:
                 path.pop()
             if not (level == 1 and name == title):
-                path.append(heading)
+                path.append(title_line)
         elif line:
             lines.append(line)
         else:

@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,12 +179,14 @@ def build_index(
     show_progress: bool = True,
     replace: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> BuildSummary:
     """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
     Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
     fails or is interrupted leaves no index behind; an embedded index being replaced stays
     searchable, unchanged, until the new one is complete and swapped in. Another build of the
-    same embedded index is waited for (up to ``lock_timeout`` s)."""
+    same embedded index is waited for (up to ``lock_timeout`` s). ``on_progress(done, total)``, when
+    given, is told how many blocks are stored after each batch (instead of the progress bar)."""
     check_name(name)
     if not blocks:
         raise DatasetError("no blocks to index")
@@ -212,14 +215,18 @@ def build_index(
             MofNCompleteColumn(),
             TimeRemainingColumn(),
             console=Console(stderr=True),
-            disable=not show_progress,
+            disable=not show_progress or on_progress is not None,
             transient=True,
         ) as progress:
             task = progress.add_task("blocks", total=len(blocks))
+            if on_progress is not None:
+                on_progress(0, len(blocks))
             for start in range(0, len(blocks), batch_size):
                 batch = blocks[start : start + batch_size]
                 store.upsert(batch, embedder.encode([b.embed_text() for b in batch]))
                 progress.advance(task, len(batch))
+                if on_progress is not None:
+                    on_progress(start + len(batch), len(blocks))
         store.finalize()
         size = store.size_on_disk()
     except BaseException:
@@ -241,16 +248,24 @@ def build_index(
     )
 
 
-def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "demo") -> None:
+def demo_index_ready(root: Path, name: str = "demo") -> bool:
+    """Whether the demo index ``name`` under ``root`` is built and complete."""
+    return any(m.name == name and m.complete for m in list_indexes(root))
+
+
+def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "demo",
+                      on_progress: Callable[[int, int], None] | None = None) -> None:
     """Build the bundled demo corpus as index ``name`` under ``root`` unless it is already there
-    (an unfinished one is rebuilt)."""
+    (an unfinished one is rebuilt), in small batches so that its progress moves (``on_progress``:
+    see :func:`build_index`)."""
     existing = next((m for m in list_indexes(root) if m.name == name), None)
     if existing is not None and existing.complete:
         return
     blocks = read_corpus(demo_corpus_path()).blocks
     try:
-        build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None)
+        build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None, batch_size=32,
+                    on_progress=on_progress)
     except RetrievalError:
         # another process may have built it while this one waited for the build lock
-        if not any(m.name == name and m.complete for m in list_indexes(root)):
+        if not demo_index_ready(root, name):
             raise

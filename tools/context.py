@@ -31,4 +31,3 @@ class ToolContext:
     def tool_names(self) -> tuple[str, ...]:
         """The names of the enabled actions."""
         return tuple(tool.name for tool in self.tools)
-    review: bool = False  # a person reviews each report (interactive runs): the research goes on

@@ -23,12 +23,10 @@ async def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, 
         return step_result(runtime, "report_inconsistency", evidence,
                            "report_inconsistency needs the evidence: quote the passage that contradicts the fact.")
     context = runtime.context
-    stops = context.stop_on_report and not context.review
-    if stops:
+    if context.stop_on_report:
         observation = "Inconsistency recorded. The research ends here and the evidence goes to the final judgement."
         return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence],
                            stop_reason="an inconsistency was reported")
     observation = ("Inconsistency recorded. Keep looking for other places in Wikipedia that could contradict the fact"
                    + (", or call finish() when you are done." if "finish" in runtime.context.tool_names else "."))
-    return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence],
-                       awaiting_review=context.review)
+    return step_result(runtime, "report_inconsistency", evidence, observation, reports=[evidence])

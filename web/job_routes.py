@@ -1,5 +1,5 @@
 """Routes for checks (one fact) and scans (an article's facts): submit one to run in the
-background, read where it stands, and follow its live events."""
+background, read where it stands, follow its live events, and check again what failed."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from claire.tasks.fact_limits import check_fact
 from claire.errors import ClaireError
 from claire.web.deps import ConfigDep, RenderedScansDep, RunnerDep, StoreDep, job_or_404
 from claire.web.events import event_stream
-from claire.web.schemas import CheckRequest, Created, ScanRequest, ScanView
+from claire.web.schemas import CheckRequest, Created, Rechecked, ScanRequest, ScanView
 from claire.web.views import check_view
+from claire.workflows.jobs import JobBusy
 
 checks = APIRouter(prefix="/api/check", tags=["checks"])
 scans = APIRouter(prefix="/api/scan", tags=["scans"])
@@ -76,3 +77,24 @@ async def scan_events(job_id: str, request: Request, store: StoreDep, runner: Ru
     """Server-sent events: ``facts`` (extracted, with spans), ``step``, ``fact_started``, ``fact`` (checked), ``status``, ``end``."""
     job_or_404(store, job_id, "scan")
     return event_stream(request, store, runner, job_id)
+
+
+def _recheck(runner: Any, store: Any, job_id: str, kind: str) -> Rechecked:
+    job_or_404(store, job_id, kind)
+    try:
+        return Rechecked(id=job_id, requeued=runner.recheck_failed(job_id))
+    except JobBusy as error:
+        raise HTTPException(409, str(error)) from None
+
+
+@checks.post("/{job_id}/recheck", response_model=Rechecked, status_code=202)
+async def recheck_check(job_id: str, store: StoreDep, runner: RunnerDep) -> Rechecked:
+    """Check a finished check again whose fact could not be checked (409 while it runs or when it did not fail)."""
+    return _recheck(runner, store, job_id, "check")
+
+
+@scans.post("/{job_id}/recheck", response_model=Rechecked, status_code=202)
+async def recheck_scan(job_id: str, store: StoreDep, runner: RunnerDep) -> Rechecked:
+    """Queue again the facts of a finished scan that could not be checked (the scan's extraction, if
+    that failed); follow it as before. 409 while it runs or when nothing failed."""
+    return _recheck(runner, store, job_id, "scan")

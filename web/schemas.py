@@ -47,3 +47,10 @@ class Created(BaseModel):
     """The id of a job just accepted for the background."""
 
     id: str
+
+
+class Rechecked(BaseModel):
+    """A finished job queued again: its id and how many of its failed facts are checked again."""
+
+    id: str
+    requeued: int

@@ -283,15 +283,17 @@ class JobStore:
 
     def patrol_items(self, *, flagged_only: bool = True, limit: int = 200) -> list[dict[str, Any]]:
         """Checked facts of patrolled edits, newest edit first (flagged ones only, by default),
-        each with its edit's request and notes, its assessment and its review."""
+        each with its edit's request and notes, its claim (the block the edit wrote into), its assessment
+        and its review."""
         flagged = " AND f.verdict = 'inconsistent'" if flagged_only else ""
         rows = self._rows(
-            "SELECT j.id AS job_id, j.request, j.notes, j.created, f.idx, f.claim_id, f.fact, f.score, f.verdict, f.assessment,"
-            " r.decision, r.comment, r.created AS reviewed FROM jobs j JOIN facts f ON f.job_id = j.id"
+            "SELECT j.id AS job_id, j.request, j.notes, j.created, f.idx, f.claim_id, f.fact, f.claim, f.score, f.verdict,"
+            " f.assessment, r.decision, r.comment, r.created AS reviewed FROM jobs j JOIN facts f ON f.job_id = j.id"
             " LEFT JOIN reviews r ON r.job_id = j.id AND r.claim_id = f.claim_id"
             f" WHERE j.kind = 'patrol' AND f.status = 'done'{flagged} ORDER BY j.created DESC, f.idx LIMIT ?", limit)
         return [{**dict(row), "request": json.loads(row["request"]), "notes": json.loads(row["notes"]) if row["notes"] else {},
-                 "assessment": json.loads(row["assessment"]) if row["assessment"] else None} for row in rows]
+                "claim": json.loads(row["claim"]),
+                "assessment": json.loads(row["assessment"]) if row["assessment"] else None} for row in rows]
 
     def job_times(self, kind: str) -> list[tuple[str, float]]:
         """(id, when it last changed) of every finished job of ``kind``, oldest first."""

@@ -3,7 +3,7 @@ one executor (:mod:`claire.evals.executor`) into the job store.
 
 Jobs run as asyncio tasks on the loop, independent of the request that created them (a client of
 the web app may disconnect), with at most ``concurrency`` facts being checked at once across all
-jobs — the executor's slots. Facts are extracted with ``workflows.scan.extract_claims``; each job's
+jobs — the executor's slots. Facts are extracted with ``workflows.scan.extract_located_claims``; each job's
 facts are submitted to the executor with the job's facts in the store as the sink
 (:class:`JobSink`), so every step a system reports, each finished fact and each status change is
 written to the :class:`~claire.workflows.job_store.JobStore` and wakes whoever listens for the
@@ -28,8 +28,7 @@ from claire.evals.executor import Executor, Outcome
 from claire.indexes.registry import Searcher
 from claire.llm.client import ChatClient
 from claire.workflows.job_store import JobStore
-from claire.workflows.scan import extract_claims
-from claire.workflows.spans import locate
+from claire.workflows.scan import extract_located_claims
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
 
@@ -46,6 +45,10 @@ def _short(value: Any) -> Any:
 
 class TooBusy(ClaireError):
     """More jobs are waiting than the server accepts."""
+
+
+class JobBusy(ClaireError):
+    """A job cannot be re-checked now: it is still running, or nothing of it failed."""
 
 
 def cited_numbers(reasoning: str | None) -> list[int]:
@@ -133,6 +136,24 @@ class JobRunner:
         self._start(job_id)
         return job_id
 
+    def recheck_failed(self, job_id: str) -> int:
+        """Check again the facts of a finished job that could not be checked (a scan whose
+        extraction failed is extracted again); how many facts were queued."""
+        job = self.store.job(job_id)
+        if job is None:
+            raise ClaireError(f"no job with id '{job_id}'")
+        if job_id in self.tasks or job["status"] in ("queued", "running"):
+            raise JobBusy(f"{job['kind']} '{job_id}' is still running: re-check its failed facts once it has finished")
+        failed = [fact for fact in self.store.facts(job_id) if fact["status"] == "error"]
+        if not failed and not (job["status"] == "error" and job["kind"] == "scan" and not self.store.facts(job_id)):
+            raise JobBusy(f"{job['kind']} '{job_id}' has no fact that failed")
+        self._admit()
+        for fact in failed:
+            self.store.set_fact_status(job_id, fact["idx"], "pending")
+        self._status(job_id, "queued")
+        self._start(job_id)
+        return len(failed)
+
     def resume(self) -> list[str]:
         """Start again every job a previous server left unfinished (one interrupted too often
         ends as an error instead: :meth:`JobStore.resumable_jobs`)."""
@@ -192,11 +213,10 @@ class JobRunner:
     async def _extract(self, job_id: str, request: dict[str, Any]) -> list[dict[str, Any]]:
         text = request["text"]
         async with self.executor.slot():
-            claims = await extract_claims(title=request["title"], section=request.get("section") or "", text=text,
-                                          llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
+            located = await extract_located_claims(title=request["title"], section=request.get("section") or "", text=text,
+                                                   llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
         rows = []
-        for claim in claims:
-            span = locate(claim.text, text)
+        for claim, span in located:
             rows.append({"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump(),
                          "start": span[0] if span else None, "end": span[1] if span else None})
         self.store.add_facts(job_id, rows)

@@ -26,6 +26,7 @@ from claire.errors import ClaireError
 from claire.evals.predictions import load_predictions
 from claire.evals.runner import run_eval
 from claire.agent.runtime import run_settings
+from claire.workflows.spans import locate
 
 
 @dataclass
@@ -129,18 +130,31 @@ def facts_within_limit(facts: list, limit: int, console: Console | None) -> list
     return kept
 
 
-async def extract_claims(
+async def extract_located_claims(
     *, title: str, text: str, llm: ChatClient, config: Config, section: str = "", max_facts: int | None = None,
     console: Console | None = None,
-) -> list[Claim]:
-    """The passage's atomic facts as claims with stable ids, each in the context of its block."""
+) -> list[tuple[Claim, tuple[int, int] | None]]:
+    """The passage's atomic facts as claims with stable ids, each in the context of its block and
+    section (a heading in the text names the section of what follows it), with the span of the
+    sentence of ``text`` it states (None when no sentence matches)."""
     facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
     if not facts:
         raise ClaireError("no checkable facts were found in the text")
     facts = facts_within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
-    return [Claim(claim_id=fact_id(f.text), text=f.text,
-                  context=Passage(document_title=title, section_title=section, content=f.block)) for f in facts]
+    return [(Claim(claim_id=fact_id(f.text), text=f.text,
+                   context=Passage(document_title=title, section_title=f.section or section, content=f.block)),
+             locate(f.text, text, source=f.source, block=f.block)) for f in facts]
+
+
+async def extract_claims(
+    *, title: str, text: str, llm: ChatClient, config: Config, section: str = "", max_facts: int | None = None,
+    console: Console | None = None,
+) -> list[Claim]:
+    """The passage's atomic facts as claims with stable ids, each in the context of its block and section."""
+    located = await extract_located_claims(title=title, text=text, llm=llm, config=config, section=section,
+                                           max_facts=max_facts, console=console)
+    return [claim for claim, _ in located]
 
 
 async def run_scan(

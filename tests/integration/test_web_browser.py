@@ -56,6 +56,12 @@ FACTS = {  # what the model "extracts" from PASSAGE, and the score its verifier 
     "The Eiffel Tower is made of wrought iron.": 0.2,
     "The Louvre opened in 1793.": 0.3,
 }
+COMPAQ = ("Compaq was founded in 1982 by three managers from Texas Instruments. Soon after in 1982, Compaq released the "
+          "very successful Compaq Portable. Compaq released the Compaq Portable in 1982.")
+COMPAQ_FACTS = {  # the last sentence is the one an edit added; its fact is the flagged one
+    "The Compaq Portable was very successful.": 0.1,
+    "Compaq released the Compaq Portable in 1982.": 0.9,
+}
 GUIDE_FACT = "The guide book of the Eiffel Tower says <img src=x onerror=\"window.__pwned='fact'\">."
 
 
@@ -68,7 +74,8 @@ def responder():
         kind = kind_of(body)
         user = body["messages"][-1]["content"]
         if kind == "extract":
-            facts = ["The Eiffel Tower was completed in 1890.", GUIDE_FACT] if "guide book" in user else list(FACTS)
+            facts = (["The Eiffel Tower was completed in 1890.", GUIDE_FACT] if "guide book" in user
+                     else list(COMPAQ_FACTS) if "Compaq" in user else list(FACTS))
             return {"content": "\n".join(f"<fact>{html.escape(f)}</fact>" for f in facts)}
         answer = base(body)
         if kind == "verifier":
@@ -77,7 +84,8 @@ def responder():
                 analysis = "[1] disagrees. <img src=x onerror=\"window.__pwned='analysis'\"> <b>bold</b> <script>window.__pwned='s'</script>"
                 answer["content"] = f"<analysis>{analysis}</analysis><inconsistency_score>0.8</inconsistency_score>"
             else:
-                score = next((v for k, v in FACTS.items() if html.unescape(fact).strip().startswith(k[:-1])), 0.1)
+                score = next((v for k, v in {**FACTS, **COMPAQ_FACTS}.items()
+                              if html.unescape(fact).strip().startswith(k[:-1])), 0.1)
                 answer["content"] = answer["content"].replace("0.9<", f"{score}<").replace("0.1<", f"{score}<")
         return answer
 
@@ -172,6 +180,7 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     assert by_text["The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."] == ("claire-mark claire-high", "0.9")
     assert by_text["Paris is the capital and largest city of France."] == ("claire-mark claire-ok", "0.05")
     assert by_text["The Louvre, the world's most-visited museum, opened in 1793 in a former royal palace."][0] == "claire-mark claire-low"
+    assert not browser.find_element(By.ID, "failures").is_displayed()  # nothing failed: no failure line, no re-check
     time.sleep(0.5)  # let the progress bar's transition end before the picture
     assert browser.save_screenshot(str(shots / "web-page.png"))
 
@@ -182,15 +191,18 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     link = panel.find_element(By.CSS_SELECTOR, ".claire-passage-head a")
     assert link.get_attribute("href").startswith("https://") and link.get_attribute("rel") == "noopener noreferrer"
     panel.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("1889 per the tower's own article")
+    assert panel.find_element(By.CSS_SELECTOR, "button.claire-accept").text == "Contradiction confirmed"
+    assert panel.find_element(By.CSS_SELECTOR, "button.claire-reject").text == "Not a contradiction"
     panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
-    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#panel .claire-decision"), "You accepted"))
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#panel .claire-decision"),
+                                                         "You confirmed the contradiction"))
     browser.save_screenshot(str(shots / "web-panel.png"))
 
     browser.refresh()
     click(browser, "#article mark.claire-high.claire-reviewed")
     decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-decision")))
-    assert decision.text == "You accepted this: 1889 per the tower's own article"
-    assert "accepted" in browser.find_element(By.ID, "fact-list").text
+    assert decision.text == "You confirmed the contradiction: 1889 per the tower's own article"
+    assert "contradiction confirmed" in browser.find_element(By.ID, "fact-list").text
     # opened by its address, the scan shows what was checked and a legend says what the colours mean
     address = browser.execute_script("return location.hash")
     assert address.startswith("#scan=")
@@ -204,6 +216,17 @@ def test_page_scan_highlight_panel_review_survives_reload(stack, browser, shots)
     browser.find_element(By.CSS_SELECTOR, "#recent summary").click()
     earlier = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, f"#recent-list a[href='{address}']")))
     assert earlier.text == "Paris" and "4 of 4 checked" in browser.find_element(By.ID, "recent-list").text
+
+
+def test_the_sentence_an_edit_added_is_the_one_highlighted(stack, browser):
+    """An added sentence that repeats an older, longer one's words: its fact is marked on it, not
+    on the older sentence (which keeps its own fact's colour)."""
+    submit_scan(browser, stack["app"], "Compaq", COMPAQ)
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done · 2 of 2 facts checked · 1 flagged"))
+    marks = browser.execute_script("return Array.from(document.querySelectorAll('#article mark'))"
+                                   ".map(m => [m.textContent, m.className])")
+    assert ["Compaq released the Compaq Portable in 1982.", "claire-mark claire-high"] in marks
+    assert ["Soon after in 1982, Compaq released the very successful Compaq Portable.", "claire-mark claire-ok"] in marks
 
 
 def test_planted_markup_in_the_passage_and_model_output_stays_inert(stack, browser):
@@ -232,7 +255,7 @@ def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
     assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
 
 
-def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, tmp_path):
+def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, shots, tmp_path):
     """The LLM endpoint is down: the progress line says the fact could not be checked (in its own
     colour) and nothing counts as checked or flagged."""
     root = Path(stack["index_root"])
@@ -251,6 +274,20 @@ def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, b
             text = progress.text
             assert text.startswith("Stopped") and "0 of 1 facts checked" in text and "0 flagged" in text, text
             assert "claire-progress-error" in progress.get_attribute("class")
+            # in the list the fact reads as failed, not as pending ("…"), and why is said once, on one line
+            item = browser.find_element(By.CSS_SELECTOR, "#fact-list li")
+            assert item.get_attribute("class") == "claire-error"
+            assert item.find_element(By.CSS_SELECTOR, ".score").text == "failed" and "…" not in item.text
+            reason = browser.find_element(By.ID, "failure-reason").text
+            assert reason.startswith("1 fact could not be checked: ") and "cannot connect" in reason, reason
+            assert reason.count("cannot connect") == 1 and "\n" not in reason
+            assert "cannot connect" not in text  # the progress line does not say it again
+            assert browser.find_element(By.ID, "recheck").text == "Re-check the facts that failed"
+            if "CLAIRE_SCREENSHOTS" not in os.environ:  # a debugging aid, not one of README's pictures
+                browser.save_screenshot(str(shots / "web-failed.png"))
+            browser.find_element(By.ID, "recheck").click()  # the endpoint is still down: it fails again, and says so
+            wait(browser).until(lambda d: d.find_element(By.ID, "failures").is_displayed()
+                                and "Stopped" in d.find_element(By.ID, "progress-text").text)
         # the server is gone now: the page says so and what to do, not "Failed to fetch"
         browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
         wait(browser).until(lambda d: "cannot reach the CLAIRE server" in d.find_element(By.ID, "message").text)
@@ -281,7 +318,8 @@ def test_extension_content_script_highlights_the_wikipedia_page(stack, browser, 
     panel = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "aside.claire-panel")))
     assert "Possibly inconsistent" in panel.text and "CITED PASSAGES" in panel.text
     panel.find_element(By.CSS_SELECTOR, "button.claire-reject").click()
-    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You rejected"))
+    wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"),
+                                                         "You marked it not a contradiction"))
     assert browser.execute_script("return window.__pwned === undefined")
     if "CLAIRE_SCREENSHOTS" not in os.environ:  # a debugging aid, not one of README's pictures
         browser.save_screenshot(str(shots / "web-extension-injected.png"))
@@ -360,7 +398,8 @@ def test_the_extension_loaded_unpacked_checks_a_wikipedia_page(stack, shots, tmp
                 panel = wait(driver).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "aside.claire-panel")))
                 assert "Possibly inconsistent" in panel.text and "CITED PASSAGES" in panel.text
                 panel.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
-                wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"), "You accepted"))
+                wait(driver).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "aside.claire-panel .claire-decision"),
+                                                                    "You confirmed the contradiction"))
                 driver.save_screenshot(str(shots / "web-extension.png"))
             finally:
                 driver.quit()
@@ -383,8 +422,9 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
     revisions = {501: (7, "Paris", old), 502: (7, "Paris", new), 601: (8, "Louvre", "'''Louvre''' is a museum in Paris."),
                  602: (8, "Louvre", "'''Louvre''' is a museum in Paris. It opened in 1793 in a former royal palace.")}
     recording = tmp_path / "recentchange.jsonl"
+    edited = 1735734600  # 2025-01-01 12:30 UTC: when the edit was made, long before the patrol read it
     events = (change_event("Louvre", 601, 602, user="Curator"),
-              change_event("Paris", 501, 502, user="Visitor", comment="completion date"))
+              change_event("Paris", 501, 502, user="Visitor", comment="completion date", timestamp=edited))
     recording.write_text("\n".join(json.dumps(e) for e in events) + "\n")
     with WikiApiServer(revisions) as api:
         config = load_config(None, {"llm.base_url": stack["llm"], "llm.cache": False, "llm.api_key": "sk-browser",
@@ -406,10 +446,26 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
                 assert "The Eiffel Tower was completed in 1890" in item.text and "Possibly inconsistent" in item.text
                 diff = item.find_element(By.CSS_SELECTOR, "a.patrol-diff").get_attribute("href")
                 assert diff == "https://en.wikipedia.org/w/index.php?diff=502&oldid=501"
+                # the edit's own time, not when the patrol read it
+                when = browser.execute_script("return new Date(arguments[0] * 1000).toLocaleString()", edited)
+                assert "edited " + when in item.find_element(By.CSS_SELECTOR, ".patrol-head").text
+                # the edit itself: the sentence it added, marked, in its context
+                quote = item.find_element(By.CSS_SELECTOR, ".claire-edit-context")
+                assert quote.find_element(By.TAG_NAME, "mark").text == \
+                    "The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."
+                assert "The city is home to the Eiffel Tower" in quote.text
+                # what the agent reported and the one or two passages it conflicts with; the rest on demand
+                assert "THE AGENT REPORTED" in item.text and "THE PASSAGES IT CONFLICTS WITH" in item.text
+                assert 1 <= len(item.find_elements(By.CSS_SELECTOR, ".claire-edit > .claire-section .claire-passage")) <= 2
+                more = item.find_element(By.CSS_SELECTOR, "details.claire-more")
+                assert more.get_attribute("open") is None and more.text.startswith("More: the verifier's analysis")
+                assert item.size["height"] < 900, item.size  # one screen
+                buttons = [b.text for b in item.find_elements(By.CSS_SELECTOR, ".claire-buttons button")]
+                assert buttons == ["Contradiction confirmed", "Not a contradiction"]
                 item.find_element(By.CSS_SELECTOR, ".claire-comment").send_keys("The tower opened in 1889.")
                 item.find_element(By.CSS_SELECTOR, "button.claire-accept").click()
                 wait(browser).until(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "#patrol-list .claire-decision"),
-                                                                     "You accepted"))
+                                                                     "You confirmed the contradiction"))
                 browser.execute_script("window.scrollTo(0, 0)")
                 browser.save_screenshot(str(shots / "web-patrol.png"))
                 browser.find_element(By.ID, "patrol-all").click()

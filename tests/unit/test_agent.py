@@ -233,20 +233,70 @@ async def test_native_mode_accepts_a_call_written_as_text():
     assert result.trace[0].action_name == "search" and result.trace[0].action_argument == "Eiffel"
 
 
-async def test_human_review_pauses_and_feeds_back():
+FLAGGED = "<analysis>[1] gives 1889, not 1890.</analysis><inconsistency_score>0.9</inconsistency_score>"
+
+
+async def test_a_flagged_verdict_is_reviewed_with_its_case_and_a_rejection_turns_it_over():
     seen = []
 
-    async def reviewer(request):
-        seen.append(request)
-        return "rejected: passage [1] is about the opening, look for the completion date"
+    async def reviewer(case):
+        seen.append(case)
+        return {"decision": "reject", "comment": None}
 
-    model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889"), tool_call("finish")])
+    model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889"),
+                           tool_call("finish")], verifier=FLAGGED)
+    agent, _ = make_agent(model, review=True, reviewer=reviewer, report=True)
+    result = await agent.assess(CLAIM)
+    case = seen[0]  # asked once, after the verdict, with everything needed to decide
+    assert case["score"] == 0.9 and case["analysis"] == "[1] gives 1889, not 1890." and case["reports"] == ["[1] says 1889"]
+    assert case["report"] and [p["n"] for p in case["passages"]][0] == 1 and case["passages"][0]["content"]
+    # the paper's stop rule: a report ends the research, the verdict follows, then the person decides
+    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "verifier", "human_review"]
+    assert result.verdict == "inconsistent" and result.score == 0.9  # the system's verdict is kept as it was
+    assert result.details["review"] == {"decision": "reject", "comment": None,
+                                        "system_verdict": "inconsistent", "verdict": "consistent"}
+
+
+async def test_a_rejection_with_a_comment_sends_the_research_on_with_the_comment_as_its_next_observation():
+    """The paper's human-feedback loop: the person's comment reaches the controller, the research
+    goes on, and its new verdict is judged (and, flagged again, put to the person again)."""
+    answers = iter([{"decision": "reject", "comment": "[1] is about the opening, not the completion"},
+                    {"decision": "accept", "comment": None}])
+    seen = []
+
+    async def reviewer(case):
+        seen.append(case)
+        return next(answers)
+
+    model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889"),
+                           tool_call("search", "Eiffel Tower completion date"), tool_call("finish")], verifier=FLAGGED)
     agent, _ = make_agent(model, review=True, reviewer=reviewer)
     result = await agent.assess(CLAIM)
-    assert seen and seen[0]["evidence"] == "[1] says 1889"
-    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "human_review", "finish", "verifier"]
-    third = model.requests("controller")[2].messages[1].content
-    assert "look for the completion date" in third
+    assert len(seen) == 2 and len(model.requests("verifier")) == 2  # judged again after the further research
+    names = [t.action_name for t in result.trace]
+    assert names == ["search", "report_inconsistency", "verifier", "human_review", "search", "finish", "verifier",
+                     "human_review"]
+    after_feedback = model.requests("controller")[2]  # the first controller call after the review
+    prompt = "\n".join(str(m.content) for m in after_feedback.messages)
+    assert "not a contradiction: [1] is about the opening, not the completion" in prompt
+    assert result.trace[3].action_output["continued"] is True
+    assert result.details["review"]["decision"] == "accept" and result.details["review"]["verdict"] == "inconsistent"
+
+
+async def test_a_consistent_verdict_is_not_put_to_review_and_accepting_keeps_a_flagged_one():
+    async def never(case):
+        raise AssertionError("a consistent verdict needs no review")
+
+    agent, _ = make_agent(ScriptedModel([tool_call("search", "Eiffel Tower")]), review=True, reviewer=never)
+    result = await agent.assess(CLAIM)
+    assert result.verdict == "consistent" and "review" not in result.details
+
+    async def accepts(case):
+        return {"decision": "accept", "comment": None}
+
+    agent, _ = make_agent(ScriptedModel([tool_call("search", "Eiffel Tower")], verifier=FLAGGED), review=True, reviewer=accepts)
+    result = await agent.assess(CLAIM)
+    assert result.details["review"]["verdict"] == "inconsistent" == result.verdict
 
 
 async def test_two_sided_report():

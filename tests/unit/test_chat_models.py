@@ -81,10 +81,10 @@ async def test_model_without_tool_calling_says_to_use_text_mode():
         await client.ainvoke(HELLO, tools=[search])
 
 
-@pytest.mark.skipif(importlib.util.find_spec("langchain_anthropic") is not None, reason="langchain-anthropic is installed")
+@pytest.mark.skipif(importlib.util.find_spec("langchain_mistralai") is not None, reason="langchain-mistralai is installed")
 def test_missing_provider_package_is_a_clear_error():
-    with pytest.raises(LLMError, match=r"langchain-anthropic package: pip install 'claire\[anthropic\]'"):
-        ChatClient.from_config(LLMConfig(model="anthropic:claude-sonnet-4-5", cache=False))
+    with pytest.raises(LLMError, match=r"langchain-mistralai package: pip install 'claire\[mistral\]'"):
+        ChatClient.from_config(LLMConfig(model="mistralai:mistral-large-latest", cache=False))
 
 
 def test_the_direct_model_serves_plain_endpoints_and_leaves_the_rest_to_chat_openai(monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from claire.agent.extraction import extract_facts, parse_facts, split_blocks
+from claire.agent.extraction import extract_facts, parse_facts, parse_sourced_facts, split_blocks
 from claire.errors import ConfigError
 from claire.prompts import library
 from claire.testing.scripted import scripted_client
@@ -53,3 +53,32 @@ async def test_extract_concurrently_and_deduplicate_across_blocks():
 async def test_empty_text_is_a_clear_error():
     with pytest.raises(ConfigError, match="text is empty"):
         await extract_facts(title="X", text="  \n", llm=scripted_client([]), prompts=library())
+
+
+def test_parse_sourced_facts_pairs_each_fact_with_its_source_sentence():
+    text = ("<fact>Compaq released the Compaq Portable in 1982.</fact><source>Soon after, it released the Portable.</source>\n"
+            "<fact>Compaq made computers for offices<source>Compaq made office computers.</source>\n"
+            "<fact>Compaq was founded in 1982.</fact>")
+    assert parse_sourced_facts(text) == [
+        ("Compaq released the Compaq Portable in 1982.", "Soon after, it released the Portable."),
+        ("Compaq made computers for offices", "Compaq made office computers."),
+        ("Compaq was founded in 1982.", None),
+    ]
+    assert parse_facts(text)[0] == "Compaq released the Compaq Portable in 1982."
+
+
+async def test_headings_are_section_titles_not_text():
+    def answer(request):
+        text = request.messages[1].content
+        assert "##" not in text and "==" not in text  # a heading never reaches the model as text
+        passage = text.split("<passage>", 1)[1]
+        return "".join(f"<fact>{line.strip()}</fact>" for line in passage.splitlines() if line.strip().endswith("."))
+
+    llm = scripted_client(answer)
+    facts = await extract_facts(title="Paris", text="Paris is in France.\n## Landmarks\nThe tower is in Paris.\n\n"
+                                "== Overview ==\nThe city has many bridges.", llm=llm, prompts=library(), max_words=5)
+    assert [(f.text, f.section) for f in facts] == [("Paris is in France.", ""), ("The tower is in Paris.", "Landmarks"),
+                                                    ("The city has many bridges.", "Overview")]
+    assert "Paris > Landmarks" in llm.model.requests[1].messages[1].content
+    with pytest.raises(ConfigError, match="only headings"):
+        await extract_facts(title="X", text="## Landmarks\n== Overview ==", llm=scripted_client([]), prompts=library())

@@ -23,29 +23,31 @@ def agent_for(model, reviewer, path):
 
 async def test_interrupted_review_resumes_from_the_checkpointer(tmp_path):
     path = tmp_path / "checks.sqlite"
-    first_model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889")])
+    flagged = "<analysis>[1] gives 1889.</analysis><inconsistency_score>0.9</inconsistency_score>"
+    first_model = ScriptedModel([tool_call("search", "Eiffel Tower"), tool_call("report_inconsistency", "[1] says 1889")],
+                                verifier=flagged)
 
-    async def walks_away(request):
+    async def walks_away(case):
         raise Stopped()
 
     with pytest.raises(Stopped):
         await agent_for(first_model, walks_away, path).assess(CLAIM, thread_id="t-1")
-    assert path.is_file() and len(first_model.requests("controller")) == 2 and not first_model.requests("verifier")
+    assert path.is_file() and len(first_model.requests("verifier")) == 1
 
     asked = []
 
-    async def accepts(request):
-        asked.append(request)
-        return "accepted: the reviewer agrees"
+    async def rejects(case):
+        asked.append(case)
+        return {"decision": "reject", "comment": None}  # no comment: the research is not sent on
 
     later_model = ScriptedModel([tool_call("finish")])
-    result = await agent_for(later_model, accepts, path).resume("t-1")
-    assert asked and asked[0]["evidence"] == "[1] says 1889"  # the pending question, asked again
-    assert [t.action_name for t in result.trace] == ["search", "report_inconsistency", "human_review", "finish", "verifier"]
-    assert result.claim_id == CLAIM.claim_id and result.verdict is not None and result.details["thread_id"] == "t-1"
-    assert len(later_model.requests("controller")) == 1  # the research done before was not redone
-    assert "agrees" in later_model.requests("controller")[0].messages[1].content
+    result = await agent_for(later_model, rejects, path).resume("t-1")
+    assert asked and asked[0]["reports"] == ["[1] says 1889"] and asked[0]["score"] == 0.9  # the pending question, again
+    assert [t.action_name for t in result.trace][-2:] == ["verifier", "human_review"]
+    assert result.claim_id == CLAIM.claim_id and result.details["thread_id"] == "t-1"
+    assert not later_model.requests("controller") and not later_model.requests("verifier")  # nothing was redone
+    assert result.details["review"]["verdict"] == "consistent" and result.verdict == "inconsistent"
     assert [e.block_id for e in result.evidence]  # gathered before the interruption, kept
 
     with pytest.raises(ConfigError, match="no saved check 'nope'"):
-        await agent_for(ScriptedModel(), accepts, path).resume("nope")
+        await agent_for(ScriptedModel(), rejects, path).resume("nope")

@@ -2,8 +2,9 @@
  *
  * ClairePanel.render(container, facts, {onReview}) fills `container` with one card per fact:
  * verdict and score, the verifier's analysis, the two-sided report, entity clarifications and
- * the cited passages with their links, plus accept / reject / comment controls. `facts` have the
- * shape GET /api/scan/{id} gives them. Everything from the corpus or the model is set with
+ * the cited passages with their links, plus review controls named for what is decided ("Contradiction
+ * confirmed" / "Not a contradiction") and a comment. `facts` have the shape GET /api/scan/{id} gives
+ * them. ClairePanel.editCard(item) is the Patrol tab's shorter card of a patrolled edit's fact. Everything from the corpus or the model is set with
  * textContent (never parsed as HTML), and only http(s) links are made clickable.
  */
 (function (root) {
@@ -34,7 +35,7 @@
   }
 
   function verdictLine(fact) {
-    if (fact.status === "error") return "Could not be checked: " + (fact.error || "error");
+    if (fact.status === "error") return "Could not be checked: " + (fact.reason || fact.error || "error");
     if (fact.score === null || fact.score === undefined) return fact.status === "running" ? "Checking…" : "Waiting to be checked";
     const label = fact.verdict === "inconsistent" ? "Possibly inconsistent" : "Consistent with the corpus";
     const probability = fact.assessment && typeof fact.assessment.probability === "number"
@@ -47,6 +48,15 @@
     box.appendChild(el("h4", null, title));
     card.appendChild(box);
     return box;
+  }
+
+  function twoSided(box, report) {
+    for (const [side, title] of [["inconsistent", "The case that it is contradicted"], ["consistent", "The case that it holds"]]) {
+      if (report[side]) {
+        box.appendChild(el("h5", null, title));
+        box.appendChild(el("p", "claire-text", report[side]));
+      }
+    }
   }
 
   function passage(evidence) {
@@ -69,13 +79,27 @@
     return item;
   }
 
+  /* What the two decisions mean for this fact: an editor confirms or dismisses a contradiction
+   * (for a fact found consistent: agrees that it holds, or marks it contradicted after all). */
+  function decisions(fact) {
+    if (fact.verdict === "consistent") {
+      return { accept: ["It holds", "You agreed that it holds"], reject: ["A contradiction after all", "You marked it a contradiction"] };
+    }
+    return { accept: ["Contradiction confirmed", "You confirmed the contradiction"], reject: ["Not a contradiction", "You marked it not a contradiction"] };
+  }
+
+  function decisionLabel(fact) {
+    return fact.review ? decisions(fact)[fact.review.decision][0].toLowerCase() : "";
+  }
+
   function reviewBox(fact, onReview) {
     const box = el("section", "claire-section claire-review");
     box.appendChild(el("h4", null, "Your review"));
     const current = el("p", "claire-decision");
+    const labels = decisions(fact);
     const describe = (review) => {
       current.textContent = review
-        ? "You " + (review.decision === "accept" ? "accepted" : "rejected") + " this" + (review.comment ? ": " + review.comment : ".")
+        ? labels[review.decision][1] + (review.comment ? ": " + review.comment : ".")
         : "Not reviewed yet.";
       current.dataset.decision = review ? review.decision : "";
     };
@@ -88,8 +112,8 @@
     comment.value = fact.review && fact.review.comment ? fact.review.comment : "";
     box.appendChild(comment);
     const buttons = el("div", "claire-buttons");
-    for (const [decision, label] of [["accept", "Accept"], ["reject", "Reject"]]) {
-      const button = el("button", "claire-" + decision, label);
+    for (const decision of ["accept", "reject"]) {
+      const button = el("button", "claire-" + decision, labels[decision][0]);
       button.type = "button";
       button.dataset.decision = decision;
       button.addEventListener("click", async () => {
@@ -110,6 +134,72 @@
     return box;
   }
 
+  /* A passage whose text shows its first lines until it is clicked. */
+  function foldedPassage(evidence) {
+    const item = passage(evidence);
+    const text = item.querySelector(".claire-passage-text");
+    text.classList.add("claire-folded");
+    text.title = "Click to show it all";
+    text.addEventListener("click", () => text.classList.toggle("claire-folded"));
+    return item;
+  }
+
+  /* A patrolled edit's flagged fact on one screen: the sentence the edit wrote, in context; the
+   * fact and its verdict; what the agent reported; the one or two passages the verifier cited
+   * first. The analysis, the other passages and the two-sided report open on demand. */
+  function editCard(item, options) {
+    const node = el("article", "claire-card claire-edit claire-" + band(item));
+    node.dataset.index = item.index;
+    const context = item.context;
+    if (context && context.text) {
+      const quote = el("blockquote", "claire-edit-context");
+      const hasSpan = context.start !== null && context.start !== undefined;
+      quote.appendChild(document.createTextNode((context.before ? "… " : "") + (hasSpan ? context.text.slice(0, context.start) : context.text)));
+      if (hasSpan) {
+        quote.appendChild(el("mark", "claire-mark claire-" + band(item), context.text.slice(context.start, context.end)));
+        quote.appendChild(document.createTextNode(context.text.slice(context.end)));
+      }
+      if (context.after) quote.appendChild(document.createTextNode(" …"));
+      node.appendChild(quote);
+    }
+    const fact = el("p", "claire-fact");
+    fact.appendChild(el("span", "claire-label", "Fact checked: "));
+    fact.appendChild(el("span", null, item.fact));
+    node.appendChild(fact);
+    node.appendChild(el("p", "claire-verdict", verdictLine(item)));
+    const reported = item.reported || [];
+    if (reported.length) {
+      const box = section(node, "The agent reported");
+      reported.forEach((text) => box.appendChild(el("p", "claire-text", text)));
+    }
+    const evidence = item.evidence || [];
+    const shown = evidence.slice(0, 2);
+    if (shown.length) {
+      const list = el("ol", "claire-passages");
+      shown.forEach((e) => list.appendChild(foldedPassage(e)));
+      section(node, (item.cited || []).length ? "The passages it conflicts with" : "Passages found").appendChild(list);
+    }
+    const assessment = item.assessment || {};
+    const seen = new Set(shown.map((e) => e.n));
+    const others = (assessment.evidence || []).filter((e) => !seen.has(e.n));
+    if (item.reasoning || others.length || assessment.report) {
+      const more = el("details", "claire-more");
+      const parts = [item.reasoning ? "the verifier's analysis" : null, others.length ? others.length + " other passages" : null,
+        assessment.report ? "the two-sided report" : null].filter(Boolean);
+      more.appendChild(el("summary", null, "More: " + parts.join(", ")));
+      if (item.reasoning) section(more, "Analysis").appendChild(el("p", "claire-text", item.reasoning));
+      if (others.length) {
+        const list = el("ol", "claire-passages");
+        others.forEach((e) => list.appendChild(foldedPassage(e)));
+        section(more, "Other passages read").appendChild(list);
+      }
+      if (assessment.report) twoSided(section(more, "Two-sided report"), assessment.report);
+      node.appendChild(more);
+    }
+    if (options && options.onReview) node.appendChild(reviewBox(item, options.onReview));
+    return node;
+  }
+
   function card(fact, options) {
     const node = el("article", "claire-card claire-" + band(fact));
     node.dataset.index = fact.index;
@@ -119,15 +209,7 @@
     if (assessment.reasoning) {
       section(node, "Analysis").appendChild(el("p", "claire-text", assessment.reasoning));
     }
-    if (assessment.report) {
-      const box = section(node, "Two-sided report");
-      for (const [side, title] of [["inconsistent", "The case that it is contradicted"], ["consistent", "The case that it holds"]]) {
-        if (assessment.report[side]) {
-          box.appendChild(el("h5", null, title));
-          box.appendChild(el("p", "claire-text", assessment.report[side]));
-        }
-      }
-    }
+    if (assessment.report) twoSided(section(node, "Two-sided report"), assessment.report);
     if (assessment.clarifications && assessment.clarifications.length) {
       const list = el("ul", "claire-list");
       for (const item of assessment.clarifications) {
@@ -168,5 +250,5 @@
     facts.forEach((fact) => container.appendChild(card(fact, options)));
   }
 
-  root.ClairePanel = { render, card, band, safeUrl, el };
+  root.ClairePanel = { render, card, editCard, band, safeUrl, el, decisionLabel };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -116,11 +116,18 @@
     const list = $("fact-list");
     list.replaceChildren();
     const sorted = facts.slice().sort((a, b) => (b.score ?? -1) - (a.score ?? -1));
+    const shared = current && current.data ? current.data.reason : null;
     for (const fact of sorted) {
       const item = el("li", "claire-" + window.ClairePanel.band(fact));
-      item.appendChild(el("span", "score", fact.score === null || fact.score === undefined ? "…" : Number(fact.score).toFixed(2)));
+      const failed = fact.status === "error";
+      const score = failed ? "failed" : fact.score === null || fact.score === undefined ? "…" : Number(fact.score).toFixed(2);
+      item.appendChild(el("span", failed ? "score claire-failed" : "score", score));
       item.appendChild(el("span", null, fact.fact));
-      if (fact.review) item.appendChild(el("em", null, " — " + fact.review.decision + "ed"));
+      if (failed) {
+        item.title = "Could not be checked: " + (fact.reason || fact.error || "error");
+        if (fact.reason && fact.reason !== shared) item.appendChild(el("span", "reason", " — " + fact.reason));
+      }
+      if (fact.review) item.appendChild(el("em", null, " — " + window.ClairePanel.decisionLabel(fact)));
       item.addEventListener("click", () => openPanel("fact-" + fact.index));
       list.appendChild(item);
     }
@@ -171,14 +178,20 @@
     const progress = data.progress;
     $("result-title").textContent = current.kind === "scan" ? data.title : "Fact check";
     $("progress-bar").style.width = (progress.total ? (100 * progress.done) / progress.total : 0) + "%";
-    const state = data.status === "error" ? "Stopped: " + (data.error || "error")
-      : data.status === "done" ? "Done" : progress.total ? "Checking" : "Extracting facts";
     const errors = progress.errors || 0;
+    const state = data.status === "error" ? "Stopped" + (errors ? "" : ": " + (data.reason || data.error || "error"))
+      : data.status === "done" ? "Done" : data.status === "queued" && progress.total ? "Queued"
+        : progress.total ? "Checking" : "Extracting facts";
     const parts = [state, (progress.done - errors) + " of " + progress.total + " facts checked"];
     if (errors) parts.push(errors + " could not be checked");
     parts.push(progress.flagged + " flagged");
     $("progress-text").textContent = parts.join(" · ");
     $("progress-text").classList.toggle("claire-progress-error", errors > 0 || data.status === "error");
+    const finished = data.status === "done" || data.status === "error";
+    $("failures").hidden = !(finished && (errors > 0 || (data.status === "error" && !progress.total)));
+    $("failure-reason").textContent = errors
+      ? (errors === 1 ? "1 fact" : errors + " facts") + " could not be checked: " + (data.reason || "error")
+      : "Stopped: " + (data.reason || data.error || "error");
     const sig = signature(data.facts) + "|" + panelKey;
     if (sig !== current.drawn) { // re-render only what changed (keeps the reader's place and selection)
       current.drawn = sig;
@@ -189,15 +202,16 @@
   }
 
   function checkAsScan(check) {
-    const a = check.assessment;
+    const running = check.status === "queued" || check.status === "running";
+    const a = running ? null : check.assessment; // a re-checked fact keeps its failed assessment until it is done
     const fact = {
       index: 0, id: "check", fact: check.request.fact, start: 0, end: check.request.fact.length,
-      status: a ? (a.score === null ? "error" : "done") : check.status === "error" ? "error" : "running",
-      score: a ? a.score : null, verdict: a ? a.verdict : null, error: check.error, cited: check.cited,
+      status: running ? "running" : a && a.score !== null ? "done" : "error",
+      score: a ? a.score : null, verdict: a ? a.verdict : null, error: check.error, reason: check.reason, cited: check.cited,
       assessment: a, review: check.review,
     };
     return {
-      status: check.status, error: check.error, title: "Fact check", text: check.request.fact, facts: [fact],
+      status: check.status, error: check.error, reason: check.reason, title: "Fact check", text: check.request.fact, facts: [fact],
       progress: {
         total: 1, done: a || check.status === "error" ? 1 : 0, errors: fact.status === "error" ? 1 : 0,
         flagged: fact.status !== "error" && fact.verdict === "inconsistent" ? 1 : 0,
@@ -276,6 +290,17 @@
       }
     }
   }
+
+  /* Queue the facts that failed again and follow the job as it runs once more. */
+  $("recheck").addEventListener("click", async () => {
+    if (!current) return;
+    const { kind, id } = current;
+    $("recheck").disabled = true;
+    try {
+      await api("/api/" + kind + "/" + encodeURIComponent(id) + "/recheck", { method: "POST" });
+      await show(kind, id);
+    } catch (error) { say(error.message); } finally { $("recheck").disabled = false; }
+  });
 
   function route() {
     const match = /^#(scan|check)=([\w-]+)$/.exec(location.hash);
@@ -358,7 +383,9 @@
   }
   $("recent").addEventListener("toggle", () => { if ($("recent").open) listScans(); });
 
-  /* The Patrol view: flagged facts of new edits, newest first, each with its diff, reviewed in place. */
+  /* The Patrol view: flagged facts of new edits, newest first, each on one screen (the sentence the
+   * edit wrote, the verdict, the agent's report, the passages it conflicts with) with its diff,
+   * reviewed in place. */
   let patrolTimer = null;
   async function showPatrol() {
     const list = $("patrol-list");
@@ -375,8 +402,9 @@
         const entry = el("li", "patrol-item");
         const head = el("p", "patrol-head");
         head.appendChild(el("strong", null, item.title));
+        const when = item.timestamp || item.received; // the edit's own time; when it arrived, for older records
         head.appendChild(el("span", "recent-meta", " · revision " + item.revision + (item.user ? " by " + item.user : "")
-          + (item.received ? " · " + new Date(item.received * 1000).toLocaleString() : "") + " · "));
+          + (when ? " · " + (item.timestamp ? "edited " : "received ") + new Date(when * 1000).toLocaleString() : "") + " · "));
         const diff = window.ClairePanel.safeUrl(item.diff_url);
         if (diff) {
           const link = el("a", "patrol-diff", "see the edit");
@@ -387,7 +415,7 @@
         }
         if (item.left_out) head.appendChild(el("span", "recent-meta", " · " + item.left_out.note));
         entry.appendChild(head);
-        entry.appendChild(window.ClairePanel.card(item, {
+        entry.appendChild(window.ClairePanel.editCard(item, {
           onReview: async (fact, decision, comment) => {
             const saved = await api("/api/reviews", { method: "POST", body: { job_id: item.job_id, fact: item.claim_id, decision, comment } });
             list.dataset.signature = "";
