@@ -31,8 +31,6 @@ ScoreKind = Literal["probability", "count"]
 """What a system's score is: a probability-like inconsistency score in [0, 1], or a count (the NLI
 pipeline's REFUTES passages)."""
 
-SCORE_KINDS: tuple[str, ...] = ("probability", "count")
-
 BlockType = Literal["text", "table", "infobox"]
 
 
@@ -49,15 +47,6 @@ def decide(score: float | None, threshold: float, kind: ScoreKind = "probability
     if score is None:
         return None
     return "inconsistent" if flags(score, threshold, kind) else "consistent"
-
-
-def threshold_problem(threshold: float, kind: ScoreKind) -> str | None:
-    """Why ``threshold`` cannot be used with scores of ``kind`` (None when it can)."""
-    if threshold != threshold or threshold in (float("inf"), float("-inf")) or threshold < 0:
-        return f"a threshold must be a finite number of at least 0, not {threshold}"
-    if kind == "probability" and threshold > 1:
-        return f"{threshold:g} is above 1, and these scores are in [0, 1] (only a count's threshold may exceed 1)"
-    return None
 
 
 # -- passages ------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from claire import __version__
 from claire.config import PRESETS, Config
 from claire.agent.registry import score_kind
-from claire.domain import ScoreKind, threshold_problem
+from claire.domain import ScoreKind
 from claire.errors import ClaireError, ConfigError, DatasetError
 from claire.evals.executor import Executor, Outcome, todo
 from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
@@ -275,7 +275,7 @@ def score_run(
     kind = run_score_kind(stored, predictions)
     if wall_time_s is None and (out_dir / "metrics.json").exists():
         wall_time_s = read_metrics(out_dir).get("wall_time_s")
-    if threshold is not None and kind == "probability" and threshold_problem(threshold, kind):
+    if threshold is not None and kind == "probability" and threshold > 1:
         raise ConfigError(f"--threshold {threshold:g} is above 1: {system}'s scores are in [0, 1] (only a count's "
                           "threshold, such as nli's REFUTES passages, may exceed 1)")
     value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
