@@ -212,9 +212,9 @@ def test_replace_keeps_the_old_index_until_the_new_one_is_built(tmp_path, monkey
     def broken(*args, **kwargs):
         raise KeyboardInterrupt  # the rebuild is interrupted half-way
 
-    from claire.indexes import stores
+    from claire.indexes.store import IndexStore
 
-    monkeypatch.setattr(stores.IndexStore, "finalize", broken)
+    monkeypatch.setattr(IndexStore, "finalize", broken)
     with pytest.raises(KeyboardInterrupt):
         build_index(new, name="keep", embedder="minilm", root=tmp_path, show_progress=False, replace=True)
     monkeypatch.undo()

@@ -150,8 +150,8 @@ def test_a_check_shows_the_evidence_before_asking_and_the_rejection_in_its_resul
         # the resume hint keeps its thread id whole, on a line of its own
         assert re.search(r"^  claire check --resume check-[0-9a-f]{8}$", before, re.MULTILINE), before
         terminal.type("n\n")
-        terminal.expect("comment (optional)")
-        terminal.type("the tower was finished in 1889, as it says\n")
+        terminal.expect("comment (optional")  # with a comment the research would go on (the feedback loop)
+        terminal.type("\n")
         code = terminal.finish()
     shown = plain(terminal.output)
     result = shown[shown.index("CLAIRE verdict"):]
@@ -160,7 +160,6 @@ def test_a_check_shows_the_evidence_before_asking_and_the_rejection_in_its_resul
     words = " ".join(result.replace("│", " ").split())  # the panel's text, its borders aside
     assert "Your review: not a contradiction; the verdict changes from INCONSISTENT to CONSISTENT" in words, result
     assert "exit code from 1 to 0" in words
-    assert "the tower was finished in 1889" in result
     # each step is shown with what it observed (not cut to "→ In…"), and nothing runs past 80 columns
     assert re.search(r"^\s+→ \d+ passages: Eiffel Tower", shown, re.MULTILINE), shown
     lines = [line for line in shown.split("\n") if not line.startswith("https://")]
