@@ -1,4 +1,6 @@
-"""Shared pytest fixtures: a local OpenAI-compatible server and LLM clients over it."""
+"""Pytest fixtures shared by both lanes: private CLAIRE folders for every test, the shared
+WikiCollide sample, the claims of tests/fixtures/wikicollide_mini.json, a local OpenAI-compatible
+server, and an environment cleared of the developer's CLAIRE_*/OPENAI_* settings."""
 
 from __future__ import annotations
 
@@ -7,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from claire.tasks.wikicollide.dataset import load_wikicollide
+from claire.testing.cli import LEFT_OUT
 from claire.testing.mock_openai import MockOpenAIServer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikicollide" / "dev-sample.json"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,6 +47,12 @@ def shared_sample() -> Path:
 
 
 @pytest.fixture
+def mini_claims():
+    """The ten claims of tests/fixtures/wikicollide_mini.json, a small file in WikiCollide's format."""
+    return load_wikicollide(FIXTURES / "wikicollide_mini.json")
+
+
+@pytest.fixture
 def openai_server():
     with MockOpenAIServer() as server:
         yield server
@@ -51,7 +62,7 @@ def openai_server():
 def clean_env(monkeypatch, tmp_path):
     """No CLAIRE_* or OPENAI_* variables from the developer's shell; cache and data folders under tmp."""
     for name in list(os.environ):
-        if name.startswith(("CLAIRE_", "OPENAI_")):
+        if name.startswith(LEFT_OUT):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "data"))

@@ -1,63 +1,21 @@
-"""Benchmark audits: the FEVEROUS and AmbigQA loaders on small files in the published formats
-(and malformed ones), and audits run end to end through the CLI over a real on-disk index and a
-local OpenAI-compatible server."""
+"""`claire audit` end to end on small files in the published formats (tests/fixtures/
+feverous_eiffel_dev.jsonl, ambigqa_dev_light.json, wikicollide_mini.json) and on a malformed one,
+over a real on-disk index and a local OpenAI-compatible server."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from claire.indexes.corpus import demo_corpus_path, read_corpus
 from claire.indexes.retriever import build_index
+from claire.testing.cli import run_claire
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-HEADER = {"id": "", "claim": "", "label": "", "evidence": [{"content": [], "context": {}}], "annotator_operations": []}
-FEVEROUS = [
-    HEADER,
-    {"id": 24435, "claim": "The Eiffel Tower was completed in 1890 for the world's fair.", "label": "SUPPORTS",
-     "evidence": [{"content": ["Eiffel Tower_sentence_0", "Eiffel Tower_cell_0_1_1"],
-                   "context": {"Eiffel Tower_sentence_0": ["Eiffel Tower_title"]}}],
-     "challenge": "Numerical Reasoning"},
-    {"id": 24436, "claim": "Gustave Eiffel's firm built a tower in Paris.", "label": "SUPPORTS",
-     "evidence": [{"content": ["Gustave Eiffel_sentence_3"], "context": {}},
-                  {"content": ["Eiffel Tower_header_cell_0_0_1"], "context": {}}], "challenge": "Other"},
-    {"id": 24437, "claim": "The Statue of Liberty stands in Paris.", "label": "REFUTES",
-     "evidence": [{"content": ["Statue of Liberty_sentence_0"], "context": {}}], "challenge": "Other"},
-    {"id": 24438, "claim": "Paris, Texas lies in Lamar County.", "label": "NOT ENOUGH INFO",
-     "evidence": [{"content": [], "context": {}}]},
-]
-AMBIGQA = [
-    {"id": "-4469503464110108318", "question": "When was the eiffel tower finished?",
-     "annotations": [{"type": "singleAnswer", "answer": ["1890", "in 1890"]}], "viewed_doc_titles": ["Eiffel Tower"]},
-    {"id": "7701", "question": "Who designed the statue of liberty?",
-     "annotations": [{"type": "multipleQAs", "qaPairs": [
-         {"question": "Who designed the statue of liberty's copper shape?", "answer": ["Frédéric Auguste Bartholdi"]},
-         {"question": "Who designed the statue of liberty's iron framework?", "answer": ["Gustave Eiffel"]}]},
-                     {"type": "singleAnswer", "answer": ["Bartholdi"]}]},
-]
-
-
-def write_jsonl(path: Path, records: list) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
-
-
-# -- loaders ------------------------------------------------------------------------------
-
-
-# -- end to end ---------------------------------------------------------------------------
-def claire(*args: str, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def statement_responder():
@@ -85,12 +43,12 @@ def audit_cache(tmp_path_factory):
 
 
 def test_feverous_audit_end_to_end_resumes_for_free(audit_cache, tmp_path):
-    dataset = write_jsonl(tmp_path / "feverous_dev.jsonl", FEVEROUS)
+    dataset = FIXTURES / "feverous_eiffel_dev.jsonl"
     out = tmp_path / "audit"
     with MockOpenAIServer(statement_responder()) as server:
         args = ("audit", "--dataset", str(dataset), "--format", "feverous", "--index", "audit", "--out", str(out),
                 "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", "--json")
-        first = claire(*args, cache=audit_cache)
+        first = run_claire(*args, cache=audit_cache)
         assert first.returncode == 0, first.stderr
         summary = json.loads(first.stdout)
         assert (summary["facts"], summary["checked"], summary["flagged"]) == (2, 2, 1)  # the two SUPPORTS claims
@@ -99,7 +57,7 @@ def test_feverous_audit_end_to_end_resumes_for_free(audit_cache, tmp_path):
         claims = [json.loads(line) for line in (out / "claims.jsonl").read_text().splitlines()]
         assert claims[0]["document_title"] == "Eiffel Tower" and claims[0]["claim_id"] == "feverous-24435"
         report = (out / "audit.md").read_text()
-        assert "Audit of feverous_dev.jsonl (feverous)" in report and "FEVEROUS claims labelled SUPPORTS" in report
+        assert "Audit of feverous_eiffel_dev.jsonl (feverous)" in report and "FEVEROUS claims labelled SUPPORTS" in report
         table = report.split("## Facts, most suspicious first", 1)[1]
         assert table.index("1890") < table.index("Gustave Eiffel's firm")  # most suspicious first
         # the evidence page is the claim's own article: search never returns it
@@ -108,17 +66,16 @@ def test_feverous_audit_end_to_end_resumes_for_free(audit_cache, tmp_path):
         passages = [x for t in eiffel["trace"] if t["action_name"] == "search" for x in t["action_output"]]
         assert passages and all(p["document_title"] != "Eiffel Tower" for p in passages)
         calls = server.calls
-        again = claire(*args, cache=audit_cache)
+        again = run_claire(*args, cache=audit_cache)
         assert again.returncode == 0 and server.calls == calls
 
 
 def test_ambigqa_audit_turns_questions_into_statements(audit_cache, tmp_path):
-    dataset = tmp_path / "dev_light.json"
-    dataset.write_text(json.dumps(AMBIGQA))
+    dataset = FIXTURES / "ambigqa_dev_light.json"
     out = tmp_path / "audit"
     with MockOpenAIServer(statement_responder()) as server:
-        result = claire("audit", "--dataset", str(dataset), "--format", "ambigqa", "--index", "audit", "--out", str(out),
-                        "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=audit_cache)
+        result = run_claire("audit", "--dataset", str(dataset), "--format", "ambigqa", "--index", "audit", "--out", str(out),
+                            "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=audit_cache)
         assert result.returncode == 0, result.stderr
     assert "1 flagged" in result.stdout and "wrote" in result.stdout
     summary = json.loads((out / "audit.json").read_text())
@@ -128,23 +85,23 @@ def test_ambigqa_audit_turns_questions_into_statements(audit_cache, tmp_path):
     assert sorted(s["item_id"] for s in statements) == ["-4469503464110108318", "7701#0", "7701#1"]
     # people confirm the flag; the audit re-reports from the decision alone
     (out / "reviews.jsonl").write_text(json.dumps({"claim_id": "ambigqa--4469503464110108318", "decision": "accept"}) + "\n")
-    rescored = claire("estimate", "--from", str(out), "--json", cache=audit_cache)
+    rescored = run_claire("estimate", "--from", str(out), "--json", cache=audit_cache)
     assert rescored.returncode == 0, rescored.stderr
     assert json.loads(rescored.stdout)["confirmed_rate"]["text"] == "33.3% ± 70.1% [0.0%, 100.0%]"
 
 
 def test_wikicollide_audit_and_bad_input(audit_cache, tmp_path):
     with MockOpenAIServer(statement_responder()) as server:
-        result = claire("audit", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--format", "wikicollide",
-                        "--index", "audit", "--out", str(tmp_path / "wc"), "--limit", "2", "--base-url", server.base_url,
-                        "--no-cache", "--set", "retrieval.rerank=false", "--json", cache=audit_cache)
+        result = run_claire("audit", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--format", "wikicollide",
+                            "--index", "audit", "--out", str(tmp_path / "wc"), "--limit", "2", "--base-url", server.base_url,
+                            "--no-cache", "--set", "retrieval.rerank=false", "--json", cache=audit_cache)
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["checked"] == 2  # the first two claims labelled consistent
         bad = tmp_path / "bad.jsonl"
         bad.write_text('{"id": 1, "claim": "x", "label": "MAYBE", "evidence": []}\n')
-        failed = claire("audit", "--dataset", str(bad), "--format", "feverous", "--index", "audit", "--out",
-                        str(tmp_path / "bad"), "--base-url", server.base_url, cache=audit_cache)
+        failed = run_claire("audit", "--dataset", str(bad), "--format", "feverous", "--index", "audit", "--out",
+                            str(tmp_path / "bad"), "--base-url", server.base_url, cache=audit_cache)
         assert failed.returncode == 2 and "bad.jsonl:1: field 'label'" in failed.stderr
         assert "Traceback" not in failed.stderr and not (tmp_path / "bad" / "predictions.jsonl").exists()
-        unknown = claire("audit", "--dataset", str(bad), "--format", "fever", "--out", str(tmp_path / "x"), cache=audit_cache)
+        unknown = run_claire("audit", "--dataset", str(bad), "--format", "fever", "--out", str(tmp_path / "x"), cache=audit_cache)
         assert unknown.returncode == 2 and "unknown --format" in unknown.stderr

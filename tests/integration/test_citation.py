@@ -1,13 +1,11 @@
-"""Citation verification: web-docs sources indexes, the support verifier, candidate search and
-ranking, the citations eval, and `claire cite` — over a real on-disk index and the local
-OpenAI-compatible test server, with the fixtures cite_sources.jsonl and cite_wafer.jsonl."""
+"""Citation verification over a real on-disk sources index (MiniLM + Qdrant edge) and the local
+OpenAI-compatible test server: the three kinds of citation, query expansion, the citations eval,
+and `claire cite`/`claire eval --task citations` as commands, with the fixtures cite_sources.jsonl
+and cite_wafer.jsonl."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from claire.evals.runner import run_eval
 from claire.tasks.citations.records import load_citations
 from claire.indexes.retriever import build_index
 from claire.ingestion.web_docs import read_web_docs
+from claire.testing.cli import run_claire
 from claire.testing.doubles import citation_responder
 from claire.testing.mock_openai import MockOpenAIServer
 
@@ -161,40 +160,33 @@ async def test_citations_eval_writes_metrics_plots_and_resumes(server, index_roo
 
 
 # -- the command line ---------------------------------------------------------------------------
-def claire(*args: str, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
-                          env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
 def test_cli_builds_a_sources_index_cites_and_evaluates(server, tmp_path):
     cache, idx = tmp_path / "cache", tmp_path / "idx"
-    built = claire("index", "build", "--from-web-docs", str(SOURCES), "--name", "bridges", "--path", str(idx), cache=cache)
+    built = run_claire("index", "build", "--from-web-docs", str(SOURCES), "--name", "bridges", "--path", str(idx), cache=cache)
     assert built.returncode == 0, built.stderr
     assert "from 4 articles" in built.stdout
     common = ("--index", "bridges", "--path", str(idx), "--base-url", server.base_url, "--no-cache")
     source = tmp_path / "golden_gate_walk.txt"
     source.write_text(json.loads(SOURCES.read_text().splitlines()[1])["text"])
-    result = claire("cite", "Its main span is 1,280 metres long.", "--source", str(source), "--title", "Golden Gate Bridge",
-                    "--json", *common, cache=cache)
+    result = run_claire("cite", "Its main span is 1,280 metres long.", "--source", str(source), "--title", "Golden Gate Bridge",
+                        "--json", *common, cache=cache)
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     assert data["verdict"] == "better source found" and data["original"]["title"] == "golden gate walk"
     assert data["suggestions"][0]["url"] == HISTORY and data["suggestions"][0]["score"] == 0.9
-    shown = claire("cite", "The Golden Gate Bridge opened to pedestrians on 27 May 1937.", "--source-text",
-                   "The bridge opened to pedestrians on 27 May 1937 and to cars the next day.", *common, cache=cache)
+    shown = run_claire("cite", "The Golden Gate Bridge opened to pedestrians on 27 May 1937.", "--source-text",
+                       "The bridge opened to pedestrians on 27 May 1937 and to cars the next day.", *common, cache=cache)
     assert shown.returncode == 0, shown.stderr
     assert "SUPPORTED" in shown.stdout and "27 May 1937" in shown.stdout
     out = tmp_path / "run"
-    evaluated = claire("eval", "--task", "citations", "--dataset", str(WAFER), "--out", str(out), "--index", "bridges",
-                       "--set", f"retrieval.path={json.dumps(str(idx))}", "--base-url", server.base_url, "--no-cache", cache=cache)
+    evaluated = run_claire("eval", "--task", "citations", "--dataset", str(WAFER), "--out", str(out), "--index", "bridges",
+                           "--set", f"retrieval.path={json.dumps(str(idx))}", "--base-url", server.base_url, "--no-cache", cache=cache)
     assert evaluated.returncode == 0, evaluated.stderr
     assert "ranked first by the verifier: 33%" in evaluated.stdout and "average precision 100.0" in evaluated.stdout
     assert {"predictions.jsonl", "metrics.json", "report.md", "recall_at_k.png", "pr_failing.png", "config.json"} <= {
         p.name for p in out.iterdir()}
     (out / "metrics.json").unlink()
-    rescored = claire("metrics", str(out), cache=cache)
+    rescored = run_claire("metrics", str(out), cache=cache)
     assert rescored.returncode == 0, rescored.stderr
     assert json.loads((out / "metrics.json").read_text())["original_ranks_first"] == pytest.approx(1 / 3)
 

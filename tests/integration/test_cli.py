@@ -4,15 +4,13 @@ server: the real boundary end to end, and clear messages for bad input."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.indexes.retriever import ensure_demo_index
+from claire.testing.cli import run_claire
 from claire.testing.doubles import http_responder, kind_of
 
 
@@ -24,14 +22,6 @@ def demo_cache(tmp_path_factory):
     return cache
 
 
-def claire(*args: str, cache, env: dict | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    environment.update(env or {})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
-                          env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
 @pytest.fixture
 def server():
     with MockOpenAIServer(http_responder()) as srv:
@@ -39,9 +29,9 @@ def server():
 
 
 def test_check_json_end_to_end(server, demo_cache):
-    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
-                    "--json", "--model", "test-model", "--base-url", server.base_url, "--no-cache",
-                    cache=demo_cache, env={"OPENAI_API_KEY": "sk-e2e-secret-1234567890"})
+    result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
+                        "--json", "--model", "test-model", "--base-url", server.base_url, "--no-cache",
+                        cache=demo_cache, env={"OPENAI_API_KEY": "sk-e2e-secret-1234567890"})
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
     assert data["verdict"] == "inconsistent" and data["score"] == 0.9
@@ -58,8 +48,8 @@ def test_check_json_end_to_end(server, demo_cache):
 
 @pytest.mark.parametrize("system, expected_names", [("rav", ["search", "verifier"]), ("nli", ["search"])])
 def test_baselines_end_to_end(server, demo_cache, system, expected_names):
-    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system", system,
-                    "--json", "--base-url", server.base_url, "--no-cache", "--no-rerank", cache=demo_cache)
+    result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system", system,
+                        "--json", "--base-url", server.base_url, "--no-cache", "--no-rerank", cache=demo_cache)
     data = json.loads(result.stdout)
     assert result.returncode == (1 if data["verdict"] == "inconsistent" else 0), result.stderr
     names = [t["action_name"] for t in data["trace"]]
@@ -72,9 +62,9 @@ def test_baselines_end_to_end(server, demo_cache, system, expected_names):
 
 def test_check_text_action_mode_and_trace_out(server, demo_cache, tmp_path):
     trace = tmp_path / "trace.json"
-    result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
-                    "--no-cache", "--no-rerank", "--set", "llm.tool_calling=\"text\"", "--trace-out", str(trace),
-                    cache=demo_cache)
+    result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                        "--no-cache", "--no-rerank", "--set", "llm.tool_calling=\"text\"", "--trace-out", str(trace),
+                        cache=demo_cache)
     assert result.returncode == 1, result.stderr
     assert "INCONSISTENT" in result.stdout and "evidence" in result.stdout
     items = json.loads(trace.read_text())
@@ -83,8 +73,8 @@ def test_check_text_action_mode_and_trace_out(server, demo_cache, tmp_path):
 
 
 def test_unreachable_endpoint_is_a_clear_error(demo_cache):
-    result = claire("check", "The Eiffel Tower was completed in 1890.", "--json", "--base-url", "http://127.0.0.1:9/v1",
-                    "--no-cache", "--set", "llm.max_attempts=1", cache=demo_cache)
+    result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--json", "--base-url", "http://127.0.0.1:9/v1",
+                        "--no-cache", "--set", "llm.max_attempts=1", cache=demo_cache)
     assert result.returncode == 2
     data = json.loads(result.stdout)
     assert "OPENAI_BASE_URL" in data["error"]
@@ -92,7 +82,7 @@ def test_unreachable_endpoint_is_a_clear_error(demo_cache):
 
 
 def test_missing_api_key_is_a_clear_error(demo_cache):
-    result = claire("check", "The Eiffel Tower was completed in 1890.", cache=demo_cache)
+    result = run_claire("check", "The Eiffel Tower was completed in 1890.", cache=demo_cache)
     assert result.returncode == 2
     assert "set OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
 
@@ -105,21 +95,21 @@ def test_bad_inputs_are_clear_errors(demo_cache):
         (("check", "x", "--tools", "search,teleport"), "unknown tool"),
     ]
     for args, message in cases:
-        result = claire(*args, cache=demo_cache, env={"OPENAI_API_KEY": "sk-x"})
+        result = run_claire(*args, cache=demo_cache, env={"OPENAI_API_KEY": "sk-x"})
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
 
 
 def test_search_json_excludes_the_title(demo_cache):
-    result = claire("search", "Eiffel Tower completion", "--exclude-title", "Eiffel Tower", "-k", "5", "--json", cache=demo_cache)
+    result = run_claire("search", "Eiffel Tower completion", "--exclude-title", "Eiffel Tower", "-k", "5", "--json", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)
     assert len(hits) == 5 and all(h["document_title"] != "Eiffel Tower" for h in hits)
 
 
 def test_version_and_config_show_masks_secrets(demo_cache):
-    assert claire("--version", cache=demo_cache).stdout.startswith("claire ")
-    result = claire("config", "show", "--json", cache=demo_cache, env={"OPENAI_API_KEY": "sk-very-secret-abcdef123456"})
+    assert run_claire("--version", cache=demo_cache).stdout.startswith("claire ")
+    result = run_claire("config", "show", "--json", cache=demo_cache, env={"OPENAI_API_KEY": "sk-very-secret-abcdef123456"})
     data = json.loads(result.stdout)
     assert data["llm"]["api_key"] == "****3456" and "very-secret" not in result.stdout
 
@@ -131,7 +121,7 @@ def test_eval_writes_a_run_dir_and_resumes_for_free(server, demo_cache, tmp_path
     out = tmp_path / "run"
     args = ("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "claire", "--out", str(out), "--ids", "demo_1,demo_2,demo_6,demo_7",
             "--base-url", server.base_url, "--no-rerank", "--concurrency", "2")
-    first = claire(*args, cache=demo_cache)
+    first = run_claire(*args, cache=demo_cache)
     assert first.returncode == 0, first.stderr
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 4
@@ -142,18 +132,18 @@ def test_eval_writes_a_run_dir_and_resumes_for_free(server, demo_cache, tmp_path
     config = json.loads((out / "config.json").read_text())
     assert config["system"] == "claire"
     calls = server.calls
-    again = claire(*args, cache=demo_cache)
+    again = run_claire(*args, cache=demo_cache)
     assert again.returncode == 0, again.stderr
     assert server.calls == calls  # every claim was already done: no LLM call
     assert len((out / "predictions.jsonl").read_text().splitlines()) == 4
-    recomputed = claire("metrics", str(out), cache=demo_cache)
+    recomputed = run_claire("metrics", str(out), cache=demo_cache)
     assert recomputed.returncode == 0 and "AUROC" in recomputed.stdout
 
 
 def test_eval_rejects_a_malformed_dataset(demo_cache, tmp_path):
     bad = tmp_path / "dev.json"
     bad.write_text(json.dumps([{"claim": {"claim_id": "x"}, "label": "maybe"}]))
-    result = claire("eval", "--index", "demo", "--dataset", str(bad), "--out", str(tmp_path / "o"), cache=demo_cache, env={"OPENAI_API_KEY": "k"})
+    result = run_claire("eval", "--index", "demo", "--dataset", str(bad), "--out", str(tmp_path / "o"), cache=demo_cache, env={"OPENAI_API_KEY": "k"})
     assert result.returncode == 2 and "record 0" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "o" / "predictions.jsonl").exists()
 
@@ -161,8 +151,8 @@ def test_eval_rejects_a_malformed_dataset(demo_cache, tmp_path):
 def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
     example = Path(__file__).parents[2] / "docs" / "examples" / "Paris.txt"  # README's example passage
     out = tmp_path / "scan"
-    result = claire("scan", "--title", "Paris", "--file", str(example), "--out", str(out), "--base-url", server.base_url,
-                    "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
+    result = run_claire("scan", "--title", "Paris", "--file", str(example), "--out", str(out), "--base-url", server.base_url,
+                        "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     report = (out / "scan.md").read_text()
     assert "2 facts checked; 1 flagged" in report
@@ -172,24 +162,24 @@ def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
 
 
 def test_scan_of_an_article_missing_from_the_index_says_nothing_is_excluded(server, demo_cache, tmp_path):
-    result = claire("scan", "--title", "Atlantis", "--text", "The Eiffel Tower was completed in 1890.", "--out", str(tmp_path / "s"),
-                    "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
+    result = run_claire("scan", "--title", "Atlantis", "--text", "The Eiffel Tower was completed in 1890.", "--out", str(tmp_path / "s"),
+                        "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     assert "not in the index" in result.stderr.replace("\n", " ")
 
 
 def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
-    result = claire("extract", "--title", "Eiffel Tower", "--text", "Some text.", "--json", "--base-url", server.base_url,
-                    "--no-cache", cache=demo_cache)
+    result = run_claire("extract", "--title", "Eiffel Tower", "--text", "Some text.", "--json", "--base-url", server.base_url,
+                        "--no-cache", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     assert [f["fact"] for f in json.loads(result.stdout)] == ["The Eiffel Tower was completed in 1890.", "The Eiffel Tower is in Paris."]
-    empty = claire("extract", "--title", "X", "--text", "   ", "--base-url", server.base_url, cache=demo_cache)
+    empty = run_claire("extract", "--title", "X", "--text", "   ", "--base-url", server.base_url, cache=demo_cache)
     assert empty.returncode == 2 and "text is empty" in empty.stderr
 
 
 @pytest.mark.parametrize("sweep", sorted((Path(__file__).parents[2] / "evals" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)
 def test_shipped_sweeps_plan_against_the_real_config(sweep, demo_cache, tmp_path):
-    result = claire("sweep", str(sweep), "--dataset", str(FIXTURE), "--out", str(tmp_path), "--dry-run", cache=demo_cache)
+    result = run_claire("sweep", str(sweep), "--dataset", str(FIXTURE), "--out", str(tmp_path), "--dry-run", cache=demo_cache)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip()
 
@@ -197,33 +187,33 @@ def test_shipped_sweeps_plan_against_the_real_config(sweep, demo_cache, tmp_path
 def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
     article = tmp_path / "Harbour_Bridge.txt"
     article.write_text("The bridge opened in 1932.\n\n## Design\n\nIt is a steel arch bridge.\n\n| span | value |\n| --- | --- |\n| main | 503 m |\n")
-    built = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    built = run_claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
     assert built.returncode == 0, built.stderr
     assert "3 blocks from 1 articles" in built.stdout
-    found = claire("search", "steel arch", "--index", "harbour", "--path", str(tmp_path / "idx"), "--json", cache=demo_cache)
+    found = run_claire("search", "steel arch", "--index", "harbour", "--path", str(tmp_path / "idx"), "--json", cache=demo_cache)
     hits = json.loads(found.stdout)
     assert hits[0]["document_title"] == "Harbour Bridge" and hits[0]["section_title"] == "Design"
     assert any(h["block_type"] == "table" for h in hits)
-    listed = claire("index", "list", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    listed = run_claire("index", "list", "--path", str(tmp_path / "idx"), cache=demo_cache)
     assert "harbour" in listed.stdout
-    again = claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
+    again = run_claire("index", "build", "--from-article", str(article), "--name", "harbour", "--path", str(tmp_path / "idx"), cache=demo_cache)
     assert again.returncode == 2 and "--replace" in again.stderr
 
 
 def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server, demo_cache, tmp_path):
     dev, test = tmp_path / "dev", tmp_path / "test"
     common_args = ("--system", "rav", "--base-url", server.base_url, "--no-rerank", "--ids", "demo_1,demo_2,demo_6,demo_7")
-    assert claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(dev), *common_args, cache=demo_cache).returncode == 0
-    result = claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(test), "--threshold", "0.05", *common_args, cache=demo_cache)
+    assert run_claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(dev), *common_args, cache=demo_cache).returncode == 0
+    result = run_claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(test), "--threshold", "0.05", *common_args, cache=demo_cache)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in (test / "predictions.jsonl").read_text().splitlines()]
     assert {r["threshold"] for r in rows} == {0.05} and {r["verdict"] for r in rows} == {"inconsistent"}
     before = json.loads((test / "metrics.json").read_text())
-    assert claire("metrics", str(test), cache=demo_cache).returncode == 0
+    assert run_claire("metrics", str(test), cache=demo_cache).returncode == 0
     after = json.loads((test / "metrics.json").read_text())
     assert after["threshold"] == before["threshold"] == 0.05
     assert after["calibration"]["bins"] and (test / "calibration.png").is_file()
-    calibrated = claire("metrics", str(test), "--calibrate-from", str(dev), cache=demo_cache)
+    calibrated = run_claire("metrics", str(test), "--calibrate-from", str(dev), cache=demo_cache)
     assert calibrated.returncode == 0, calibrated.stderr
     assert json.loads((test / "metrics.json").read_text())["calibrated"]["fitted_on"] == 4
     assert "After isotonic calibration" in (test / "report.md").read_text()
@@ -233,30 +223,30 @@ def test_a_run_directory_refuses_to_resume_with_other_settings(server, demo_cach
     out = tmp_path / "run"
     args = ("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(out), "--system", "rav", "--base-url", server.base_url,
             "--no-rerank", "--limit", "1")
-    assert claire(*args, cache=demo_cache).returncode == 0
-    changed = claire(*args, "--model", "another-model", cache=demo_cache)
+    assert run_claire(*args, cache=demo_cache).returncode == 0
+    changed = run_claire(*args, "--model", "another-model", cache=demo_cache)
     assert changed.returncode == 2 and "llm.model" in changed.stderr and "another --out" in changed.stderr
 
 
 def test_prompts_list_and_show_a_template_filled_from_a_record(tmp_path):
-    listed = claire("prompts", "list", "--preset", "practical", cache=tmp_path)
+    listed = run_claire("prompts", "list", "--preset", "practical", cache=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "verifier  renders verifier.lenient.j2" in listed.stdout and "inputs:   claim, context, clarifications" in listed.stdout
-    shown = claire("prompts", "show", "verifier", "--record", f"{FIXTURE}:demo_1", cache=tmp_path)
+    shown = run_claire("prompts", "show", "verifier", "--record", f"{FIXTURE}:demo_1", cache=tmp_path)
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "━━━━━━━━━━ system ━━━━━━━━━━" in out and "━━━━━━━━━━ user ━━━━━━━━━━" in out
     assert out.index("━━━━━━━━━━ system") < out.index("0.8 to 0.9") < out.index("━━━━━━━━━━ user")
     assert "inputs    claim, context, clarifications, explanations, documents" in out
     assert "values    record demo_1 of wikicollide_mini.json (WikiCollide)" in out and "Michael Collins flew down" in out
-    as_json = claire("prompts", "show", "controller", "--variant", "practical", "--steps", "1", "--json", cache=tmp_path)
+    as_json = run_claire("prompts", "show", "controller", "--variant", "practical", "--steps", "1", "--json", cache=tmp_path)
     data = json.loads(as_json.stdout)
     assert [m["role"] for m in data["messages"]] == ["system", "user"] and data["variant"] == "practical"
     assert "After a report, keep looking" in data["messages"][0]["content"] and "Step 1:" in data["messages"][1]["content"]
     for args, message in ((("show", "nope"), "no prompt template 'nope'"),
                           (("show", "verifier", "--variant", "sloppy"), "has no variant 'sloppy'"),
                           (("show", "verifier", "--record", f"{FIXTURE}:missing"), "no record with id 'missing'")):
-        failed = claire("prompts", *args, cache=tmp_path)
+        failed = run_claire("prompts", *args, cache=tmp_path)
         assert failed.returncode == 2 and message in failed.stderr and "Traceback" not in failed.stderr, failed.stderr
 
 
@@ -265,8 +255,8 @@ def test_an_eval_counts_and_prices_the_tokens_an_endpoint_served_from_its_prompt
     args = ("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "rav", "--ids", "demo_1,demo_2",
             "--model", "gpt-4o-mini", "--no-cache", "--no-rerank", "--concurrency", "1")
     with MockOpenAIServer(http_responder(), prompt_cache=True) as server:
-        first = claire(*args, "--base-url", server.base_url, "--out", str(tmp_path / "first"), cache=demo_cache)
-        again = claire(*args, "--base-url", server.base_url, "--out", str(tmp_path / "again"), cache=demo_cache)
+        first = run_claire(*args, "--base-url", server.base_url, "--out", str(tmp_path / "first"), cache=demo_cache)
+        again = run_claire(*args, "--base-url", server.base_url, "--out", str(tmp_path / "again"), cache=demo_cache)
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
     out = tmp_path / "again"  # the same prompts a second time: the endpoint serves their prefixes from its cache
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
@@ -277,7 +267,7 @@ def test_an_eval_counts_and_prices_the_tokens_an_endpoint_served_from_its_prompt
     fresh = usage["prompt_tokens"] - usage["cache_read_tokens"]  # gpt-4o-mini: cached input at half price
     assert usage["cost_usd"] == pytest.approx((fresh * 0.15 + sum(read) * 0.075 + usage["completion_tokens"] * 0.60) / 1e6)
     assert "read from the provider's prompt cache" in (out / "report.md").read_text()
-    compared = claire("compare", str(tmp_path / "first"), str(out), cache=demo_cache)
+    compared = run_claire("compare", str(tmp_path / "first"), str(out), cache=demo_cache)
     assert compared.returncode == 0 and "cached)" in compared.stdout, compared.stdout
 
 
@@ -292,8 +282,8 @@ def test_half_a_surrogate_pair_in_a_model_answer_reaches_the_predictions_as_ufff
 
     out = tmp_path / "run"
     with MockOpenAIServer(broken) as server:
-        result = claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "rav", "--ids", "demo_1,demo_2",
-                        "--no-cache", "--no-rerank", "--base-url", server.base_url, "--out", str(out), cache=demo_cache)
+        result = run_claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--system", "rav", "--ids", "demo_1,demo_2",
+                            "--no-cache", "--no-rerank", "--base-url", server.base_url, "--out", str(out), cache=demo_cache)
     assert result.returncode == 0, result.stderr
     text = (out / "predictions.jsonl").read_text(encoding="utf-8")
     predictions = [json.loads(line) for line in text.splitlines()]
@@ -303,8 +293,8 @@ def test_half_a_surrogate_pair_in_a_model_answer_reaches_the_predictions_as_ufff
 
 def test_a_check_whose_research_failed_gives_no_verdict(demo_cache):
     with MockOpenAIServer(lambda body: {"fault": "malformed"}) as server:
-        result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
-                        "--no-cache", "--no-rerank", "--set", "llm.max_attempts=2", cache=demo_cache)
+        result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                            "--no-cache", "--no-rerank", "--set", "llm.max_attempts=2", cache=demo_cache)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "CLAIRE verdict" not in result.stdout and "no verdict for this fact" in result.stderr
     assert "unparseable response" in result.stderr and server.calls == 2  # the controller's call, tried twice
@@ -315,22 +305,22 @@ def test_a_check_heals_a_broken_llm_cache(server, demo_cache, tmp_path):
 
     args = ("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--json", "--base-url", server.base_url,
             "--no-rerank", "--set", f'llm.cache_path="{tmp_path / "llm.sqlite"}"')
-    assert claire(*args, cache=demo_cache).returncode == 1
+    assert run_claire(*args, cache=demo_cache).returncode == 1
     with sqlite3.connect(tmp_path / "llm.sqlite") as db:  # every stored answer damaged
         db.execute("UPDATE answers SET answer = CAST('{\"not\": \"an answer\"' AS BLOB)")
     calls = server.calls
-    healed = claire(*args, cache=demo_cache)
+    healed = run_claire(*args, cache=demo_cache)
     assert healed.returncode == 1, healed.stderr  # researched and judged again, not "unparseable" forever
     data = json.loads(healed.stdout)
     assert data["error"] is None and data["verdict"] == "inconsistent" and server.calls > calls
     calls = server.calls
-    assert claire(*args, cache=demo_cache).returncode == 1 and server.calls == calls  # the rows were replaced
+    assert run_claire(*args, cache=demo_cache).returncode == 1 and server.calls == calls  # the rows were replaced
 
 
 def test_a_check_against_an_endpoint_that_never_answers_waits_one_timeout(demo_cache):
     with MockOpenAIServer(lambda body: {"fault": "hang", "seconds": 4}) as server:
-        result = claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
-                        "--no-cache", "--no-rerank", "--set", "llm.timeout=1", cache=demo_cache)
+        result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
+                            "--no-cache", "--no-rerank", "--set", "llm.timeout=1", cache=demo_cache)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "no verdict for this fact" in result.stderr and "no answer within 1 s" in result.stderr
     assert server.calls == 1  # one timeout, not llm.max_attempts (6) of them, and nothing after it

@@ -5,10 +5,8 @@ with SIGKILL mid-build — all on real on-disk indexes with MiniLM."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from claire.domain import Block
 from claire.indexes.retriever import build_index, open_retriever
 from claire.indexes.sharing import VERSION_PREFIX, VIEWS, WriterLock
 from claire.indexes.catalog import list_indexes
+from claire.testing.cli import start_claire
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
 
@@ -30,18 +29,6 @@ OLD = [Block(id=f"old-{i}", document_title=f"Old {i}", content=f"the old wooden 
 def new_blocks(n: int) -> list[Block]:
     return [Block(id=f"new-{i}", document_title=f"New {i}", content=f"a new steel bridge, span {i}, over the canal")
             for i in range(n)]
-
-
-def environment(cache: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120",
-                "OPENAI_API_KEY": "sk-test"}, **extra)
-    return env
-
-
-def start(*args: str, cache: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "claire.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=environment(cache), stdin=subprocess.DEVNULL)
 
 
 def finish(process: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
@@ -74,11 +61,12 @@ def test_two_searches_run_while_an_eval_uses_the_same_index(tmp_path):
     with MockOpenAIServer(http_responder()) as server, open_retriever("shared", root=root) as held:
         # this process keeps the index open throughout: before versions, every other open failed
         processes = [
-            start("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(tmp_path / "run"), "--ids", "demo_1,demo_2",
-                  "--index", "shared", "--base-url", server.base_url, "--no-rerank", "--no-cache", cache=cache),
-            start("search", "Eiffel Tower completion", "-k", "3", "--json", "--index", "shared", cache=cache),
-            start("search", "Apollo 11 lunar module", "-k", "3", "--json", "--index", "shared",
-                  "--exclude-title", "Apollo 11", cache=cache),
+            start_claire("eval", "--index", "demo", "--dataset", str(FIXTURE), "--out", str(tmp_path / "run"), "--ids", "demo_1,demo_2",
+                         "--index", "shared", "--base-url", server.base_url, "--no-rerank", "--no-cache", cache=cache,
+                         env={"OPENAI_API_KEY": "sk-test"}),
+            start_claire("search", "Eiffel Tower completion", "-k", "3", "--json", "--index", "shared", cache=cache),
+            start_claire("search", "Apollo 11 lunar module", "-k", "3", "--json", "--index", "shared",
+                         "--exclude-title", "Apollo 11", cache=cache),
         ]
         results = [finish(p) for p in processes]
         assert held.search("Eiffel Tower", k=1)[0].block.id == "eiffel"
@@ -99,7 +87,7 @@ def test_replace_while_searching_shows_the_old_index_until_the_swap(tmp_path):
     build_index(OLD, name="swap", embedder="minilm", root=root, show_progress=False)
     corpus = write_corpus(tmp_path / "new.jsonl", new_blocks(120))
     long_lived = open_retriever("swap", root=root)  # e.g. a running `claire serve`
-    builder = start("index", "build", str(corpus), "--name", "swap", "--replace", "--path", str(root), cache=tmp_path)
+    builder = start_claire("index", "build", str(corpus), "--name", "swap", "--replace", "--path", str(root), cache=tmp_path)
     seen = []
     while builder.poll() is None:
         seen.append(top_id(root, "swap"))  # a fresh open each time, as a new process would
@@ -127,7 +115,7 @@ def test_writer_killed_mid_build_leaves_readers_working(tmp_path):
     current = versions(root / "kill")
     corpus = write_corpus(tmp_path / "big.jsonl", new_blocks(4000))
     reader = open_retriever("kill", root=root)
-    builder = start("index", "build", str(corpus), "--name", "kill", "--replace", "--path", str(root), cache=tmp_path)
+    builder = start_claire("index", "build", str(corpus), "--name", "kill", "--replace", "--path", str(root), cache=tmp_path)
     deadline = time.monotonic() + 180
     while len(versions(root / "kill")) < 2:  # wait until the new version is being written
         assert builder.poll() is None, builder.communicate()

@@ -1,16 +1,12 @@
-"""Rate estimation: the statistics (exact figures), uniform reproducible index sampling, the
-decisions file, and an estimate run end to end through the CLI over a real on-disk index and a
-local OpenAI-compatible server, then reviewed and re-estimated from the decisions alone."""
+"""Rate estimation over real indexes: uniform reproducible index sampling, and an estimate run end
+to end through the CLI over a real on-disk index and a local OpenAI-compatible server, then
+reviewed and re-estimated from the decisions alone."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,11 +18,9 @@ from claire.domain import Block
 from claire.indexes.sampling import sample_index
 from claire.indexes.index_meta import IndexMeta
 from claire.indexes.catalog import open_index
+from claire.testing.cli import run_claire
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
-
-
-# -- statistics ---------------------------------------------------------------------------
 
 
 # -- sampling -----------------------------------------------------------------------------
@@ -86,17 +80,7 @@ def test_sampling_is_uniform_over_blocks_and_over_articles(generated_index):
     assert chisquare([by_block[f"Article {a}"] for a in range(12)]).pvalue < 1e-6
 
 
-# -- decisions ----------------------------------------------------------------------------
-
-
 # -- end to end ---------------------------------------------------------------------------
-def claire(*args: str, cache: Path, timeout: float = 300, stdin: str | None = None) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
-                          timeout=timeout, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
-
-
 def extracting_responder():
     """The test model: each block yields three facts about its article, one of them dated 1890
     (which the verifier flags); everything else as ``http_responder`` plays it."""
@@ -126,7 +110,7 @@ def small_index(tmp_path_factory):
             category = "Buildings" if len(block.document_title) % 2 else "Places"
             handle.write(json.dumps({**block.model_dump(exclude_none=True), "categories": [category, "Demo"]}) + "\n")
     cache = root / "cache"
-    built = claire("index", "build", str(corpus), "--name", "small", cache=cache)
+    built = run_claire("index", "build", str(corpus), "--name", "small", cache=cache)
     assert built.returncode == 0, built.stderr
     return cache
 
@@ -136,7 +120,7 @@ def test_estimate_end_to_end_then_review_and_reestimate_from_decisions(small_ind
     with MockOpenAIServer(extracting_responder()) as server:
         args = ("estimate", "--index", "small", "--sample", "12", "--blocks", "6", "--seed", "7", "--out", str(out),
                 "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", "--json")
-        first = claire(*args, cache=small_index)
+        first = run_claire(*args, cache=small_index)
         assert first.returncode == 0, first.stderr
         summary = json.loads(first.stdout)
         plan = json.loads((out / "plan.json").read_text())
@@ -157,17 +141,17 @@ def test_estimate_end_to_end_then_review_and_reestimate_from_decisions(small_ind
         assert "categories.png" in report and (out / "categories.png").stat().st_size > 1000
 
         calls = server.calls
-        again = claire(*args, cache=small_index)  # everything is in the run directory: nothing is asked again
+        again = run_claire(*args, cache=small_index)  # everything is in the run directory: nothing is asked again
         assert again.returncode == 0, again.stderr
         assert server.calls == calls and json.loads(again.stdout)["checked"] == 12
 
-        other = claire("estimate", "--index", "small", "--sample", "12", "--blocks", "6", "--seed", "8", "--out", str(out),
-                       "--base-url", server.base_url, cache=small_index)
+        other = run_claire("estimate", "--index", "small", "--sample", "12", "--blocks", "6", "--seed", "8", "--out", str(out),
+                           "--base-url", server.base_url, cache=small_index)
         assert other.returncode == 2 and "seed" in other.stderr and "another --out" in other.stderr
         assert server.calls == calls
 
     # review in the terminal: accept the first, reject the second with a comment, quit
-    reviewed = claire("review", str(out), "--reviewer", "tester", cache=small_index, stdin="a\n\nr\nsame year elsewhere\nq\n")
+    reviewed = run_claire("review", str(out), "--reviewer", "tester", cache=small_index, stdin="a\n\nr\nsame year elsewhere\nq\n")
     assert reviewed.returncode == 0, reviewed.stderr
     assert "1 accepted, 1 rejected" in reviewed.stdout and "verifier analysis" in reviewed.stdout
     decisions = [json.loads(line) for line in (out / "reviews.jsonl").read_text().splitlines()]
@@ -183,14 +167,14 @@ def test_estimate_end_to_end_then_review_and_reestimate_from_decisions(small_ind
     web = tmp_path / "web-export.jsonl"
     web.write_text("".join(json.dumps({"fact": f["fact"], "decision": "accept", "comment": "from the web app"}) + "\n"
                            for f in rest))
-    final = claire("estimate", "--from", str(out), "--decisions", str(web), "--json", cache=small_index)
+    final = run_claire("estimate", "--from", str(out), "--decisions", str(web), "--json", cache=small_index)
     assert final.returncode == 0, final.stderr
     result = json.loads(final.stdout)
     assert result["reviewed"] == len(flagged_facts) and result["confirmed"] == len(flagged_facts) - 1
     assert not result["confirmed_rate_is_lower_bound"]
     assert result["confirmed_rate"]["text"] == estimate_rate(len(flagged_facts) - 1, 12).paper_form()
     assert result["extrapolation"]["confirmed"]["inconsistent"] == pytest.approx(120 * (len(flagged_facts) - 1) / 12)
-    nothing = claire("review", str(out), cache=small_index, stdin="")
+    nothing = run_claire("review", str(out), cache=small_index, stdin="")
     assert nothing.returncode == 0 and f"{len(flagged_facts) - 2} to review" in nothing.stdout
 
 
@@ -205,7 +189,7 @@ def test_estimate_bad_inputs_are_clear_errors(tmp_path):
         (("review", str(tmp_path)), "predictions.jsonl"),
     ]
     for args, message in cases:
-        result = claire(*args, cache=tmp_path / "cache")
+        result = run_claire(*args, cache=tmp_path / "cache")
         assert result.returncode == 2, (args, result.stdout, result.stderr)
         assert message in result.stderr and "Traceback" not in result.stderr, (args, result.stderr)
 

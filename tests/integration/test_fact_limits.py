@@ -1,29 +1,20 @@
-"""Over-long facts: a warning above a sentence or two, refused above agent.max_fact_chars with a
-pointer to `claire scan` — in the library, and through the real `claire` command."""
+"""Over-long facts through the real `claire` command: `claire check` and `claire eval` refuse a
+fact above agent.max_fact_chars with a one-line pointer to `claire scan`, before anything is opened."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-
+from claire.testing.cli import run_claire
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json"
 PASTED = "The tower was built in 1889 by Gustave Eiffel's company. " * 900  # ~50 KB pasted by mistake
-
-
-def claire(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "OPENAI_API_KEY": "sk-x"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=180, stdin=subprocess.DEVNULL)
+KEY = {"OPENAI_API_KEY": "sk-x"}
 
 
 def test_cli_check_refuses_a_pasted_article_with_the_hint(tmp_path):
-    result = claire("check", PASTED, "--title", "Eiffel Tower", "--base-url", "http://127.0.0.1:9/v1", cache=tmp_path)
+    result = run_claire("check", PASTED, "--title", "Eiffel Tower", "--base-url", "http://127.0.0.1:9/v1", cache=tmp_path, env=KEY)
     assert result.returncode == 2, result.stderr
     assert "over the limit of 2,000" in result.stderr and "claire scan" in result.stderr
     assert "Traceback" not in result.stderr
@@ -35,7 +26,7 @@ def test_cli_eval_refuses_a_dataset_with_an_over_long_claim(tmp_path):
     records[2]["claim"]["claim_text"] = PASTED
     dataset = tmp_path / "dev.json"
     dataset.write_text(json.dumps(records), encoding="utf-8")
-    result = claire("eval", "--index", "demo", "--dataset", str(dataset), "--out", str(tmp_path / "run"), cache=tmp_path)
+    result = run_claire("eval", "--index", "demo", "--dataset", str(dataset), "--out", str(tmp_path / "run"), cache=tmp_path, env=KEY)
     assert result.returncode == 2, result.stderr
     assert records[2]["claim"]["claim_id"] in result.stderr and "claire scan" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "run").exists()

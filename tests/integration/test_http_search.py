@@ -4,9 +4,6 @@ that answers with :func:`claire.indexes.http_search.answer` over a real on-disk 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
@@ -15,6 +12,7 @@ from claire.domain import Block
 from claire.indexes.http_search import HttpSearcher, answer
 from claire.indexes.registry import open_searcher
 from claire.indexes.retriever import build_index, open_retriever
+from claire.testing.cli import run_claire
 from claire.testing.search_server import SearchServer
 
 BLOCKS = [
@@ -69,13 +67,8 @@ def test_busy_server_is_retried_and_refusals_are_explained(tiny):
 
 def test_cli_search_uses_the_server(tiny, tmp_path):
     _, retriever = tiny
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "CLAIRE_DATA_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"})
     with SearchServer(retriever) as server:
-        result = subprocess.run(
-            [sys.executable, "-m", "claire.cli", "search", "steel bridge", "-k", "2", "--json", "--url", server.url],
-            capture_output=True, text=True, env=env, timeout=180, stdin=subprocess.DEVNULL,
-        )
+        result = run_claire("search", "steel bridge", "-k", "2", "--json", "--url", server.url, cache=tmp_path / "cache")
     assert result.returncode == 0, result.stderr
     assert [hit["id"] for hit in json.loads(result.stdout)][0] == "bridge-1"
     assert not (tmp_path / "cache" / "indexes").exists()  # no local index was opened or built

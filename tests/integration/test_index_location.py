@@ -6,8 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +14,7 @@ from claire.domain import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.retriever import build_index, open_retriever
 from claire.indexes.catalog import list_indexes
+from claire.testing.cli import run_claire
 
 BLOCKS = [
     Block(id="mars-0", document_title="Mars", section_title="", content="Mars is the fourth planet from the Sun, the Red Planet."),
@@ -100,11 +99,7 @@ def test_a_failed_copy_loses_nothing_and_the_old_folder_is_used(built, folders, 
 def test_the_command_line_moves_them_and_lists_them(built, tmp_path):
     cache, data = tmp_path / "cache", tmp_path / "data"
     place(built, cache / "indexes")
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1",
-                        "NO_COLOR": "1", "COLUMNS": "200"})
-    result = subprocess.run([sys.executable, "-m", "claire.cli", "index", "list"], capture_output=True, text=True,
-                            env=environment, timeout=120, stdin=subprocess.DEVNULL)
+    result = run_claire("index", "list", cache=cache, env={"CLAIRE_DATA_DIR": str(data)}, columns=200)
     assert result.returncode == 0, result.stderr
     assert "facts" in result.stdout and "moved the indexes" in result.stderr
     assert (data / "indexes" / "facts").is_dir() and not (cache / "indexes").exists()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from claire.ingestion.dump_build import IngestOptions, build_from_dump, ledger_p
 from claire.indexes.retriever import open_retriever
 from claire.indexes.edge_store import EdgeStore
 from claire.indexes.server_store import ServerOptions, ServerStore
+from claire.testing.cli import run_claire, start_claire
 from claire.testing.dumps import WikiPage, generated_pages, sample_pages, write_html_dump, write_xml_dump
 
 FAST = IngestOptions(workers=0, batch_size=16, device="cpu", show_progress=False)
@@ -136,17 +135,12 @@ def test_bad_line_stops_the_build_and_the_fixed_file_resumes_it(tmp_path):
         assert stored(retriever.store) == expected(dump)
 
 
-def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from claire.cli import main; main()", *args]
-
-
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
     dump = write_xml_dump(tmp_path / "wiki.xml", generated_pages(300))  # long enough to be stopped mid-way on a busy machine
-    command = _cli("index", "build", "--from-dump", str(dump), "--name", "g", "--path", str(tmp_path / "idx"),
-                   "--workers", "1", "--batch-size", "8", "--device", "cpu")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    command = ("index", "build", "--from-dump", str(dump), "--name", "g", "--path", str(tmp_path / "idx"),
+               "--workers", "1", "--batch-size", "8", "--device", "cpu")
+    process = start_claire(*command, cache=tmp_path / "cache", text=False)  # bytes: a kill may cut a character
     ledger = ledger_path(tmp_path / "idx", "g")
     deadline = time.monotonic() + 300
     committed = 0
@@ -166,7 +160,7 @@ def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
     assert committed < 280, "the build was nearly done when it was stopped"
     if stop == signal.SIGINT:
         assert process.returncode == 130 and b"Traceback" not in stderr, (process.returncode, stderr[-2000:], out[-500:])
-    finished = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    finished = run_claire(*command, cache=tmp_path / "cache", timeout=600)
     assert finished.returncode == 0, finished.stderr
     assert "resumed and built" in finished.stdout
     with open_retriever("g", root=tmp_path / "idx") as retriever:
@@ -176,8 +170,8 @@ def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
 def test_cli_reports_bad_input_in_one_line(tmp_path):
     dump = write_xml_dump(tmp_path / "wiki.xml", sample_pages())
     dump.write_text(dump.read_text(encoding="utf-8").replace("<ns>0</ns>", "<ns>0</n>", 1), encoding="utf-8")
-    result = subprocess.run(_cli("index", "build", "--from-dump", str(dump), "--name", "w", "--path", str(tmp_path / "idx"),
-                                 "--workers", "0", "--device", "cpu"), capture_output=True, text=True, timeout=300)
+    result = run_claire("index", "build", "--from-dump", str(dump), "--name", "w", "--path", str(tmp_path / "idx"),
+                        "--workers", "0", "--device", "cpu", cache=tmp_path / "cache")
     assert result.returncode == 2
     message = " ".join(result.stderr.split())  # the console wraps long lines
     assert message.startswith("error:") and "wiki.xml: malformed XML at line 9, column" in message

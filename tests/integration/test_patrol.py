@@ -8,8 +8,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,6 +16,7 @@ import pytest
 from claire.config import load_config
 from claire.ingestion.dump_build import IngestOptions, build_from_dump
 from claire.indexes.retriever import open_retriever
+from claire.testing.cli import start_claire
 from claire.testing.doubles import kind_of
 from claire.testing.dumps import WikiPage, write_xml_dump
 from claire.testing.mock_openai import MockOpenAIServer
@@ -134,14 +133,11 @@ async def test_the_patrol_checks_each_kept_edit_once_and_keeps_the_index_current
 
 
 def _watch(tmp_path: Path, llm: MockOpenAIServer, api: WikiApiServer, recording: Path, root: Path, *more: str):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OPENAI_API_KEY": "sk-patrol",
-           "CLAIRE_DATA_DIR": str(tmp_path / "data"), "CLAIRE_CACHE_DIR": str(tmp_path / "cache")}
-    command = [sys.executable, "-c", "from claire.cli import main; main()", "watch", "--replay", str(recording),
-               "--api-url", api.api_url, "--base-url", llm.base_url, "--data-dir", str(tmp_path / "web"),
-               "--index", "live", "--system", "rav", "--no-cache", "--set", "retrieval.rerank=false",
-               "--set", f"retrieval.path='{root}'", "--set", "retrieval.query_runtime='torch'",
-               "--set", "watch.index_every=0", *more]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return start_claire("watch", "--replay", str(recording), "--api-url", api.api_url, "--base-url", llm.base_url,
+                        "--data-dir", str(tmp_path / "web"), "--index", "live", "--system", "rav", "--no-cache",
+                        "--set", "retrieval.rerank=false", "--set", f"retrieval.path='{root}'",
+                        "--set", "retrieval.query_runtime='torch'", "--set", "watch.index_every=0", *more,
+                        cache=tmp_path / "cache", env={"OPENAI_API_KEY": "sk-patrol", "CLAIRE_DATA_DIR": str(tmp_path / "data")})
 
 
 def test_a_killed_watch_resumes_with_no_edit_lost_or_checked_twice(tmp_path, wiki_index):

@@ -12,12 +12,12 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
 from claire.indexes.retriever import ensure_demo_index
+from claire.testing.cli import claire_command, claire_environment
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.testing.wiki_doubles import WikiApiServer, change_event
@@ -69,8 +69,8 @@ class Terminal:
         environment = {**env, "COLUMNS": str(WIDTH), "LINES": "40", "TERM": "xterm-256color"}
         environment.pop("NO_COLOR", None)
         self.started = time.monotonic()
-        self.process = subprocess.Popen([sys.executable, "-m", "claire.cli", *args], stdin=follower, stdout=follower,
-                                        stderr=follower, env=environment, start_new_session=True)
+        self.process = subprocess.Popen(claire_command(*args), stdin=follower, stdout=follower, stderr=follower,
+                                        env=environment, start_new_session=True)
         os.close(follower)
         self.leader = leader
         self.output = ""
@@ -124,10 +124,10 @@ def home(tmp_path_factory):
     return folder
 
 
-def environment(home, **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(home), "CLAIRE_DATA_DIR": str(home), "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "OPENAI_API_KEY": "sk-terminal-0123456789", **more})
+def environment(home) -> dict[str, str]:
+    """The tests' environment for `claire` as a person's terminal has it: colours allowed, WIDTH columns."""
+    env = claire_environment(home, {"OPENAI_API_KEY": "sk-terminal-0123456789", "TERM": "xterm-256color"}, columns=WIDTH)
+    del env["NO_COLOR"]
     return env
 
 
@@ -169,12 +169,11 @@ def test_a_check_shows_the_evidence_before_asking_and_the_rejection_in_its_resul
 def test_a_check_with_json_answers_on_stdout_and_keeps_the_decision(home):
     """--json in a terminal: the question and the case go to stderr, the JSON result carries the decision."""
     with MockOpenAIServer(http_responder()) as llm:
-        env = environment(home)
-        env.update({"COLUMNS": str(WIDTH), "TERM": "xterm-256color"})
         leader, follower = pty.openpty()
-        process = subprocess.Popen([sys.executable, "-m", "claire.cli", "check", "The Eiffel Tower was completed in 1890.",
-                                    "--title", "Paris", "--base-url", llm.base_url, "--no-cache", "--no-rerank", "--json"],
-                                   stdin=follower, stdout=subprocess.PIPE, stderr=follower, env=env, start_new_session=True)
+        process = subprocess.Popen(claire_command("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris",
+                                                  "--base-url", llm.base_url, "--no-cache", "--no-rerank", "--json"),
+                                   stdin=follower, stdout=subprocess.PIPE, stderr=follower, env=environment(home),
+                                   start_new_session=True)
         os.close(follower)
         shown = ""
         deadline = time.monotonic() + 180

@@ -3,20 +3,13 @@ beyond loopback without one (a one-line message, exit 2)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 
 import httpx
 
-
-def _env(tmp_path, **more):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(tmp_path / "cache"), "CLAIRE_DATA_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", **more})
-    return env
+from claire.testing.cli import run_claire, start_claire
 
 
 def _free_port() -> int:
@@ -26,32 +19,28 @@ def _free_port() -> int:
 
 
 def test_serve_refuses_a_public_address_without_a_token(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "claire.cli", "serve", "--host", "0.0.0.0"], capture_output=True,
-                            text=True, env=_env(tmp_path), timeout=120)
+    result = run_claire("serve", "--host", "0.0.0.0", cache=tmp_path / "cache", timeout=120)
     assert result.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_serve_start_problems_are_one_line_before_anything_listens(tmp_path):
     wikichat = ["--set", 'retrieval.backend="wikichat"', "--data-dir", str(tmp_path / "web")]
-    no_key = subprocess.run([sys.executable, "-m", "claire.cli", "serve", "--port", str(_free_port()), *wikichat],
-                            capture_output=True, text=True, env=_env(tmp_path), timeout=120)
+    no_key = run_claire("serve", "--port", str(_free_port()), *wikichat, cache=tmp_path / "cache", timeout=120)
     assert no_key.returncode == 2 and "no API key" in no_key.stderr and "Traceback" not in no_key.stderr
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        taken = subprocess.run([sys.executable, "-m", "claire.cli", "serve", "--port", str(busy.getsockname()[1]), *wikichat],
-                               capture_output=True, text=True, env=_env(tmp_path, OPENAI_API_KEY="sk-x"), timeout=120)
+        taken = run_claire("serve", "--port", str(busy.getsockname()[1]), *wikichat, cache=tmp_path / "cache",
+                           env={"OPENAI_API_KEY": "sk-x"}, timeout=120)
     assert taken.returncode == 2 and "cannot listen on 127.0.0.1" in taken.stderr and "Traceback" not in taken.stderr
 
 
 def test_serve_starts_answers_with_its_token_and_stops_cleanly(tmp_path):
     port = _free_port()
     # The WikiChat backend opens nothing at start-up, so this test needs no index.
-    args = [sys.executable, "-m", "claire.cli", "serve", "--port", str(port), "--data-dir", str(tmp_path / "web"),
-            "--set", 'retrieval.backend="wikichat"']
-    server = subprocess.Popen(args, env=_env(tmp_path, CLAIRE_SERVE_TOKEN="s3cret", OPENAI_API_KEY="sk-cli-secret-987654321"),
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = start_claire("serve", "--port", str(port), "--data-dir", str(tmp_path / "web"), "--set", 'retrieval.backend="wikichat"',
+                          cache=tmp_path / "cache", env={"CLAIRE_SERVE_TOKEN": "s3cret", "OPENAI_API_KEY": "sk-cli-secret-987654321"})
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120

@@ -1,14 +1,12 @@
-"""Benchmark audits: the FEVEROUS and AmbigQA loaders on small files in the published formats
-(and malformed ones), and audits run end to end through the CLI over a real on-disk index and a
-local OpenAI-compatible server."""
+"""Benchmark audits in process: the FEVEROUS and AmbigQA loaders on small files in the published
+formats (tests/fixtures/feverous_eiffel_dev.jsonl, ambigqa_dev_light.json) and on malformed ones,
+and statements read from a model's answer (audits through the CLI are in
+tests/integration/test_audit.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,30 +17,10 @@ from claire.tasks.feverous.dataset import load_feverous
 from claire.workflows.audit import evidence_page, first_page, parse_statement
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-HEADER = {"id": "", "claim": "", "label": "", "evidence": [{"content": [], "context": {}}], "annotator_operations": []}
-FEVEROUS = [
-    HEADER,
-    {"id": 24435, "claim": "The Eiffel Tower was completed in 1890 for the world's fair.", "label": "SUPPORTS",
-     "evidence": [{"content": ["Eiffel Tower_sentence_0", "Eiffel Tower_cell_0_1_1"],
-                   "context": {"Eiffel Tower_sentence_0": ["Eiffel Tower_title"]}}],
-     "challenge": "Numerical Reasoning"},
-    {"id": 24436, "claim": "Gustave Eiffel's firm built a tower in Paris.", "label": "SUPPORTS",
-     "evidence": [{"content": ["Gustave Eiffel_sentence_3"], "context": {}},
-                  {"content": ["Eiffel Tower_header_cell_0_0_1"], "context": {}}], "challenge": "Other"},
-    {"id": 24437, "claim": "The Statue of Liberty stands in Paris.", "label": "REFUTES",
-     "evidence": [{"content": ["Statue of Liberty_sentence_0"], "context": {}}], "challenge": "Other"},
-    {"id": 24438, "claim": "Paris, Texas lies in Lamar County.", "label": "NOT ENOUGH INFO",
-     "evidence": [{"content": [], "context": {}}]},
-]
-AMBIGQA = [
-    {"id": "-4469503464110108318", "question": "When was the eiffel tower finished?",
-     "annotations": [{"type": "singleAnswer", "answer": ["1890", "in 1890"]}], "viewed_doc_titles": ["Eiffel Tower"]},
-    {"id": "7701", "question": "Who designed the statue of liberty?",
-     "annotations": [{"type": "multipleQAs", "qaPairs": [
-         {"question": "Who designed the statue of liberty's copper shape?", "answer": ["Frédéric Auguste Bartholdi"]},
-         {"question": "Who designed the statue of liberty's iron framework?", "answer": ["Gustave Eiffel"]}]},
-                     {"type": "singleAnswer", "answer": ["Bartholdi"]}]},
-]
+FEVEROUS_FILE, AMBIGQA_FILE = FIXTURES / "feverous_eiffel_dev.jsonl", FIXTURES / "ambigqa_dev_light.json"
+FEVEROUS = [json.loads(line) for line in FEVEROUS_FILE.read_text(encoding="utf-8").splitlines()]  # a header line, then claims
+HEADER = FEVEROUS[0]
+AMBIGQA = json.loads(AMBIGQA_FILE.read_text(encoding="utf-8"))
 
 
 def write_jsonl(path: Path, records: list) -> Path:
@@ -51,8 +29,8 @@ def write_jsonl(path: Path, records: list) -> Path:
 
 
 # -- loaders ------------------------------------------------------------------------------
-def test_feverous_loader_reads_the_published_format(tmp_path):
-    records = load_feverous(write_jsonl(tmp_path / "feverous_dev.jsonl", FEVEROUS))
+def test_feverous_loader_reads_the_published_format():
+    records = load_feverous(FEVEROUS_FILE)
     assert [r.id for r in records] == ["24435", "24436", "24437", "24438"]  # the empty header line is skipped
     first = records[0]
     assert first.label == "SUPPORTS" and first.challenge == "Numerical Reasoning"
@@ -87,10 +65,8 @@ def test_feverous_duplicate_ids_and_empty_files_are_errors(tmp_path):
         load_feverous(write_jsonl(tmp_path / "empty.jsonl", [HEADER]))
 
 
-def test_ambigqa_loader_reads_both_annotation_types(tmp_path):
-    path = tmp_path / "dev_light.json"
-    path.write_text(json.dumps(AMBIGQA))
-    records = load_ambigqa(path)
+def test_ambigqa_loader_reads_both_annotation_types():
+    records = load_ambigqa(AMBIGQA_FILE)
     single, multiple = (qa_pairs(r) for r in records)
     assert [(q.item_id, q.answer, q.variants) for q in single] == [("-4469503464110108318", "1890", ["in 1890"])]
     assert [(q.item_id, q.question, q.answer) for q in multiple] == [
@@ -124,16 +100,7 @@ def test_statements_are_read_from_tags_or_a_lone_line():
     assert parse_statement("Well,\nI am not sure.") is None and parse_statement("") is None
 
 
-# -- end to end ---------------------------------------------------------------------------
-def claire(*args: str, cache: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-
-
+# -- selections ---------------------------------------------------------------------------
 def test_a_random_sample_is_reproducible_kept_in_order_and_never_mixed_with_limit(tmp_path):
     from claire.errors import ConfigError
     from claire.workflows.audit import Selection, run_audit

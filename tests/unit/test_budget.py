@@ -1,5 +1,6 @@
-"""Prompts fitted to the model's context window: counting, condensing, choosing passages, and a
-full 10-step check against a local server that rejects any prompt over 8,192 tokens."""
+"""Prompts fitted to the model's context window, in process: counting, condensing, choosing
+passages (the full 10-step check against a local server that rejects any prompt over 8,192 tokens
+is in tests/integration/test_budget.py)."""
 
 from __future__ import annotations
 
@@ -76,12 +77,6 @@ def test_fit_history_condenses_oldest_first_and_keeps_the_latest_whole():
     _, tight = fit_history(render, history, count=count, budget=count(render(history[-2:])) + 60, keep_latest=2)
     assert tight.omitted_steps[:1] == [1]
     assert OMITTED
-
-
-QUERIES = ["Eiffel Tower construction history", "Gustave Eiffel career engineering", "Paris landmarks monuments",
-           "Statue of Liberty design", "World's Fair 1889 exposition", "Golden Gate Bridge construction",
-           "Apollo 11 moon landing crew", "Titanic sinking iceberg", "Great Wall of China length",
-           "Mount Everest first ascent"]
 
 
 async def test_clarify_entity_leaves_out_the_last_passages_when_they_do_not_fit():

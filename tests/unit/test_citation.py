@@ -1,12 +1,11 @@
-"""Citation verification: web-docs sources indexes, the support verifier, candidate search and
-ranking, the citations eval, and `claire cite` — over a real on-disk index and the local
-OpenAI-compatible test server, with the fixtures cite_sources.jsonl and cite_wafer.jsonl."""
+"""Citation verification in process: reading web-docs sources and WAFER records (the fixtures
+cite_sources.jsonl and cite_wafer.jsonl) and their errors, the support and query prompts, ranking
+and the decision, the checker opened as a System, and `claire cite`'s one-line errors (the checker
+over a real index and the local server is in tests/integration/test_citation.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -19,20 +18,11 @@ from claire.domain import Evidence
 from claire.tasks.citations.records import load_citations
 from claire.ingestion.web_docs import check_source_text, example_sources_path, read_source_text, read_web_docs
 from claire.prompts import PromptLibrary
-from claire.testing.doubles import citation_responder
-from claire.testing.mock_openai import MockOpenAIServer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SOURCES = FIXTURES / "cite_sources.jsonl"
 WAFER = FIXTURES / "cite_wafer.jsonl"
 HISTORY = "https://bridges.example.org/golden-gate/history"
-WALK = "https://travel.example.com/san-francisco/golden-gate-walk"
-
-
-@pytest.fixture
-def server():
-    with MockOpenAIServer(citation_responder(["Golden Gate Bridge main span length metres"])) as srv:
-        yield srv
 
 
 # -- parsing and reading ------------------------------------------------------------------------
@@ -146,17 +136,7 @@ def test_prompts_render_and_keep_source_text_as_data():
     assert "at most 2 queries" in queries[0].content
 
 
-# -- the checker over a real index and the local HTTP server --------------------------------------
-
-
 # -- the command line ---------------------------------------------------------------------------
-def claire(*args: str, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True,
-                          env=environment, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
 def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
     """In-process through the console-script entry point (each case fails before any model loads)."""
     from claire import cli
@@ -190,8 +170,6 @@ def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
         stderr = capsys.readouterr().err
         assert exit_.value.code == 2, (args, stderr)
         assert message in " ".join(stderr.split()) and "Traceback" not in stderr, (args, stderr)
-
-
 
 
 def test_sides_ranking_decision_and_success_at_k_with_a_featured_split():

@@ -1,4 +1,5 @@
-"""The build encoder: device choice and the multi-process CPU path give the same vectors."""
+"""The build encoder's device choice (that its multi-process CPU path gives the same vectors is in
+tests/integration/test_encoding.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import torch
 
 from claire.errors import ConfigError, RetrievalError
 from claire.ingestion.encoding import resolve_device
-
-TEXTS = ["Marie Curie > Awards\n| 1911 | Chemistry |", "Zürich lies on Lake Zurich.", "A short one.", "Bridges " * 40]
 
 
 def test_device_choice():

@@ -1,15 +1,10 @@
-"""Rate estimation: the statistics (exact figures), uniform reproducible index sampling, the
-decisions file, and an estimate run end to end through the CLI over a real on-disk index and a
-local OpenAI-compatible server, then reviewed and re-estimated from the decisions alone."""
+"""Rate estimation in process: the statistics (exact figures) and the decisions file (index
+sampling and `claire estimate` over a real index are in tests/integration/test_estimation.py)."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -78,10 +73,6 @@ def test_extrapolation_multiplies_facts_per_block_by_the_corpus():
     assert result.normal_low < result.inconsistent < result.normal_high
 
 
-# -- sampling -----------------------------------------------------------------------------
-DIM = 8
-
-
 # -- decisions ----------------------------------------------------------------------------
 def test_decisions_last_line_wins_and_facts_match_by_id_or_text(tmp_path):
     append_decision(tmp_path, Decision(claim_id="fact-1", decision="accept"))
@@ -110,14 +101,6 @@ def test_malformed_decisions_name_the_line_and_a_torn_last_line_is_ignored(tmp_p
     assert [d.claim_id for d in read_decisions(path)] == ["a"]
     with pytest.raises(DatasetError, match="not found"):
         read_decisions(tmp_path / "missing.jsonl")
-
-
-# -- end to end ---------------------------------------------------------------------------
-def claire(*args: str, cache: Path, timeout: float = 300, stdin: str | None = None) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "120"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
-                          timeout=timeout, input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL)
 
 
 def test_appending_after_a_torn_line_cuts_it_away(tmp_path):

@@ -1,12 +1,9 @@
-"""Over-long facts: a warning above a sentence or two, refused above agent.max_fact_chars with a
-pointer to `claire scan` — in the library, and through the real `claire` command."""
+"""Over-long facts in the library: a warning above a sentence or two, refused above
+agent.max_fact_chars with a pointer to `claire scan`, for one fact, a dataset's claims and extracted
+facts (the `claire` command's refusals are in tests/integration/test_fact_limits.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -15,15 +12,7 @@ from claire.tasks.fact_limits import check_claims, check_fact
 from claire.errors import ClaireError, ConfigError, DatasetError
 from claire.workflows.scan import facts_within_limit
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json"
 PASTED = "The tower was built in 1889 by Gustave Eiffel's company. " * 900  # ~50 KB pasted by mistake
-
-
-def claire(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    env.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "OPENAI_API_KEY": "sk-x"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=180, stdin=subprocess.DEVNULL)
 
 
 def test_short_long_and_too_long_facts():

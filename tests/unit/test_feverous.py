@@ -1,13 +1,11 @@
-"""FEVEROUS: page conversion with element ids, the loader, three-way parsing, the FEVEROUS score on
-hand-computed cases, and `claire eval --task feverous` end to end over a real index built from a
-page file and the local OpenAI-compatible server."""
+"""FEVEROUS in process: page conversion with element ids, the loader, three-way parsing, the FEVEROUS
+score on hand-computed cases, the prompts, and the shipped samples (the pages and claims are
+tests/fixtures/feverous_lakes_*.jsonl; `claire eval --task feverous` over a real index is in
+tests/integration/test_feverous.py)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,31 +21,10 @@ from claire.ingestion.feverous_pages import blocks_from_feverous_pages
 from claire.prompts import PromptLibrary
 from claire.testing.doubles import kind_of
 
-PAGES = [
-    {"title": "Lake Ohrid", "order": ["sentence_0", "table_0", "section_0", "sentence_1", "list_0"],
-     "sentence_0": "[[Lake Ohrid]] lies on the border of [[North Macedonia]] and [[Albania|Albania]].",
-     "table_0": {"type": "infobox", "table": [
-         [{"id": "header_cell_0_0_0", "value": "Max. depth", "is_header": True}, {"id": "cell_0_0_1", "value": "288 m", "is_header": False}],
-         [{"id": "header_cell_0_1_0", "value": "Surface area", "is_header": True}, {"id": "cell_0_1_1", "value": "358 km2", "is_header": False}]]},
-     "section_0": {"value": "Towns", "level": 1},
-     "sentence_1": "Several towns lie on its shore.",
-     "list_0": {"list": [{"id": "item_0_0", "value": "[[Ohrid]]", "level": 0}, {"id": "item_0_1", "value": "[[Struga]], where the Black Drin leaves the lake", "level": 0}]}},
-    {"title": "Lake Prespa", "order": ["sentence_0", "section_0", "table_0"],
-     "sentence_0": "Lake Prespa is shared by North Macedonia, Albania and Greece.",
-     "section_0": {"value": "Islands", "level": 1},
-     "table_0": {"caption": "Islands of the lake", "table": [
-         [{"id": "header_cell_0_0_0", "value": "Island", "is_header": True}, {"id": "header_cell_0_0_1", "value": "Country", "is_header": True}],
-         [{"id": "cell_0_1_0", "value": "Golem Grad", "is_header": False}, {"id": "cell_0_1_1", "value": "North Macedonia", "is_header": False}]]}},
-]
-HEADER = {"id": "", "label": "", "claim": "", "evidence": [], "annotator_operations": None, "challenge": None}
-RECORDS = [
-    {"id": 11, "label": "SUPPORTS", "claim": "Lake Ohrid, on the Albanian border, is 288 m deep.",
-     "evidence": [{"content": ["Lake Ohrid_sentence_0", "Lake Ohrid_cell_0_0_1"], "context": {}}], "challenge": "Combining Tables and Text"},
-    {"id": 12, "label": "REFUTES", "claim": "Golem Grad in Lake Prespa belongs to Greece.",
-     "evidence": [{"content": ["Lake Prespa_cell_0_1_0", "Lake Prespa_cell_0_1_1"], "context": {}}], "challenge": "Numerical Reasoning"},
-    {"id": 13, "label": "NOT ENOUGH INFO", "claim": "Struga was founded by fishermen.",
-     "evidence": [{"content": ["Lake Ohrid_item_0_1"], "context": {}}], "challenge": "Other"},
-]
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+PAGES_FILE, DEV_FILE = FIXTURES / "feverous_lakes_pages.jsonl", FIXTURES / "feverous_lakes_dev.jsonl"
+PAGES = [json.loads(line) for line in PAGES_FILE.read_text(encoding="utf-8").splitlines()]
+HEADER, *RECORDS = [json.loads(line) for line in DEV_FILE.read_text(encoding="utf-8").splitlines()]
 
 
 def write_jsonl(path: Path, rows: list) -> Path:
@@ -58,7 +35,7 @@ def write_jsonl(path: Path, rows: list) -> Path:
 # -- pages -> blocks -----------------------------------------------------------------------------
 
 def test_pages_become_blocks_with_feverous_element_ids(tmp_path):
-    blocks = blocks_from_feverous_pages(write_jsonl(tmp_path / "pages.jsonl", PAGES))
+    blocks = blocks_from_feverous_pages(PAGES_FILE)
     by_first = {b.elements[0].id: b for b in blocks}
     intro = by_first["Lake Ohrid_sentence_0"]
     assert intro.content == "Lake Ohrid lies on the border of North Macedonia and Albania." and intro.block_type == "text"
@@ -103,8 +80,8 @@ def test_malformed_pages_name_file_line_and_field(tmp_path, page, message):
 
 # -- the loader ----------------------------------------------------------------------------------
 
-def test_loader_skips_the_header_and_reads_content_ids(tmp_path):
-    records = load_feverous(write_jsonl(tmp_path / "dev.jsonl", [HEADER, *RECORDS]))
+def test_loader_skips_the_header_and_reads_content_ids():
+    records = load_feverous(DEV_FILE)
     assert [r.id for r in records] == ["11", "12", "13"]
     assert records[0].evidence == [["Lake Ohrid_sentence_0", "Lake Ohrid_cell_0_0_1"]]
     assert records[2].label == "NOT ENOUGH INFO" and records[1].challenge == "Numerical Reasoning"
@@ -227,23 +204,6 @@ def test_feverous_prompts_render_ids_and_keep_data_delimited():
     controller = library.render("controller", claim="c", tools=[], history=[], steps_left=2, text_actions=False,
                                 finish=True)
     assert kind_of(wire(controller)) == "controller" and "three" not in controller[0].content
-
-
-# -- end to end: pages -> index -> claire eval --task feverous -> metrics -----------------------
-
-ANSWERS = {  # claim fragment -> (label, ids the model cites when it sees them in the prompt)
-    "288 m deep": ("SUPPORTS", ["Lake Ohrid_sentence_0", "Lake Ohrid_cell_0_0_1"]),
-    "belongs to Greece": ("REFUTES", ["Lake Prespa_cell_0_1_0"]),  # incomplete: the set needs cell_0_1_1 too
-    "founded by fishermen": ("NOT ENOUGH INFO", ["Lake Ohrid_item_0_1"]),
-}
-
-
-def claire(*args: str, cache: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("CLAIRE_", "OPENAI_"))}
-    environment.update({"CLAIRE_CACHE_DIR": str(cache), "CLAIRE_DATA_DIR": str(cache), "HF_HUB_OFFLINE": "1", "NO_COLOR": "1", "COLUMNS": "150",
-                        "OPENAI_API_KEY": "sk-feverous-secret-123456"})
-    return subprocess.run([sys.executable, "-m", "claire.cli", *args], capture_output=True, text=True, env=environment,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def test_the_shipped_samples_load():

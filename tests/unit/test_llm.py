@@ -1,5 +1,6 @@
-"""The LLM layer over real HTTP: answers, tool calls, streaming, retries, faults, cache, usage —
-for both OpenAI-compatible chat models (CLAIRE's direct one and langchain-openai's ChatOpenAI)."""
+"""The LLM layer in process, with scripted models: missing keys, usage and prices (cached tokens
+included), re-asking, Anthropic cache breakpoints and cassettes (the chat models over real HTTP
+are in tests/integration/test_llm.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from claire.prompts import library
 from claire.testing.scripted import scripted_client
 
 HELLO = [HumanMessage("hello")]
-CLIENTS = ["direct", "chat_openai"]
 
 
 def test_missing_key_for_openai_says_what_to_set(monkeypatch):
