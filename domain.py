@@ -133,6 +133,10 @@ class Passage(BaseModel):
     def _section_or_empty(cls, value: Any) -> Any:
         return "" if value is None else value
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> "Passage":
+        """A frozen passage is its own copy (LangGraph deep-copies every tool's state update)."""
+        return self
+
     @property
     def rows(self) -> list[list[BlockElement]]:
         """The elements laid out in lines for a prompt (a table row's cells share a line)."""

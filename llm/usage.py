@@ -212,6 +212,12 @@ class UsageCallback(BaseCallbackHandler):
     """Adds each finished chat-model call to every open :func:`track_usage` scope."""
 
     run_inline = True  # read the scopes of the task that made the call, with no thread hop
+    # only chat-model ends matter: LangChain skips this handler for every other event
+    ignore_chain = True
+    ignore_agent = True
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
         """Record one answer's tokens (or a cache hit) under its model's name."""

@@ -4,6 +4,7 @@ items into a sink, bounded concurrency shared by every run, steps heard per item
 from __future__ import annotations
 
 import asyncio
+import copy
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from pydantic import ValidationError
 from claire.agent.system import report_step
 from claire.domain import Assessment, Block, Claim, Evidence, Passage, decide, flags, titled_passage
 from claire.evals.executor import Executor, Outcome, todo
+from claire.llm.usage import track_usage
 
 
 # -- the verdict rule -----------------------------------------------------------------------------
@@ -37,6 +39,20 @@ def test_one_passage_model_with_thin_views():
         Block(id=" ", document_title="Paris", content="Text.")
     with pytest.raises(ValueError, match="content must not be empty"):
         titled_passage(Passage(document_title="Paris"))
+    assert copy.deepcopy(evidence) is evidence  # frozen: LangGraph's copy of a tool's update is free
+
+
+def test_usage_scopes_hear_only_model_calls():
+    from langchain_core.callbacks import CallbackManager
+    from claire.llm.usage import UsageCallback
+
+    handler = UsageCallback()
+    assert not handler.ignore_llm  # the one event it reads
+    assert handler.ignore_chain and handler.ignore_agent and handler.ignore_retriever  # graph steps, tools
+    manager = CallbackManager.configure(inheritable_callbacks=[handler])
+    with track_usage() as usage:
+        manager.on_chain_start({}, {"input": 1})  # skipped, not an error
+    assert usage.calls == 0
 
 
 # -- the executor ---------------------------------------------------------------------------------
