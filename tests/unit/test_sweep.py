@@ -125,6 +125,13 @@ def test_one_numeric_axis_has_no_heatmap_and_limit_applies(tmp_path):
     assert (tmp_path / "out" / "summary.csv").is_file()
 
 
+def read_fidelity(cell_config):
+    """What separates the fidelity cells: search mode, stop rule, snippets, finish(), verifier and controller wording."""
+    return (cell_config.retrieval.mode, cell_config.agent.stop_on_report, cell_config.agent.snippet_chars,
+            cell_config.agent.finish_action, cell_config.prompts.variants.get("verifier"),
+            cell_config.prompts.variants.get("controller"))
+
+
 @pytest.mark.parametrize(
     ("name", "cells"),
     [
@@ -152,6 +159,10 @@ def test_one_numeric_axis_has_no_heatmap_and_limit_applies(tmp_path):
             "project_prompts": ("dense", True, 0, True, "old", "practical"),
             "practical": ("hybrid", False, 400, True, "lenient", "practical"),
         }),
+        ("fidelity_small_model.yaml", {  # the same two ends on a small model's budget
+            "paper": ("dense", True, 0, True, "old", None),
+            "practical": ("hybrid", False, 400, True, "lenient", "practical"),
+        }),
     ],
 )
 def test_shipped_sweeps_expand(name, cells):
@@ -167,9 +178,8 @@ def test_shipped_sweeps_expand(name, cells):
         "rerank.yaml": lambda c: c.retrieval.rerank,
         "prompt_variants.yaml": lambda c: c.prompts.variants,
         "systems.yaml": lambda c: c.agent.system,
-        "fidelity.yaml": lambda c: (c.retrieval.mode, c.agent.stop_on_report, c.agent.snippet_chars,
-                                    c.agent.finish_action, c.prompts.variants.get("verifier"),
-                                    c.prompts.variants.get("controller")),
+        "fidelity.yaml": read_fidelity,
+        "fidelity_small_model.yaml": read_fidelity,
     }[name]
     assert {c.name: read(c.config) for c in plan.cells} == cells
 
