@@ -55,6 +55,12 @@ class LLMError(ClaireError):
     """The LLM endpoint could not give a usable answer (after retries where that makes sense)."""
 
 
+class LLMUnavailable(LLMError):
+    """The LLM endpoint itself kept failing — unreachable, not answering in time, rate limited or
+    answering with server errors through every retry — rather than this request: asking again
+    later may well work (a patrol puts the edit back in its queue)."""
+
+
 class RetrievalError(ClaireError):
     """An index, embedder or search backend problem."""
 

@@ -44,7 +44,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from tenacity import RetryCallState, stop_after_attempt
 
 from claire.config import LLMConfig
-from claire.errors import ClaireError, LLMError, redact
+from claire.errors import ClaireError, LLMError, LLMUnavailable, redact
 from claire.llm.cassette import Recorder
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
@@ -76,10 +76,11 @@ class TransientLLMError(TransientError):
     which another try would only repeat."""
 
     def __init__(self, message: str, retry_after: float | None = None, *, unresponsive: bool = False,
-                 hung: bool = False):
+                 hung: bool = False, outage: bool = False):
         super().__init__(message, retry_after)
         self.unresponsive = unresponsive or hung
         self.hung = hung
+        self.outage = outage or self.unresponsive  # the endpoint is failing, not this request (LLMUnavailable)
 
 
 # -- which failures are worth retrying ----------------------------------------------------------
@@ -145,9 +146,9 @@ def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: 
             return LLMError(f"model '{model}' was not found at {endpoint} (404: {brief(error)}); "
                             "set --model / llm.model to a model that endpoint serves")
         if status == 429:
-            return TransientLLMError("rate limited (429)", retry_after(headers))
+            return TransientLLMError("rate limited (429)", retry_after(headers), outage=True)
         if status in (408, 409, 425) or status >= 500:
-            return TransientLLMError(f"server error ({status})", retry_after(headers))
+            return TransientLLMError(f"server error ({status})", retry_after(headers), outage=True)
         return LLMError(f"the LLM endpoint answered HTTP {status}: {brief(error)}")
     if refused(error):
         return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
@@ -277,6 +278,7 @@ class ChatClient:
         # until a call gets through.
         self.endpoint_down = False
         self.down_since = 0.0
+        self.outages = 0  # calls that ended in LLMUnavailable (a patrol retries an edit that met one later)
         self.clock: Callable[[], float] = time.monotonic
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._bound: dict[tuple[Any, ...], Any] = {}
@@ -351,9 +353,10 @@ class ChatClient:
         if self.endpoint_down:
             waited = self.clock() - self.down_since
             if waited < PROBE_AFTER:  # fail fast: the endpoint did not answer moments ago
-                raise LLMError(f"the LLM endpoint {self.endpoint} did not answer {waited:.0f} s ago; not trying again "
-                               f"for {PROBE_AFTER - waited:.0f} s (check that the server is running, or set "
-                               "OPENAI_BASE_URL / llm.base_url)")
+                self.outages += 1
+                raise LLMUnavailable(f"the LLM endpoint {self.endpoint} did not answer {waited:.0f} s ago; not trying "
+                                     f"again for {PROBE_AFTER - waited:.0f} s (check that the server is running, or "
+                                     "set OPENAI_BASE_URL / llm.base_url)")
         attempts = 1 if self.endpoint_down else self.max_attempts
         retrying = self._retrying.copy(stop=stop_after_attempt(1)) if attempts == 1 else self._retrying.copy()
         tried = 0
@@ -381,7 +384,9 @@ class ChatClient:
                 hint = "; check that the server is running, or set OPENAI_BASE_URL / llm.base_url"
                 if error.hung and tried < attempts:
                     hint = f" (not tried again: a longer llm.timeout suits a slow endpoint){hint}"
-            raise LLMError(f"LLM call to {self.endpoint} failed after {tried} attempt(s): {error}{hint}") from None
+            failure = LLMUnavailable if error.outage else LLMError
+            self.outages += error.outage
+            raise failure(f"LLM call to {self.endpoint} failed after {tried} attempt(s): {error}{hint}") from None
         return answer
 
     async def _pause(self, seconds: float) -> None:

@@ -230,6 +230,12 @@ class JobStore:
         """Record the status of fact ``index`` of a job."""
         self._write("UPDATE facts SET status = ? WHERE job_id = ? AND idx = ?", status, job_id, index)
 
+    def retry_failed_facts(self, job_id: str) -> int:
+        """Make the job's failed facts pending again (their next check starts afresh); how many."""
+        with self._transaction() as db:
+            return db.execute("UPDATE facts SET status = 'pending', score = NULL, verdict = NULL, assessment = NULL, "
+                              "error = NULL WHERE job_id = ? AND status = 'error'", (job_id,)).rowcount
+
     def finish_fact(self, job_id: str, index: int, assessment: dict[str, Any] | None, error: str | None) -> None:
         """Record a checked fact's assessment or error; it is done if it got a score (or no error)."""
         score = assessment.get("score") if assessment else None

@@ -19,9 +19,9 @@ so later checks see the edit. :class:`PatrolStats` counts what happened, for the
 Nothing one event or one edit holds stops the patrol: an event that cannot be read is counted as
 bad and its position saved; an edit's work is bounded (a revision is read up to Wikipedia's page
 size limit, at most ``watch.max_edit_chars`` of the text it changed and ``watch.max_facts_per_edit``
-facts are checked, and what was left out is noted with the edit); an edit whose wiki API kept
-failing goes back to the queue and is tried again later (``watch.retry_wait``, doubling), while
-one the API refuses for good ends as an error.
+facts are checked, and what was left out is noted with the edit); an edit whose wiki API or LLM
+endpoint kept failing goes back to the queue (with its facts that failed) and is tried again
+later (``watch.retry_wait``, doubling), while one the API refuses for good ends as an error.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from claire.config import Config
-from claire.errors import ClaireError, ConfigError, redact
+from claire.errors import ClaireError, ConfigError, LLMUnavailable, redact
 from claire.ingestion.dumps.pages import DumpPage
 from claire.ingestion.live_update import can_take_edits, update_pages
 from claire.workflows.jobs import JobRunner
@@ -67,7 +67,7 @@ class PatrolStats:
     checked: int = 0  # edits checked to the end
     skipped: int = 0  # kept edits with nothing to check (revision gone, no changed sentences, ...)
     failed: int = 0  # edits whose check failed
-    requeued: int = 0  # edits put back in the queue because their wiki's API kept failing
+    requeued: int = 0  # edits put back in the queue because their wiki's API or the LLM endpoint kept failing
     cut: int = 0  # edits only part of which was checked (watch.max_edit_chars, watch.max_facts_per_edit)
     facts: int = 0  # facts checked
     flagged: int = 0  # facts found inconsistent
@@ -280,9 +280,9 @@ class Patrol:
         self._waiting.add(waiting)
         waiting.add_done_callback(self._waiting.discard)
 
-    def _requeue(self, job_id: str, change: Change, error: WikiUnavailable) -> None:
-        """Put an edit whose wiki's API kept failing back in the queue, to be tried again later
-        (``watch.retry_wait``, doubled each time, at most an hour), in this run or the next."""
+    def _requeue(self, job_id: str, change: Change, error: ClaireError) -> None:
+        """Put an edit whose wiki's API or LLM endpoint kept failing back in the queue, to be tried
+        again later (``watch.retry_wait``, doubled each time, at most an hour), in this run or the next."""
         retries = (self.store.job(job_id) or {}).get("retries") or 0
         delay = min(self.retry_wait * 2 ** min(retries, 20), MAX_RETRY_WAIT)
         after = f"{delay:,.0f} s" if delay >= 10 else f"{delay:.1f} s"
@@ -302,7 +302,11 @@ class Patrol:
                 if facts is None:
                     self.stats.skipped += 1
                     return
+                outages = self.runner.llm.outages
                 await self.runner.run_job(job_id)
+                if self.runner.llm.outages > outages and self.store.retry_failed_facts(job_id):
+                    # facts that failed while the LLM endpoint was failing are checked again later
+                    raise LLMUnavailable("the LLM endpoint kept failing while its facts were checked")
                 finished = self.store.job(job_id) or {}
                 if finished.get("status") == "error":
                     self.stats.failed += 1
@@ -315,7 +319,7 @@ class Patrol:
             except asyncio.CancelledError:  # stopped, not interrupted: the next start resumes it
                 self.store.set_status(job_id, "queued")
                 raise
-            except WikiUnavailable as error:
+            except (WikiUnavailable, LLMUnavailable) as error:
                 self._requeue(job_id, change, error)
             except ClaireError as error:
                 self.stats.failed += 1
@@ -381,6 +385,8 @@ class Patrol:
             try:
                 claims = await extract_claims(title=change.title, section=passage.section, text=passage.text,
                                               llm=self.runner.llm, config=self.config)
+            except LLMUnavailable:  # not the passage's fault: the whole edit is tried again later
+                raise
             except ClaireError as error:  # nothing checkable in this passage (none found, or all too long)
                 log.info("patrol: %s (%s), %s: %s", change.title, job_id, passage.section or "lead", error)
                 continue

@@ -286,36 +286,42 @@ def test_a_hostile_stream_never_stops_the_patrol_or_the_web_app_and_a_restart_re
             retriever.close()
 
 
-async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_a_restart(tmp_path, wiki_index):
+async def patrol_once(config, store, source, *, until=None, max_events=None):
+    """Run a patrol in this process until ``until()`` holds (or its events end); its stats."""
     import asyncio
 
     from claire.agent.runtime import open_retrieval
     from claire.llm.client import ChatClient
     from claire.workflows.jobs import JobRunner
     from claire.workflows.mediawiki import MediaWikiClient
-    from claire.workflows.patrol import ChangeSource, Patrol
+    from claire.workflows.patrol import Patrol
     from claire.workflows.recentchanges import ChangeFilter
 
-    async def patrol_once(config, store, source, *, until=None, max_events=None):
-        llm_client = ChatClient.from_config(config.llm)
-        retriever = await asyncio.to_thread(open_retrieval, config)
-        wiki = MediaWikiClient(max_attempts=2, base_wait=0.0, max_wait=0.0)
-        runner = JobRunner(config, store, llm=llm_client, retriever=retriever, concurrency=2)
-        patrol = Patrol(config, store, runner, source, filters=ChangeFilter(), api_url=config.watch.api_url, wiki=wiki)
-        try:
-            running = asyncio.get_running_loop().create_task(patrol.run(max_events=max_events))
-            if until is not None:
-                deadline = time.monotonic() + 120
-                while not until() and time.monotonic() < deadline:
-                    await asyncio.sleep(0.1)
-                patrol.stop()
-                running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
-            return patrol.stats
-        finally:
-            await wiki.aclose()
-            await llm_client.aclose()
-            retriever.close()
+    llm_client = ChatClient.from_config(config.llm)
+    retriever = await asyncio.to_thread(open_retrieval, config)
+    wiki = MediaWikiClient(max_attempts=2, base_wait=0.0, max_wait=0.0)
+    runner = JobRunner(config, store, llm=llm_client, retriever=retriever, concurrency=2)
+    patrol = Patrol(config, store, runner, source, filters=ChangeFilter(), api_url=config.watch.api_url, wiki=wiki)
+    try:
+        running = asyncio.get_running_loop().create_task(patrol.run(max_events=max_events))
+        if until is not None:
+            deadline = time.monotonic() + 120
+            while not until() and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            patrol.stop()
+            running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        return patrol.stats
+    finally:
+        await wiki.aclose()
+        await llm_client.aclose()
+        retriever.close()
+
+
+async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_a_restart(tmp_path, wiki_index):
+    import asyncio
+
+    from claire.workflows.patrol import ChangeSource
 
     store = JobStore(tmp_path / "jobs.sqlite")
     try:
@@ -340,6 +346,43 @@ async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_
             config = config_for(llm, wiki_index, replay=str(recording), api_url=healthy.api_url, retry_wait=0.5)
             stats = await patrol_once(config, store, ChangeSource(replay=recording))
         assert store.job("enwiki:32")["status"] == "done" and stats.checked == 1 and len(healthy.requests) == 1
+    finally:
+        store.close()
+
+
+async def test_an_edit_met_by_a_failing_llm_endpoint_is_tried_again_not_skipped_or_failed(tmp_path, wiki_index):
+    """The LLM endpoint answers 503 to the edit's extraction, then for a while to every check: the
+    edit is put back in the queue each time (never 'skipped: no checkable fact' or an error), and
+    once the endpoint is back its facts are checked and the planted date is flagged."""
+    from claire.workflows.patrol import ChangeSource
+
+    failing = {"extract": 2, "checks_until": None}  # one extraction call (two tries), then checks for 1.5 s
+
+    def flaky(body: dict) -> dict:
+        kind = kind_of(body)
+        if kind == "extract" and failing["extract"] > 0:
+            failing["extract"] -= 1
+            return {"fault": "503"}
+        if kind != "extract":
+            failing["checks_until"] = failing["checks_until"] or time.monotonic() + 1.5
+            if time.monotonic() < failing["checks_until"]:
+                return {"fault": "503"}
+        return model(body)
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    try:
+        with MockOpenAIServer(flaky) as llm, WikiApiServer(REVISIONS) as api, \
+                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
+            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
+            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
+                                      until=lambda: (store.job("enwiki:22") or {}).get("status") == "done")
+        job = store.job("enwiki:22")
+        facts = store.facts("enwiki:22")
+        assert job["status"] == "done" and job["retries"] >= 2 and stats.requeued == job["retries"]
+        assert stats.skipped == 0 and stats.failed == 0 and stats.checked == 1
+        assert facts and all(f["status"] == "done" for f in facts)
+        assert [f["fact"] for f in facts if f["verdict"] == "inconsistent"] == [
+            "The Eiffel Tower was completed in 1890 for a world exhibition."]
     finally:
         store.close()
 

@@ -204,6 +204,27 @@ async def test_a_hanging_endpoint_fails_fast_until_a_probe_gets_through():
     assert len(llm.model.requests) == 3
 
 
+async def test_an_endpoint_outage_is_unavailable_and_counted_a_bad_request_is_not():
+    from claire.errors import LLMUnavailable
+
+    class Status(Exception):
+        def __init__(self, status):
+            super().__init__(f"HTTP {status}")
+            self.status_code = status
+
+    refused = ConnectionRefusedError("refused")
+    llm = scripted_client([Status(503), Status(503), Status(401), refused, refused], max_attempts=2)
+    with pytest.raises(LLMUnavailable, match=r"after 2 attempt.*server error \(503\)"):
+        await llm.ainvoke([HumanMessage("first")])  # the endpoint kept failing: worth asking later
+    assert llm.outages == 1
+    with pytest.raises(LLMError) as refused_key:
+        await llm.ainvoke([HumanMessage("second")])  # the key: asking later would not help
+    assert not isinstance(refused_key.value, LLMUnavailable) and llm.outages == 1
+    with pytest.raises(LLMUnavailable, match="cannot connect"):
+        await llm.ainvoke([HumanMessage("third")])
+    assert llm.outages == 2
+
+
 async def test_a_refused_connection_is_tried_again_and_said(caplog):
     refused = ConnectionRefusedError("connection refused")
     llm = scripted_client([refused, refused, "up now"], max_attempts=3)
