@@ -38,7 +38,8 @@ REVIEWER = "reviewer"
 
 def research_history(messages: list[AnyMessage]) -> list[dict[str, str]]:
     """The steps taken so far, oldest first: each tool call with its observation, and each
-    person's feedback on a flagged verdict (``human_review``) after the report it answers."""
+    person's feedback on a flagged verdict (``human_review``, its argument the agent's last report,
+    empty when the verdict came without one)."""
     calls: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, str]] = []
     last_report = ""

@@ -123,11 +123,6 @@ def parse_sourced_facts(text: str) -> list[tuple[str, str | None]]:
     return facts
 
 
-def parse_facts(text: str) -> list[str]:
-    """Facts from a model answer: ``<fact>`` tags, else list lines; cleaned, no duplicates."""
-    return [fact for fact, _ in parse_sourced_facts(text)]
-
-
 async def extract_facts(
     *, title: str, section: str = "", text: str, llm: ChatClient, prompts: PromptLibrary, max_words: int = 180
 ) -> list[ExtractedFact]:

@@ -3,8 +3,9 @@ run with (:class:`ResearchContext`, the graph's run context).
 
 Lists grow through reducers: a node or tool returns only what it adds. ``messages`` is the
 controller's working memory in LangChain form — the action it chose (an ``AIMessage`` with one
-tool call), what the action observed (a ``ToolMessage``; its artifact is what the trace records)
-— from which the prompt's history and the step count are derived.
+tool call), what the action observed (a ``ToolMessage``; its artifact is what the trace records),
+and a reviewer's comment on a flagged verdict (a ``HumanMessage`` from the reviewer) — from which
+the prompt's history and the step count are derived.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 import tempfile
 from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import numpy as np
@@ -43,14 +44,18 @@ UNBOUNDED = 10_000_000
 _WORD = re.compile(r"[A-Za-z0-9][\w'-]+")
 
 
+def _controller_turn(body: dict[str, Any]) -> tuple[list[str], int]:
+    """The words of the fact a controller request is about, and how many steps it has taken."""
+    user = body["messages"][-1]["content"]
+    fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+    return _WORD.findall(fact) or ["Wikipedia"], user.count("<observation>")
+
+
 def research_responder(body: dict[str, Any]) -> dict[str, Any]:
     """A model that uses every step: search i looks for a different slice of the fact's words."""
     kind = kind_of(body)
-    user = body["messages"][-1]["content"]
     if kind == "controller":
-        fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
-        words = _WORD.findall(fact) or ["Wikipedia"]
-        step = user.count("<observation>")
+        words, step = _controller_turn(body)
         query = " ".join(words[(step * 2) % len(words):][:5] or words[:5])
         return {"tool_calls": [{"name": "search", "arguments": {"query": f"{query} {step}"}}]}
     if kind == "verifier":
@@ -61,17 +66,24 @@ def research_responder(body: dict[str, Any]) -> dict[str, Any]:
     return {"content": f"A short {kind} answer."}
 
 
-async def _run(config: Config, claims: list[Any], server: MockOpenAIServer, window: int) -> dict[str, Any]:
-    totals, largest = [], []
+async def _assessed(config: Config, claims: list[Any]) -> AsyncIterator[Any]:
+    """Each claim once the configured system has assessed it (the first that fails ends the run)."""
     async with open_system(config) as system:
         for claim in claims:
-            start = len(server.prompt_tokens)
             assessment = await system.assess(claim)
-            sizes = server.prompt_tokens[start:]
-            totals.append(sum(sizes))
-            largest.append(max(sizes))
             if assessment.error:
                 raise ClaireError(f"the prompt benchmark failed on claim {claim.claim_id}: {assessment.error}")
+            yield claim
+
+
+async def _run(config: Config, claims: list[Any], server: MockOpenAIServer, window: int) -> dict[str, Any]:
+    totals, largest = [], []
+    start = len(server.prompt_tokens)
+    async for _ in _assessed(config, claims):
+        sizes = server.prompt_tokens[start:]
+        start = len(server.prompt_tokens)
+        totals.append(sum(sizes))
+        largest.append(max(sizes))
     return {"mean_per_claim": float(np.mean(totals)), "max_per_claim": int(max(totals)), "largest_prompt": int(max(largest)),
             "over_window": sum(size > window for size in server.prompt_tokens), "rejected": server.rejected}
 
@@ -81,13 +93,11 @@ CACHE_PLAN = ("search", "clarify_entity", "explain", "search", "finish")
 
 
 def tool_responder(body: dict[str, Any]) -> dict[str, Any]:
-    """A model that uses every tool once (``CACHE_PLAN``), reranks, judges, reports and labels."""
+    """A model that takes the steps of ``CACHE_PLAN`` (search, clarify, explain, search again,
+    finish), then reranks, judges, writes the two-sided report and labels NLI passages."""
     kind = kind_of(body)
-    user = body["messages"][-1]["content"]
     if kind == "controller":
-        fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
-        words = _WORD.findall(fact) or ["Wikipedia"]
-        step = user.count("<observation>")
+        words, step = _controller_turn(body)
         action = CACHE_PLAN[min(step, len(CACHE_PLAN) - 1)]
         argument = {"search": {"query": " ".join(words[step % len(words):][:5])},
                     "clarify_entity": {"name_and_description": f"{words[0]} (the subject of the fact)"},
@@ -102,11 +112,8 @@ def _cache_run(config: Config, claims: list[Any], system: str) -> list[dict[str,
     """Every request of ``system`` over ``claims`` against a server playing OpenAI's prompt cache:
     its template, prompt tokens and the tokens the cache served."""
     async def run(server: MockOpenAIServer) -> None:
-        async with open_system(config.with_overrides({"llm.base_url": server.base_url, "agent.system": system})) as opened:
-            for claim in claims:
-                assessment = await opened.assess(claim)
-                if assessment.error:
-                    raise ClaireError(f"the prompt benchmark failed on claim {claim.claim_id}: {assessment.error}")
+        async for _ in _assessed(config.with_overrides({"llm.base_url": server.base_url, "agent.system": system}), claims):
+            pass
 
     with MockOpenAIServer(tool_responder, prompt_cache=True) as server:
         event_loop.run(run(server))

@@ -35,6 +35,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from claire.errors import ClaireError
+
 FLOOR = [sys.executable, "-c", "import typer, rich.console"]
 CLAIRE = [sys.executable, "-m", "claire.cli"]
 FACT = "The Eiffel Tower was completed in 1890."
@@ -49,10 +51,11 @@ class Case:
     first_output: bool = False  # time to the first byte on a terminal, not to the end
     target: float | None = None
     env: dict[str, str | None] | None = None  # changes to the environment (None removes a variable)
+    code: int = 2  # the exit status it must end with (a fast crash is no fast start)
 
 
 CASES = [
-    Case("claire --help", [*CLAIRE, "--help"], target=2.0),
+    Case("claire --help", [*CLAIRE, "--help"], target=2.0, code=0),
     Case("argument error (claire check --no-such-option)", [*CLAIRE, "check", FACT, "--no-such-option"], target=2.0),
     Case("first output of claire check, on a terminal", [*CLAIRE, "check", FACT, "--title", "Paris"], first_output=True,
          target=3.0),
@@ -78,12 +81,16 @@ def _environment(pycache: str, changes: dict[str, str | None] | None) -> dict[st
     return env
 
 
-def wall_time(argv: list[str], env: dict[str, str], cwd: str) -> float:
-    """Seconds from start to exit of one run."""
+def wall_time(argv: list[str], env: dict[str, str], cwd: str, code: int = 0) -> float:
+    """Seconds from start to exit of one run, which must end with status ``code`` and no traceback."""
     started = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=env,
-                   cwd=cwd, timeout=300)
-    return time.perf_counter() - started
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                          cwd=cwd, timeout=300)
+    took = time.perf_counter() - started
+    if done.returncode != code or b"Traceback" in done.stderr:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        raise ClaireError(f"`{' '.join(argv[2:])}` ended with status {done.returncode} (expected {code}): {said[0][:200]}")
+    return took
 
 
 def first_output_time(argv: list[str], env: dict[str, str], cwd: str, timeout: float = 300) -> float:
@@ -98,6 +105,8 @@ def first_output_time(argv: list[str], env: dict[str, str], cwd: str, timeout: f
         elapsed = time.perf_counter() - started
         if not ready:
             raise TimeoutError(f"no output within {timeout:g} s: {' '.join(argv)}")
+        if os.read(leader, 4096).lstrip().startswith(b"Traceback"):  # a crash is no first output
+            raise ClaireError(f"`{' '.join(argv[2:])}` crashed before its first output")
         return elapsed
     finally:
         try:
@@ -122,8 +131,10 @@ def measure(runs: int = 7) -> dict[str, Any]:
                 floor.append(took)
             for case in CASES:
                 env = _environment(pycache, case.env)
-                timer = first_output_time if case.first_output else wall_time
-                took = timer(case.argv, env, cwd)
+                if case.first_output:
+                    took = first_output_time(case.argv, env, cwd)
+                else:
+                    took = wall_time(case.argv, env, cwd, case.code)
                 if measured:
                     times[case.name].append(took)
     floor_s = statistics.median(floor)

@@ -86,7 +86,7 @@ class CheckView:
         self.config = config
         self.quiet = quiet
         self.count = 0
-        self.status = status  # the one status line of the command (a rich Status), or None
+        self.status = status  # the one status line of the command (a StatusLine), or None
         self.started = started if started is not None else time.monotonic()
         self.llm_total: Usage | None = None
         self.shown_case = False  # the case was printed for the review: the result does not repeat it
@@ -115,7 +115,7 @@ class CheckView:
 
     async def review(self, case: dict[str, Any]) -> dict[str, Any]:
         """Show a flagged verdict's case — the passages it cites, the verifier's analysis, what the
-        agent reported, the two-sided report — then ask whether the contradiction is real (the
+        agent reported, the case that the fact holds — then ask whether the contradiction is real (the
         graph is paused meanwhile)."""
         if self.status:
             self.status.stop()

@@ -44,7 +44,8 @@ def watch_line(stats: Any, width: int) -> str:
     aside = [(stats.left_aside, "left aside"), (stats.repeated, "repeated"), (stats.bad, "unreadable")]
     parts = [f"events {stats.seen:,}", f"kept {stats.kept:,}", *(f"{what} {n:,}" for n, what in aside if n),
              f"checked {stats.checked:,}", f"flagged {stats.flagged:,}"]
-    parts += [f"{what} {n:,}" for n, what in ((stats.skipped, "nothing to check"), (stats.failed, "failed")) if n]
+    parts += [f"{what} {n:,}" for n, what in ((stats.requeued, "retrying"), (stats.skipped, "nothing to check"),
+                                               (stats.failed, "failed")) if n]
     if stats.lag_s is not None:
         parts.append(f"lag {stats.lag_s:,.0f} s")
     line = " · ".join(parts)
@@ -63,8 +64,8 @@ def print_summary(stats: Any, flagged: list[dict[str, Any]]) -> None:
     aside = ", ".join(f"{n:,} {what}" for n, what in ((stats.left_aside, "left aside by the filter"),
                                                       (stats.repeated, "repeated"), (stats.bad, "unreadable")) if n)
     console.print(f"{_count(stats.seen, 'event')} read: {_count(stats.kept, 'new edit')} kept" + (f", {aside}" if aside else "") + ".")
-    others = ", ".join(f"{n:,} {what}" for n, what in ((stats.skipped, "with nothing to check"),
-                                                       (stats.failed, "failed")) if n)
+    others = ", ".join(f"{n:,} {what}" for n, what in ((stats.skipped, "with nothing to check"), (stats.failed, "failed"),
+                                                       (stats.requeued, "put back to be tried again")) if n)
     console.print(f"{_count(stats.checked, 'edit')} checked" + (f" ({others})" if others else "")
                   + f"; {_count(stats.facts, 'fact')} checked, {stats.flagged:,} flagged" + (":" if flagged else "."))
     for item in flagged:

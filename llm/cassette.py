@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
 
 from claire.errors import ConfigError
-from claire.files import append_jsonl
+from claire.files import append_jsonl, valid_text
 
 log = logging.getLogger(__name__)
 _FACT = re.compile(r"<fact>(.*?)</fact>", re.S)
@@ -83,7 +83,7 @@ class Recorder:
                answer: AIMessage) -> None:
         """Queue one call's line for writing (in call order)."""
         wire = convert_to_openai_messages(list(messages))
-        line = {"request": request_fingerprint(wire, template, tools, self.model), "answer": answer_record(answer)}
+        line = valid_text({"request": request_fingerprint(wire, template, tools, self.model), "answer": answer_record(answer)})
         self._writer.submit(append_jsonl, self.path, line).add_done_callback(self._written)
 
     def _written(self, future: Future[None]) -> None:

@@ -266,8 +266,6 @@ class ChatClient:
         self.timeout = timeout
         self.max_attempts = max_attempts
         self.max_concurrency = max_concurrency
-        self.retry_base_wait = retry_base_wait
-        self.retry_max_wait = retry_max_wait
         self.tool_calling = tool_calling
         self.context_window = context_window or known_context_window(setup.model_name)
         self.counter = TokenCounter(setup.model_name)
@@ -278,7 +276,6 @@ class ChatClient:
         # until a call gets through.
         self.endpoint_down = False
         self.down_since = 0.0
-        self.outages = 0  # calls that ended in LLMUnavailable (a patrol retries an edit that met one later)
         self.clock: Callable[[], float] = time.monotonic
         self._semaphores: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
         self._bound: dict[tuple[Any, ...], Any] = {}
@@ -353,7 +350,7 @@ class ChatClient:
         if self.endpoint_down:
             waited = self.clock() - self.down_since
             if waited < PROBE_AFTER:  # fail fast: the endpoint did not answer moments ago
-                self.outages += 1
+                record_event("endpoint_unavailable")  # the check it belongs to is worth trying later
                 raise LLMUnavailable(f"the LLM endpoint {self.endpoint} did not answer {waited:.0f} s ago; not trying "
                                      f"again for {PROBE_AFTER - waited:.0f} s (check that the server is running, or "
                                      "set OPENAI_BASE_URL / llm.base_url)")
@@ -385,7 +382,8 @@ class ChatClient:
                 if error.hung and tried < attempts:
                     hint = f" (not tried again: a longer llm.timeout suits a slow endpoint){hint}"
             failure = LLMUnavailable if error.outage else LLMError
-            self.outages += error.outage
+            if error.outage:
+                record_event("endpoint_unavailable")  # the check it belongs to is worth trying later
             raise failure(f"LLM call to {self.endpoint} failed after {tried} attempt(s): {error}{hint}") from None
         return answer
 

@@ -46,6 +46,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Sequence
 
+from claire.llm.answers import text_of
 from claire.prompts import PROMPT_HEADER
 from claire.testing.http_server import BackgroundServer, QuietHandler
 
@@ -88,19 +89,13 @@ _PHRASES = (
 )
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content or [])
-
-
 def template_of(messages: Sequence[dict[str, Any]]) -> str | None:
     """The built-in prompt template an OpenAI-form request was rendered from, read from the wording
     of its instructions (its system messages, else its first message); None when none matches."""
     if not messages:
         return None
-    system = [_text(m.get("content")) for m in messages if m.get("role") == "system"]
-    instructions = "\n".join(system) if system else _text(messages[0].get("content"))
+    system = [text_of(m.get("content")) for m in messages if m.get("role") == "system"]
+    instructions = "\n".join(system) if system else text_of(messages[0].get("content"))
     for phrases, template in _PHRASES:
         if instructions.startswith(phrases) if template == "follow_up" else any(p in instructions for p in phrases):
             return template

@@ -230,11 +230,16 @@ class JobStore:
         """Record the status of fact ``index`` of a job."""
         self._write("UPDATE facts SET status = ? WHERE job_id = ? AND idx = ?", status, job_id, index)
 
-    def retry_failed_facts(self, job_id: str) -> int:
-        """Make the job's failed facts pending again (their next check starts afresh); how many."""
+    def retry_failed_facts(self, job_id: str, indexes: list[int] | None = None) -> int:
+        """Make the job's failed facts (those of ``indexes``, else all) pending again, their next
+        check starting afresh; how many."""
+        if indexes is not None and not indexes:
+            return 0
+        wanted = "" if indexes is None else f" AND idx IN ({', '.join('?' * len(indexes))})"
         with self._transaction() as db:
             return db.execute("UPDATE facts SET status = 'pending', score = NULL, verdict = NULL, assessment = NULL, "
-                              "error = NULL WHERE job_id = ? AND status = 'error'", (job_id,)).rowcount
+                              f"error = NULL WHERE job_id = ? AND status = 'error'{wanted}",
+                              (job_id, *(indexes or ()))).rowcount
 
     def finish_fact(self, job_id: str, index: int, assessment: dict[str, Any] | None, error: str | None) -> None:
         """Record a checked fact's assessment or error; it is done if it got a score (or no error)."""

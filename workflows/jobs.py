@@ -148,8 +148,7 @@ class JobRunner:
         if not failed and not (job["status"] == "error" and job["kind"] == "scan" and not self.store.facts(job_id)):
             raise JobBusy(f"{job['kind']} '{job_id}' has no fact that failed")
         self._admit()
-        for fact in failed:
-            self.store.set_fact_status(job_id, fact["idx"], "pending")
+        self.store.retry_failed_facts(job_id)
         self._status(job_id, "queued")
         self._start(job_id)
         return len(failed)

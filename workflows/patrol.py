@@ -75,14 +75,6 @@ class PatrolStats:
     lag_s: float | None = None  # now minus the newest event's time
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))  # event to last fact, seconds (latest)
 
-    def line(self) -> str:
-        """The live progress line."""
-        lag = "" if self.lag_s is None else f" · lag {self.lag_s:,.0f} s"
-        retrying = f" · retrying {self.requeued:,}" if self.requeued else ""
-        bad = f" · bad events {self.bad:,}" if self.bad else ""
-        return (f"events {self.seen:,} · kept {self.kept:,} · checked {self.checked:,} · flagged {self.flagged:,} facts"
-                f" · skipped {self.skipped:,} · failed {self.failed:,}{retrying}{bad}{lag}")
-
     def to_dict(self) -> dict[str, Any]:
         """The counts as plain data (latencies summarised)."""
         return {key: value for key, value in asdict(self).items() if key != "latencies"}
@@ -302,10 +294,9 @@ class Patrol:
                 if facts is None:
                     self.stats.skipped += 1
                     return
-                outages = self.runner.llm.outages
                 await self.runner.run_job(job_id)
-                if self.runner.llm.outages > outages and self.store.retry_failed_facts(job_id):
-                    # facts that failed while the LLM endpoint was failing are checked again later
+                if self.store.retry_failed_facts(job_id, unavailable_facts(self.store.facts(job_id))):
+                    # facts whose check the LLM endpoint's failures cut short are checked again later
                     raise LLMUnavailable("the LLM endpoint kept failing while its facts were checked")
                 finished = self.store.job(job_id) or {}
                 if finished.get("status") == "error":
@@ -435,6 +426,13 @@ class Patrol:
     def _progress(self) -> None:
         if self.on_progress is not None:
             self.on_progress(self.stats)
+
+
+def unavailable_facts(facts: list[dict[str, Any]]) -> list[int]:
+    """The failed facts (by index) whose check met an LLM endpoint that kept failing (their
+    usage counts ``endpoint_unavailable``): asking again later may well answer them."""
+    return [fact["idx"] for fact in facts if fact["status"] == "error"
+            and (((fact.get("assessment") or {}).get("usage") or {}).get("events") or {}).get("endpoint_unavailable")]
 
 
 def patrol_source(config: Config) -> tuple[ChangeSource, ChangeFilter]:

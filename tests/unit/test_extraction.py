@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from claire.agent.extraction import extract_facts, parse_facts, parse_sourced_facts, split_blocks
+from claire.agent.extraction import extract_facts, parse_sourced_facts, split_blocks
+
+
+def parse_facts(text):
+    return [fact for fact, _ in parse_sourced_facts(text)]
 from claire.errors import ConfigError
 from claire.prompts import library
 from claire.testing.scripted import scripted_client

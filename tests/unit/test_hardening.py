@@ -206,6 +206,7 @@ async def test_a_hanging_endpoint_fails_fast_until_a_probe_gets_through():
 
 async def test_an_endpoint_outage_is_unavailable_and_counted_a_bad_request_is_not():
     from claire.errors import LLMUnavailable
+    from claire.llm.usage import track_usage
 
     class Status(Exception):
         def __init__(self, status):
@@ -214,15 +215,18 @@ async def test_an_endpoint_outage_is_unavailable_and_counted_a_bad_request_is_no
 
     refused = ConnectionRefusedError("refused")
     llm = scripted_client([Status(503), Status(503), Status(401), refused, refused], max_attempts=2)
-    with pytest.raises(LLMUnavailable, match=r"after 2 attempt.*server error \(503\)"):
-        await llm.ainvoke([HumanMessage("first")])  # the endpoint kept failing: worth asking later
-    assert llm.outages == 1
-    with pytest.raises(LLMError) as refused_key:
-        await llm.ainvoke([HumanMessage("second")])  # the key: asking later would not help
-    assert not isinstance(refused_key.value, LLMUnavailable) and llm.outages == 1
-    with pytest.raises(LLMUnavailable, match="cannot connect"):
-        await llm.ainvoke([HumanMessage("third")])
-    assert llm.outages == 2
+    with track_usage() as first:
+        with pytest.raises(LLMUnavailable, match=r"after 2 attempt.*server error \(503\)"):
+            await llm.ainvoke([HumanMessage("first")])  # the endpoint kept failing: worth asking later
+    assert first.events == {"endpoint_unavailable": 1}  # counted in the scope of the check that met it
+    with track_usage() as second:
+        with pytest.raises(LLMError) as refused_key:
+            await llm.ainvoke([HumanMessage("second")])  # the key: asking later would not help
+    assert not isinstance(refused_key.value, LLMUnavailable) and "endpoint_unavailable" not in second.events
+    with track_usage() as third:
+        with pytest.raises(LLMUnavailable, match="cannot connect"):
+            await llm.ainvoke([HumanMessage("third")])
+    assert third.events == {"endpoint_unavailable": 1}
 
 
 async def test_a_refused_connection_is_tried_again_and_said(caplog):

@@ -255,3 +255,12 @@ def test_a_lone_surrogate_in_exclude_title_is_a_422():
     assert status == 422 and payload["detail"].startswith("exclude_title") and "surrogate" in payload["detail"]
     status, payload = answer(None, {"query": "tow\ud800er"}, index="demo")  # type: ignore[arg-type]
     assert status == 422 and payload["detail"].startswith("query")
+
+
+def test_the_watch_line_says_how_many_edits_wait_to_be_tried_again():
+    from claire.cli.watch import watch_line
+    from claire.workflows.patrol import PatrolStats
+
+    stats = PatrolStats(seen=5, kept=3, requeued=2, checked=1)
+    assert watch_line(stats, 200) == "events 5 · kept 3 · checked 1 · flagged 0 · retrying 2"
+    assert "retrying" not in watch_line(PatrolStats(seen=1), 200)

@@ -184,6 +184,17 @@ def test_shipped_sweeps_expand(name, cells):
     assert {c.name: read(c.config) for c in plan.cells} == cells
 
 
+@pytest.mark.parametrize("name", ["fidelity.yaml", "fidelity_small_model.yaml"])
+def test_the_practical_cell_is_the_practical_preset(name):
+    from claire.config import PRESETS
+
+    cell = next(c for c in plan_sweep(SHIPPED / name, Config()).cells if c.name == "practical").config
+    for section, values in PRESETS["practical"].items():
+        for key, value in values.items():
+            got = getattr(getattr(cell, section), key)
+            assert (got if not isinstance(value, dict) else {k: got.get(k) for k in value}) == value, (section, key)
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

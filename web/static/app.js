@@ -394,7 +394,7 @@
       const counts = Object.entries(data.edits || {}).map(([status, n]) => n + " " + status).join(", ");
       $("patrol-status").textContent = (data.watching ? "Watching live edits. "
         : data.stopped ? "The patrol has stopped (" + data.stopped + "). " : "This server is not watching a wiki now. ")
-        + (counts ? "Edits so far: " + counts + ". " : "No edits yet. ") + data.items.length + " fact(s) shown.";
+        + (counts ? "Edits so far: " + counts + ". " : "No edits yet. ") + data.items.length + (data.items.length === 1 ? " fact shown." : " facts shown.");
       const signatureNow = JSON.stringify(data.items.map((i) => [i.job_id, i.claim_id, i.review && i.review.decision]));
       if (list.dataset.signature === signatureNow) return;
       list.dataset.signature = signatureNow;
