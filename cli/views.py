@@ -21,7 +21,7 @@ from claire.agent.runtime import open_retrieval, open_system
 from claire.domain import Assessment, Claim
 from claire.llm.usage import Usage, track_usage
 from claire.config import Config
-from claire.errors import ConfigError
+from claire.errors import ConfigError, redact
 from claire.indexes.retriever import demo_index_ready, ensure_demo_index
 
 
@@ -174,7 +174,7 @@ class CheckView:
                     self.say(f"building the demo index (first use): {done}/{total} passages embedded")
 
                 await asyncio.to_thread(ensure_demo_index, root, retrieval.embedder or "minilm", "demo", progress)
-        where = retrieval.url or retrieval.index
+        where = redact(retrieval.url) if retrieval.url else retrieval.index
         self.say(f"loading the embedder and opening the index {where}…" if retrieval.backend == "qdrant"
                  else "connecting to the search service…")
         return await asyncio.to_thread(open_retrieval, self.config)

@@ -2,7 +2,6 @@
 live line that fits the terminal and, at the end, what was read, set aside, checked and flagged."""
 
 import signal
-import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -76,13 +75,16 @@ def print_summary(stats: Any, flagged: list[dict[str, Any]]) -> None:
             console.print(Text("    " + item["diff_url"], style=f"link {item['diff_url']}"), soft_wrap=True)
 
 
-def flagged_since(store_path: Path, started: float) -> list[dict[str, Any]]:
-    """The facts flagged in edits the patrol stored since ``started``, newest edit first."""
+def flagged_in(store_path: Path, edits: list[str]) -> list[dict[str, Any]]:
+    """The flagged facts of ``edits`` (the job ids of the edits this run checked), newest edit first."""
     from claire.workflows.job_store import JobStore
 
+    if not edits:
+        return []
+    wanted = set(edits)
     store = JobStore(store_path)
     try:
-        rows = [row for row in store.patrol_items(flagged_only=True, limit=2000) if row["created"] >= started]
+        rows = [row for row in store.patrol_items(flagged_only=True, limit=2000) if row["job_id"] in wanted]
     finally:
         store.close()
     return [{"title": row["request"].get("title"), "revision": row["request"].get("revision"), "score": row["score"],
@@ -113,20 +115,20 @@ def watch_command(
 ) -> None:
     """Check new edits of a live wiki as they happen; flagged facts wait in the web app's Patrol view."""
     from claire.workflows.job_store import default_store_path
-    from claire.workflows.patrol import run_patrol
+    from claire.workflows.patrol import patrol_source, run_patrol
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,
                          **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,
                                           edits_in_flight))
+    patrol_source(config)  # no stream or no such recording: said before anything is loaded
     store_path = default_store_path(data_dir)
     source = f"the recording {config.watch.replay}" if config.watch.replay else redact(config.watch.stream_url or "")
     err.print(f"watching {source} for edits of {', '.join(config.watch.wikis) or 'every wiki'} "
               f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {store_path}")
-    started = time.time()
     # facts checked at once: enough for every edit in flight to have one being checked
     concurrency = max(config.eval.concurrency, config.watch.edits_in_flight)
     with Live(Text("starting…"), console=err, transient=True, refresh_per_second=2) as live:
         stats = run(run_patrol(config, store_path=store_path, concurrency=concurrency, max_events=max_events,
                                on_progress=lambda s: live.update(Text(watch_line(s, err.width), no_wrap=True)),
                                stop_on=(signal.SIGINT, signal.SIGTERM)))
-    print_summary(stats, flagged_since(store_path, started))
+    print_summary(stats, flagged_in(store_path, stats.flagged_edits))

@@ -74,10 +74,11 @@ class PatrolStats:
     indexed: int = 0  # edited pages stored in the index
     lag_s: float | None = None  # now minus the newest event's time
     latencies: deque[float] = field(default_factory=lambda: deque(maxlen=10_000))  # event to last fact, seconds (latest)
+    flagged_edits: list[str] = field(default_factory=list)  # the jobs (edits) checked in this run with a flagged fact
 
     def to_dict(self) -> dict[str, Any]:
         """The counts as plain data (latencies summarised)."""
-        return {key: value for key, value in asdict(self).items() if key != "latencies"}
+        return {key: value for key, value in asdict(self).items() if key not in ("latencies", "flagged_edits")}
 
 
 @dataclass
@@ -305,7 +306,10 @@ class Patrol:
                     self.stats.checked += 1
                 checked = [f for f in self.store.facts(job_id) if f["status"] == "done"]
                 self.stats.facts += len(checked)
-                self.stats.flagged += sum(f["verdict"] == "inconsistent" for f in checked)
+                flagged = sum(f["verdict"] == "inconsistent" for f in checked)
+                self.stats.flagged += flagged
+                if flagged:
+                    self.stats.flagged_edits.append(job_id)
                 self.stats.latencies.append(time.time() - received)
             except asyncio.CancelledError:  # stopped, not interrupted: the next start resumes it
                 self.store.set_status(job_id, "queued")

@@ -195,3 +195,17 @@ def test_the_mock_prefix_cache_counts_as_openai_does():
     assert cache.serve(words[:2100]) == 1920  # the first 2,000 repeat: 15 whole blocks of 128
     assert cache.serve(words[:1100] + ["another", "ending"] * 100) == 1024  # 1,100 shared: 8 blocks
     assert cache.serve(["a different", "start"] + words[:2000]) == 0  # a prefix cache, not a substring one
+
+
+def test_usage_scopes_hear_only_model_calls():
+    from langchain_core.callbacks import CallbackManager
+
+    from claire.llm.usage import UsageCallback
+
+    handler = UsageCallback()
+    assert not handler.ignore_llm  # the one event it reads
+    assert handler.ignore_chain and handler.ignore_agent and handler.ignore_retriever  # graph steps, tools
+    manager = CallbackManager.configure(inheritable_callbacks=[handler])
+    with track_usage() as usage:
+        manager.on_chain_start({}, {"input": 1})  # skipped, not an error
+    assert usage.calls == 0
