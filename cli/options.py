@@ -94,16 +94,10 @@ def eval_config(config_file: Path | None, sets: list[str] | None, model: str | N
 def require_api_key(config: Config) -> None:
     """Refuse at once, before anything heavy loads, a run whose OpenAI-compatible endpoint has no
     API key: the LLM client would refuse it the same way, only after the agent and the index."""
-    from claire.llm.providers import provider_of
+    from claire.llm.providers import MISSING_API_KEY, needs_api_key
 
-    llm = config.llm
-    provider = provider_of(llm)
-    if provider not in ("openai", "azure_openai") or llm.resolved_api_key():
-        return
-    if provider == "openai" and llm.base_url:
-        return  # local OpenAI-compatible servers usually need no key
-    raise ConfigError("no API key for the LLM endpoint: set OPENAI_API_KEY (or llm.api_key_env to the variable holding "
-                      "it), or point llm.base_url / OPENAI_BASE_URL at a local server")
+    if needs_api_key(config.llm):
+        raise ConfigError(MISSING_API_KEY)
 
 
 def require_index(config: Config, index_given: bool, what: str) -> None:

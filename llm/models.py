@@ -24,7 +24,7 @@ from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.llm.cache import SQLiteChatCache
 from claire.llm.chat_completions import ChatCompletionsModel, uses_proxy
-from claire.llm.providers import EXTRAS, PROVIDER_PACKAGES, provider_of, split_model
+from claire.llm.providers import EXTRAS, MISSING_API_KEY, PROVIDER_PACKAGES, needs_api_key, provider_of, split_model
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -54,16 +54,10 @@ def _cache(config: LLMConfig, endpoint: str) -> SQLiteChatCache | None:
     return SQLiteChatCache(config.resolved_cache_path(), endpoint=endpoint, refresh=config.refresh_cache) if config.cache else None
 
 
-def _api_key(config: LLMConfig, azure: bool) -> str:
-    api_key = config.resolved_api_key()
-    if api_key:
-        return api_key
-    if config.base_url and not azure:
-        return "unused"  # local OpenAI-compatible servers usually ignore the key
-    raise LLMError(
-        "no API key for the LLM endpoint: set OPENAI_API_KEY (or llm.api_key_env to the "
-        "variable holding it), or point llm.base_url / OPENAI_BASE_URL at a local server"
-    )
+def _api_key(config: LLMConfig) -> str:
+    if needs_api_key(config):
+        raise LLMError(MISSING_API_KEY)
+    return config.resolved_api_key() or "unused"  # local OpenAI-compatible servers usually ignore the key
 
 
 def _wants_direct(config: LLMConfig, endpoint: str) -> bool:
@@ -76,7 +70,7 @@ def _wants_direct(config: LLMConfig, endpoint: str) -> bool:
 
 
 def _openai(config: LLMConfig, name: str, azure: bool) -> ChatModelSetup:
-    api_key = _api_key(config, azure)
+    api_key = _api_key(config)
     if azure and not config.base_url:
         raise LLMError("Azure OpenAI needs llm.base_url set to your resource endpoint (https://NAME.openai.azure.com)")
     endpoint = config.base_url or OPENAI_URL

@@ -50,3 +50,17 @@ def provider_of(config: LLMConfig) -> str:
     if prefix:
         return prefix
     return {"azure": "azure_openai"}.get(config.provider, config.provider)
+
+
+MISSING_API_KEY = ("no API key for the LLM endpoint: set OPENAI_API_KEY (or llm.api_key_env to the variable holding "
+                   "it), or point llm.base_url / OPENAI_BASE_URL at a local server")
+"""What a run is told when its OpenAI or Azure endpoint has no key."""
+
+
+def needs_api_key(config: LLMConfig) -> bool:
+    """Whether the configured endpoint lacks the key it needs: OpenAI or Azure OpenAI with none set
+    (a local OpenAI-compatible server at ``llm.base_url`` usually needs none)."""
+    provider = provider_of(config)
+    if provider not in ("openai", "azure_openai") or config.resolved_api_key():
+        return False
+    return not (provider == "openai" and config.base_url)
