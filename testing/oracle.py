@@ -2,7 +2,7 @@
 gold labels, so a sweep's cells can be compared on what they cost (calls, tokens, steps) with
 judgements that are always right.
 
-    python -m claire.testing.oracle DATASET.json [--port 8766]
+    python -m claire.testing.oracle DATASET.json
 
 The controller searches for the fact, reports a contradiction for a gold-inconsistent fact (else
 explains a term, then finishes), the verifier scores 0.9 for gold-inconsistent facts and 0.1 for
