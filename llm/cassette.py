@@ -83,8 +83,12 @@ class Recorder:
                answer: AIMessage) -> None:
         """Queue one call's line for writing (in call order)."""
         wire = convert_to_openai_messages(list(messages))
-        line = valid_text({"request": request_fingerprint(wire, template, tools, self.model), "answer": answer_record(answer)})
-        self._writer.submit(append_jsonl, self.path, line).add_done_callback(self._written)
+        line = {"request": request_fingerprint(wire, template, tools, self.model), "answer": answer_record(answer)}
+        self._writer.submit(self._append, line).add_done_callback(self._written)
+
+    def _append(self, line: dict[str, Any]) -> None:
+        """Write one line (in the writer thread); half a surrogate pair is written as U+FFFD."""
+        append_jsonl(self.path, valid_text(line))
 
     def _written(self, future: Future[None]) -> None:
         error = future.exception()

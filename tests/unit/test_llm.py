@@ -4,6 +4,8 @@ are in tests/integration/test_llm.py)."""
 
 from __future__ import annotations
 
+import json
+
 
 import pytest
 from langchain_core.messages import HumanMessage
@@ -209,3 +211,15 @@ def test_usage_scopes_hear_only_model_calls():
     with track_usage() as usage:
         manager.on_chain_start({}, {"input": 1})  # skipped, not an error
     assert usage.calls == 0
+
+
+def test_the_cassette_recorder_keeps_an_answer_with_half_a_surrogate_pair(tmp_path):
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from claire.llm.cassette import Recorder
+
+    recorder = Recorder(tmp_path / "calls.jsonl", model="m")
+    recorder.record([HumanMessage("hello")], "explain", None, AIMessage("half \ud800 a pair"))
+    recorder.close()
+    line = (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
+    assert "half \ufffd a pair" in json.loads(line)["answer"]["content"]
