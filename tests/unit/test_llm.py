@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-
 import pytest
 from langchain_core.messages import HumanMessage
 
