@@ -376,8 +376,10 @@ class WatchConfig(_Section):
                                 "text that are checked (the rest is left out, and the patrol item says so)")
     max_facts_per_edit: int = Field(20, ge=1, le=1000, description="facts checked per edit (the rest are left out, "
                                     "and the patrol item says so)")
-    retry_wait: float = Field(60.0, ge=0, le=3600, description="seconds before an edit whose wiki API or LLM "
+    retry_wait: float = Field(60.0, ge=0.1, le=3600, description="seconds before an edit whose wiki API or LLM "
                               "endpoint failed (5xx, 429, timeouts) is tried again; doubled each time, at most an hour")
+    retry_tries: int = Field(8, ge=1, le=100, description="times such an edit is tried again before it ends as failed "
+                             "(with its reason; `claire watch --retry-failed` queues it once more)")
 
     @field_validator("stream_url", "api_url")
     @classmethod

@@ -8,7 +8,7 @@
 - :class:`Claim` — one fact to check, with the passage it came from;
 - :class:`TraceItem` — one step of research, in WikiCollide's ``agent_trace`` shape;
 - :class:`Assessment` — a system's answer for one claim;
-- the verdict rule — :func:`decide` and :func:`flags`: a score flags a claim by the kind of score
+- the verdict rule — :func:`decide`, :func:`flags` and :func:`outcome` (consistent, flagged or failed): a score flags a claim by the kind of score
   it is (:data:`ScoreKind`), which the system that emits it declares. A probability-like score in
   [0, 1] flags above the threshold (exactly the threshold is not flagged, as the paper reads its
   scores); a count (the NLI pipeline's REFUTES passages) flags from the threshold on.
@@ -40,6 +40,19 @@ def flags(score: Any, threshold: Any, kind: ScoreKind = "probability") -> Any:
     probability when it is *above* the threshold (0.5 is not flagged at 0.5), a count when it
     reaches it (one REFUTES passage at threshold 1)."""
     return score >= threshold if kind == "count" else score > threshold
+
+
+Outcome = Literal["consistent", "flagged", "failed"]
+"""How a check of one claim ended, as every surface shows it."""
+
+
+def outcome(score: float | None, threshold: float, kind: ScoreKind = "probability", error: str | None = None) -> Outcome:
+    """How a check ended: ``failed`` when it met an error (research cut short by an outage or a
+    failed step is a failure to retry, never a verdict, whatever score it reached) or produced no
+    score, else ``flagged`` or ``consistent`` by :func:`flags`."""
+    if error is not None or score is None:
+        return "failed"
+    return "flagged" if flags(score, threshold, kind) else "consistent"
 
 
 def decide(score: float | None, threshold: float, kind: ScoreKind = "probability") -> Consistency | None:

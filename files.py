@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -37,10 +38,29 @@ class JsonLine:
         return self.unterminated and not self.ok
 
 
-def read_bytes(path: Path, *, what: str, hint: str = "a file") -> bytes:
-    """A file's bytes; a DatasetError naming it when it is missing, a folder or unreadable."""
+MAX_RECORDS_BYTES = 256 * 1024 * 1024
+"""The largest dataset file (one JSON array or JSONL of records) read whole: a benchmark split is
+tens of megabytes."""
+
+
+def read_bytes(path: Path, *, what: str, hint: str = "a file", limit: int | None = None) -> bytes:
+    """A regular file's bytes (at most ``limit`` of them); a DatasetError naming it when it is
+    missing, a folder, not a regular file (a FIFO or a device such as /dev/zero, which could block or
+    never end), larger than ``limit`` or unreadable."""
     try:
-        return path.read_bytes()
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):
+            raise DatasetError(f"{path} is not a regular file (a pipe or a device); give {hint}")
+        if limit is not None and info.st_size > limit:
+            raise DatasetError(f"{what} file {path} is {info.st_size / 1e6:.3g} MB, over the {limit / 1e6:g} MB limit "
+                               f"for a {what} file; give {hint}")
+        with path.open("rb") as file:
+            data = file.read(limit + 1 if limit is not None else -1)
+        if limit is not None and len(data) > limit:  # it grew while being read
+            raise DatasetError(f"{what} file {path} is over the {limit / 1e6:g} MB limit for a {what} file; give {hint}")
+        return data
     except FileNotFoundError:
         raise DatasetError(f"{what} file {path} not found") from None
     except IsADirectoryError:
@@ -50,6 +70,7 @@ def read_bytes(path: Path, *, what: str, hint: str = "a file") -> bytes:
 
 
 LONE_SURROGATE = "a \\uD800-\\uDFFF escape without its pair (a lone surrogate), which is not text"
+TOO_DEEP = "JSON nested too deeply to be a record"
 
 
 def is_text(value: Any) -> bool:
@@ -102,6 +123,9 @@ def json_lines(data: bytes) -> Iterator[JsonLine]:
             value = json.loads(text.removeprefix("\ufeff") if number == 1 else text)
         except json.JSONDecodeError as error:
             yield JsonLine(number, raw, problem=f"invalid JSON ({error.msg})", unterminated=unterminated)
+            continue
+        except RecursionError:
+            yield JsonLine(number, raw, problem=TOO_DEEP, unterminated=unterminated)
             continue
         if b"\\u" in raw and not is_text(value):
             yield JsonLine(number, raw, problem=LONE_SURROGATE, unterminated=unterminated)
@@ -175,7 +199,7 @@ def json_records(path: Path, *, what: str, hint: str) -> list[JsonRecord]:
     """The records of a data file that is either one JSON array or JSONL (one record a line, as
     :func:`json_lines` reads it). Any unreadable part is a DatasetError naming the file, the line
     and what the file should hold (``hint``)."""
-    data = read_bytes(path, what=what, hint=hint)
+    data = read_bytes(path, what=what, hint=hint, limit=MAX_RECORDS_BYTES)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
@@ -185,6 +209,8 @@ def json_records(path: Path, *, what: str, hint: str) -> list[JsonRecord]:
             values = json.loads(text)
         except json.JSONDecodeError as error:
             raise DatasetError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})") from None
+        except RecursionError:
+            raise DatasetError(f"{path}: {TOO_DEEP}; {hint}") from None
         for index, value in enumerate(values):
             if not is_text(value):
                 raise DatasetError(f"{path}: record {index}: {LONE_SURROGATE}; {hint}")

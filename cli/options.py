@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from claire.cli.terminal import terminal_console
-from claire.errors import ConfigError
+from claire.errors import ConfigError, DatasetError
 
 if TYPE_CHECKING:
     from claire.config import Config
@@ -124,6 +124,8 @@ def check_writable(path: Path, option: str) -> None:
         raise ConfigError(f"{option}: the folder {path.parent} does not exist")
     if path.is_dir():
         raise ConfigError(f"{option}: {path} is a folder; give a file name")
+    if path.exists() and not path.is_file() and not path.is_char_device():  # a FIFO would block the run's end
+        raise ConfigError(f"{option}: {path} is not a regular file; give a file name")
     if not os.access(path if path.exists() else path.parent, os.W_OK):
         raise ConfigError(f"{option}: {path} is not writable")
 
@@ -134,12 +136,13 @@ def passage_text(text: str | None, file: Path | None) -> str:
         raise ConfigError("give the passage with either --text or --file")
     if file is not None:
         from claire.agent.extraction import MAX_PASSAGE_BYTES
+        from claire.files import read_bytes
 
         try:
-            if file.stat().st_size > MAX_PASSAGE_BYTES:
-                raise ConfigError(f"{file} is {file.stat().st_size / 1e6:.1f} MB, over the {MAX_PASSAGE_BYTES / 1e6:g} MB "
-                                  "limit for one passage; give one article (or one section) at a time")
-            return file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"cannot read {file}: {error}") from None
+            return read_bytes(file, what="passage", hint="a text file of one article (or one section)",
+                              limit=MAX_PASSAGE_BYTES).decode("utf-8")
+        except DatasetError as error:
+            raise ConfigError(str(error)) from None
+        except UnicodeDecodeError as error:
+            raise ConfigError(f"cannot read {file}: not UTF-8 text (byte {error.start + 1}); save it as UTF-8") from None
     return text or ""

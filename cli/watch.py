@@ -102,6 +102,7 @@ def watch_command(
     category: CategoryOpt = None,
     edits_in_flight: EditsOpt = None,
     max_events: Annotated[Optional[int], typer.Option("--max-events", min=1, help="Stop after reading this many events.")] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="First queue once more the edits that failed after watch.retry_tries tries.")] = False,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where results are kept (the web app's store; default: web/ in the user data folder).")] = None,
     concurrency: ConcurrencyOpt = None,
     system: SystemOpt = None,
@@ -130,5 +131,5 @@ def watch_command(
     with Live(Text("starting…"), console=err, transient=True, refresh_per_second=2) as live:
         stats = run(run_patrol(config, store_path=store_path, concurrency=concurrency, max_events=max_events,
                                on_progress=lambda s: live.update(Text(watch_line(s, err.width), no_wrap=True)),
-                               stop_on=(signal.SIGINT, signal.SIGTERM)))
+                               stop_on=(signal.SIGINT, signal.SIGTERM), retry_failed=retry_failed))
     print_summary(stats, flagged_in(store_path, stats.flagged_edits))

@@ -55,15 +55,28 @@ def comparison_rows(dirs: Sequence[str | Path]) -> list[dict[str, Any]]:
 
 
 def per_claim_costs(metrics: dict[str, Any]) -> dict[str, float | None]:
-    """LLM calls (cached ones included), prompt and completion tokens and seconds per claim of a run."""
+    """LLM calls, prompt and completion tokens and seconds per claim of a run, as a fresh run
+    would spend them: answers CLAIRE's cache served count with the tokens their first call took
+    (``cached_share``: the share of calls the cache served)."""
     total = (metrics.get("counts") or {}).get("total") or 0
     usage = metrics.get("usage") or {}
     if not total:
-        return {"calls": None, "prompt_tokens": None, "completion_tokens": None, "seconds": None}
-    calls = (usage.get("calls") or 0) + (usage.get("cached_calls") or 0)
-    return {"calls": calls / total, "prompt_tokens": (usage.get("prompt_tokens") or 0) / total,
-            "completion_tokens": (usage.get("completion_tokens") or 0) / total,
-            "seconds": (metrics.get("latency_s") or {}).get("mean")}
+        return {"calls": None, "prompt_tokens": None, "completion_tokens": None, "seconds": None, "cached_share": None}
+    fresh, served = usage.get("calls") or 0, usage.get("cached_calls") or 0
+    return {"calls": (fresh + served) / total,
+            "prompt_tokens": ((usage.get("prompt_tokens") or 0) + (usage.get("cached_prompt_tokens") or 0)) / total,
+            "completion_tokens": ((usage.get("completion_tokens") or 0) + (usage.get("cached_completion_tokens") or 0)) / total,
+            "seconds": (metrics.get("latency_s") or {}).get("mean"),
+            "cached_share": served / (fresh + served) if served else None}
+
+
+def cost_cell(usage: dict[str, Any]) -> str:
+    """A run's cost for a table: what a fresh run would be billed, and what this run paid when
+    CLAIRE's cache served some answers (``$0.41 uncached / $0.09 paid``)."""
+    paid, uncached = usage.get("cost_usd"), usage.get("uncached_cost_usd")
+    if uncached is None or uncached == paid or not usage.get("cached_calls"):
+        return money(paid)
+    return f"{money(uncached)} uncached / {money(paid)} paid"
 
 
 def provider_cached_share(metrics: dict[str, Any]) -> float | None:
@@ -106,11 +119,11 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             str(m["counts"]["errors"]),
             str(robust.get("repaired_or_reasked", DASH)),
             str(robust.get("invalid_or_repeated_calls", DASH)),
-            or_dash(per_claim["calls"], ",.1f"),
+            or_dash(per_claim["calls"], ",.1f") + (f"\n({served:.0%} from cache)" if (served := per_claim["cached_share"]) else ""),
             f"{or_dash(per_claim['prompt_tokens'], ',.0f')}+{or_dash(per_claim['completion_tokens'], ',.0f')}"
-            + (f"\n({share:.0%} cached)" if (share := provider_cached_share(m)) else ""),
+            + (f"\n({share:.0%} provider-cached)" if (share := provider_cached_share(m)) else ""),
             or_dash(per_claim["seconds"], ",.1f"),
-            money(m["usage"]["cost_usd"]),
+            cost_cell(m["usage"]).replace(" / ", "\n"),
         ]
         cells.append(dict(zip(columns, values)))
     # What every run shares goes under the table rather than in a column of repeats.
@@ -126,7 +139,8 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
         table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right")
     for row in cells:
         table.add_row(*(row[c] for c in shown))
-    notes = ["Calls, tokens (prompt+completion) and seconds are per claim."]
+    notes = ["Calls, tokens (prompt+completion) and seconds are per claim, answers served from CLAIRE's cache "
+             "included (as a fresh run would send them); cost: what a fresh run would be billed, and what the run paid."]
     if "Split" in quiet:
         notes.append(f"Split: {splits.pop()}.")
     silent = [c for c in quiet if c in _QUIET_COLUMNS]

@@ -48,7 +48,7 @@ from claire.agent.system import System
 from claire.config import SECTIONS, Config
 from claire.errors import ConfigError
 from claire.evals.predictions import load_predictions, read_run_config
-from claire.evals.reporting import per_claim_costs, plot_heatmap, read_metrics
+from claire.evals.reporting import cost_cell, per_claim_costs, plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
 from claire.tasks.measures import DASH, auroc_text, or_dash, pct
 from claire.domain import Claim
@@ -59,7 +59,7 @@ SystemFactory = Callable[[Config], AbstractAsyncContextManager[System]]
 VARIANT_PREFIX = "prompt_variant."
 CELLS_AXIS = "variant"
 COLUMNS = ("claims", "scored", "errors", "auroc", "auroc_low", "auroc_high", "accuracy", "precision", "recall", "f1",
-           "threshold", "total_tokens", "cost_usd", "wall_time_s", "repaired_or_reasked", "invalid_or_repeated_calls",
+           "threshold", "total_tokens", "cost_usd", "uncached_cost_usd", "wall_time_s", "repaired_or_reasked", "invalid_or_repeated_calls",
            "calls_per_claim", "prompt_tokens_per_claim", "completion_tokens_per_claim", "seconds_per_claim")
 
 
@@ -314,7 +314,8 @@ def _row(result: CellResult) -> dict[str, Any]:
         "wall_time_s": m.get("wall_time_s"),
         "repaired_or_reasked": (m.get("robustness") or {}).get("repaired_or_reasked"),
         "invalid_or_repeated_calls": (m.get("robustness") or {}).get("invalid_or_repeated_calls"),
-        **{f"{key}_per_claim": value for key, value in per_claim_costs(m).items()},
+        "uncached_cost_usd": m["usage"].get("uncached_cost_usd", m["usage"]["cost_usd"]),
+        **{f"{key}_per_claim": value for key, value in per_claim_costs(m).items() if key != "cached_share"},
     }
 
 
@@ -364,7 +365,9 @@ def write_sweep_outputs(sweep: SweepSummary) -> None:
         f"# Sweep `{sweep.name}`",
         "",
         f"{len(sweep.cells)} cells; scores ×100; AUROC with its bootstrap 95% interval. "
-        f"Each cell's run directory holds its config, predictions and report.",
+        f"Each cell's run directory holds its config, predictions and report. Calls and tokens per claim count "
+        f"the answers CLAIRE's cache served with the tokens their first call took, as a fresh run would send "
+        f"them; cost is what a fresh run would be billed (uncached) and what this run paid.",
         "",
         "| Cell | " + " | ".join(labels) + " | AUROC (95% CI) | Acc | F1 | Scored | Errors | Repaired or re-asked "
         "| Invalid or repeated calls | Calls/claim | Tokens/claim (prompt+completion) | s/claim | Cost |",
@@ -373,7 +376,7 @@ def write_sweep_outputs(sweep: SweepSummary) -> None:
     for result in sweep.cells:
         m = result.metrics
         row = _row(result)
-        cost = DASH if m["usage"]["cost_usd"] is None else f"${m['usage']['cost_usd']:,.4f}"
+        cost = cost_cell(m["usage"])
         tokens = (DASH if row["prompt_tokens_per_claim"] is None else
                   f"{row['prompt_tokens_per_claim']:,.0f}+{row['completion_tokens_per_claim']:,.0f}")
         lines.append(

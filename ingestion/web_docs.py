@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from claire.errors import DatasetError
-from claire.files import read_jsonl
+from claire.files import read_bytes, read_jsonl
 from claire.indexes.corpus import CorpusLoad, block_id, blocks_from_article
 from claire.domain import Block
 from claire.indexes.retriever import build_index
@@ -146,19 +146,8 @@ def check_source_text(text: str, where: str, *, max_bytes: int = MAX_SOURCE_BYTE
 def read_source_text(path: str | Path, *, max_bytes: int = MAX_SOURCE_BYTES) -> str:
     """The text of a cited source file (an HTML page is reduced to its visible text), with a clear
     error when it is missing, empty, binary or huge."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        if path.is_dir():
-            raise DatasetError(f"source {path} is a folder; give a text file")
-        if size > max_bytes:
-            raise DatasetError(f"source file {path} is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:g} MB limit for "
-                               "a cited source (cite.max_source_bytes); give the relevant part of the page")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DatasetError(f"source file {path} not found") from None
-    except OSError as error:
-        raise DatasetError(f"cannot read source file {path}: {error.strerror or error}") from None
+    data = read_bytes(Path(path), what="source", hint="the relevant part of the page (cite.max_source_bytes)",
+                      limit=max_bytes)
     if b"\x00" in data[:_SNIFF]:
         raise DatasetError(f"source file {path} looks binary, not text; give the source as plain text "
                            "(e.g. the page saved as .txt)")

@@ -43,6 +43,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
 from claire.files import valid_text
+from claire.llm.usage import CallTokens
 
 MAX_CONNECTIONS = 512
 
@@ -110,12 +111,14 @@ def usage_metadata(usage: Any) -> UsageMetadata:
     """A chat completion's ``usage`` as LangChain's UsageMetadata, with the prompt tokens served
     from the endpoint's prompt cache as ``input_token_details["cache_read"]``."""
     usage = usage if isinstance(usage, dict) else {}
-    prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    metadata = UsageMetadata(input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion)
     details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    if cached:
-        metadata["input_token_details"] = {"cache_read": int(cached)}
+    raw = {"input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens"),
+           "input_token_details": {"cache_read": details.get("cached_tokens") if isinstance(details, dict) else None}}
+    tokens = CallTokens.from_metadata(raw)  # impossible counts dropped or clamped (and noted), the answer kept
+    metadata = UsageMetadata(input_tokens=tokens.prompt, output_tokens=tokens.completion,
+                             total_tokens=tokens.prompt + tokens.completion)
+    if tokens.cache_read:
+        metadata["input_token_details"] = {"cache_read": tokens.cache_read}
     return metadata
 
 

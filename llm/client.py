@@ -336,6 +336,12 @@ class ChatClient:
             self._bound[key] = bound
         return bound
 
+    def try_now(self) -> None:
+        """A person asked for the work to be tried again (a re-check): the next call tries the
+        endpoint at once, as a probe, instead of failing fast for what is left of PROBE_AFTER."""
+        if self.endpoint_down:
+            self.down_since = self.clock() - PROBE_AFTER
+
     async def ainvoke(self, prompt: Sequence[BaseMessage], *, tools: Sequence[Any] | None = None,
                       tool_choice: Any = None) -> AIMessage:
         """One answer to ``prompt``, retried on transient failures (a prompt rendered by the prompt

@@ -22,6 +22,7 @@ repeated action, a refusal (the kinds are listed in :data:`EVENTS`).
 from __future__ import annotations
 
 import contextvars
+import logging
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping
@@ -29,6 +30,8 @@ from typing import Any, Iterator, Mapping
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
+
+log = logging.getLogger(__name__)
 
 CACHE_HIT = "claire_cache_hit"
 """The ``response_metadata`` key the LLM cache sets on an answer it served."""
@@ -90,6 +93,49 @@ def price_for(model: str) -> Price | None:
     return PRICES[best] if best else None
 
 
+MAX_CALL_TOKENS = 100_000_000
+"""More tokens than any one call can have (the largest context windows hold a few million): a
+count above it is not believed."""
+
+_told_unbelievable = False
+
+
+def token_count(value: Any, *, limit: int = MAX_CALL_TOKENS) -> int | None:
+    """A token count an endpoint (or a stored run) gave, when it is believable: a whole number from
+    0 to ``limit``; None for anything else (negative, not a number, NaN, infinite, absurdly large).
+    Usage is the endpoint's advice: the caller drops or clamps what is impossible and keeps the answer."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        value = value.strip()
+        if not (value.isascii() and value.isdigit()):
+            return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if number != number or not 0 <= number <= limit or number != int(number):
+        return None
+    return int(number)
+
+
+def believable_cost(value: Any) -> float | None:
+    """A stored cost in USD when it is a finite number of at least zero; None otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 <= value < float("inf") else None
+
+
+def note_unbelievable_usage(what: str) -> None:
+    """Count a call whose usage held an impossible count (``usage_fixed``) and say so, once a process."""
+    global _told_unbelievable
+    record_event("usage_fixed")
+    if not _told_unbelievable:
+        _told_unbelievable = True
+        log.warning("the LLM endpoint reported impossible token counts (%s); they were dropped or clamped, and the "
+                    "answers kept (token and cost figures may be low)", what)
+
+
 @dataclass(frozen=True)
 class CallTokens:
     """The tokens of one call as the provider counted them: ``prompt`` (all of them, cached or
@@ -105,12 +151,30 @@ class CallTokens:
     @classmethod
     def from_metadata(cls, usage: Mapping[str, Any] | None) -> "CallTokens":
         """The tokens of LangChain's ``usage_metadata`` (its ``input_token_details`` included)."""
-        usage = usage or {}
-        details = usage.get("input_token_details") or {}
-        long = int(details.get("ephemeral_1h_input_tokens") or 0)
-        written = int(details.get("cache_creation") or 0) + int(details.get("ephemeral_5m_input_tokens") or 0) + long
-        return cls(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0),
-                   int(details.get("cache_read") or 0), written, long)
+        usage = usage if isinstance(usage, Mapping) else {}
+        details = usage.get("input_token_details")
+        details = details if isinstance(details, Mapping) else {}
+        wrong: list[str] = []
+
+        def count(source: Mapping[str, Any], key: str) -> int:
+            value = source.get(key)
+            if value is None:
+                return 0
+            number = token_count(value)
+            if number is None:
+                wrong.append(f"{key}={str(value)[:20]}")
+            return number or 0
+
+        prompt, completion = count(usage, "input_tokens"), count(usage, "output_tokens")
+        long = count(details, "ephemeral_1h_input_tokens")
+        written = count(details, "cache_creation") + count(details, "ephemeral_5m_input_tokens") + long
+        read = count(details, "cache_read")
+        if read + written > prompt:  # a cache cannot serve more of the prompt than there is
+            wrong.append(f"cached {read + written} of {prompt} prompt tokens")
+            read, written, long = min(read, prompt), min(written, max(prompt - read, 0)), 0
+        if wrong:
+            note_unbelievable_usage(", ".join(wrong))
+        return cls(prompt, completion, read, written, long)
 
     def cost(self, price: Price) -> float:
         """USD for this call at ``price``."""
@@ -126,6 +190,7 @@ EVENTS: dict[str, str] = {
     "cut_answer": "the answer stopped at the token limit (finish_reason length)",
     "empty_answer": "the answer was empty",
     "refusal": "the model declined to answer",
+    "usage_fixed": "the endpoint reported impossible token counts (negative, not a number, more cached than sent): dropped or clamped",
     "text_tool_call": "a tool call came as text (JSON or name(argument)) instead of a native call",
     "tool_name_fixed": "a tool name in another spelling or case was mapped to the real one",
     "arguments_fixed": "malformed or wrongly typed tool arguments were repaired",
@@ -158,6 +223,11 @@ class Usage:
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     events: dict[str, int] = field(default_factory=dict)
+    # the answers CLAIRE's cache served: the tokens their first call took and what it would cost
+    # again (what a provider bills for a fresh run is cost_usd + cached_cost_usd)
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    cached_cost_usd: float | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -165,16 +235,21 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def record(self, model: str, tokens: CallTokens, cached: bool) -> None:
-        """Add one call (a cache hit counts as a cached call, without tokens or cost)."""
+        """Add one call (a cache hit counts as a cached call: its tokens and cost are what a fresh
+        run would pay, kept apart from what this one paid)."""
+        price = price_for(model)
         if cached:
             self.cached_calls += 1
+            self.cached_prompt_tokens += tokens.prompt
+            self.cached_completion_tokens += tokens.completion
+            if price is not None:
+                self.cached_cost_usd = (self.cached_cost_usd or 0.0) + tokens.cost(price)
             return
         self.calls += 1
         self.prompt_tokens += tokens.prompt
         self.completion_tokens += tokens.completion
         self.cache_read_tokens += tokens.cache_read
         self.cache_write_tokens += tokens.cache_write
-        price = price_for(model)
         if price is not None:
             self.cost_usd = (self.cost_usd or 0.0) + tokens.cost(price)
 
@@ -186,8 +261,12 @@ class Usage:
         self.completion_tokens += other.completion_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.cache_write_tokens += other.cache_write_tokens
+        self.cached_prompt_tokens += other.cached_prompt_tokens
+        self.cached_completion_tokens += other.cached_completion_tokens
         if other.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
+        if other.cached_cost_usd is not None:
+            self.cached_cost_usd = (self.cached_cost_usd or 0.0) + other.cached_cost_usd
         for kind, count in other.events.items():
             self.events[kind] = self.events.get(kind, 0) + count
 
@@ -197,13 +276,49 @@ class Usage:
         data["total_tokens"] = self.total_tokens
         return data
 
+    @property
+    def uncached_cost_usd(self) -> float | None:
+        """What the calls would cost with nothing served from CLAIRE's cache (None when no price is known)."""
+        if self.cost_usd is None and self.cached_cost_usd is None:
+            return None
+        return (self.cost_usd or 0.0) + (self.cached_cost_usd or 0.0)
+
+    @classmethod
+    def read(cls, data: Any) -> tuple["Usage", list[str]]:
+        """A tally from its plain data (missing fields are zero), and what in it was impossible: a
+        stored run is read as an endpoint's answer is, what no call could have (a negative, a
+        word, NaN, an infinite or absurd figure, more cached than sent) dropped, never summed."""
+        data = data if isinstance(data, dict) else {}
+        problems: list[str] = []
+        counts = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
+                  "cached_prompt_tokens", "cached_completion_tokens")
+        values: dict[str, Any] = {}
+        for key in counts:
+            if data.get(key) is None:
+                continue
+            number = token_count(data[key], limit=MAX_CALL_TOKENS * 1000)
+            if number is None:
+                problems.append(f"{key} {str(data[key])[:20]}")
+            values[key] = number or 0
+        usage = cls(**values)
+        if usage.cache_read_tokens + usage.cache_write_tokens > usage.prompt_tokens:
+            problems.append("more prompt tokens cached than sent")
+            usage.cache_read_tokens = min(usage.cache_read_tokens, usage.prompt_tokens)
+            usage.cache_write_tokens = min(usage.cache_write_tokens, usage.prompt_tokens - usage.cache_read_tokens)
+        for key in ("cost_usd", "cached_cost_usd"):
+            if data.get(key) is not None:
+                setattr(usage, key, believable_cost(data[key]))
+                if getattr(usage, key) is None:
+                    problems.append(f"{key} {str(data[key])[:20]}")
+        events = data.get("events")
+        if isinstance(events, dict):
+            usage.events = {str(k): n for k, n in ((k, token_count(v)) for k, v in events.items()) if n}
+        return usage, problems
+
     @classmethod
     def from_dict(cls, data: dict | None) -> "Usage":
-        """A tally from its plain data (missing fields are zero)."""
-        data = data or {}
-        keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens",
-                "cost_usd", "events")
-        return cls(**{k: data[k] for k in keys if k in data})
+        """A tally from its plain data, impossible figures dropped (:meth:`read`)."""
+        return cls.read(data)[0]
 
 
 _scopes: contextvars.ContextVar[tuple[Usage, ...]] = contextvars.ContextVar("claire_usage_scopes", default=())

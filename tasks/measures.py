@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from claire.llm.usage import REPAIRS
+from claire.llm.usage import REPAIRS, Usage
 
 PREDICTIONS = "predictions.jsonl"
 METRICS = "metrics.json"
@@ -24,18 +24,20 @@ def or_dash(value: Any, spec: str = "") -> str:
 
 
 def usage_totals(predictions: list[dict[str, Any]]) -> dict[str, Any]:
-    """Calls, cached calls, tokens (with those the provider read from or wrote to its prompt cache)
-    and cost summed over predictions (cost None when no price was known)."""
-    keys = ("calls", "cached_calls", "prompt_tokens", "completion_tokens", "total_tokens", "cache_read_tokens",
-            "cache_write_tokens")
-    totals: dict[str, Any] = {key: sum(int((p.get("usage") or {}).get(key) or 0) for p in predictions) for key in keys}
-    costs = [(p.get("usage") or {}).get("cost_usd") for p in predictions]
-    totals["cost_usd"] = sum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
-    events: dict[str, int] = {}
+    """Calls, cached calls, tokens (with those the provider read from or wrote to its prompt cache,
+    and those of answers CLAIRE's cache served) and cost summed over predictions (cost None when no
+    price was known; ``uncached_cost_usd``: what a fresh run would cost). A prediction whose usage
+    held impossible figures (negative, not a number, infinite, more cached than sent) adds only its
+    believable ones, and ``unbelievable`` counts them."""
+    total, unbelievable = Usage(), 0
     for prediction in predictions:
-        for kind, count in ((prediction.get("usage") or {}).get("events") or {}).items():
-            events[kind] = events.get(kind, 0) + int(count)
-    totals["events"] = dict(sorted(events.items()))
+        usage, problems = Usage.read(prediction.get("usage"))
+        total.add(usage)
+        unbelievable += bool(problems)
+    totals = total.to_dict()
+    totals["uncached_cost_usd"] = total.uncached_cost_usd
+    totals["events"] = dict(sorted(total.events.items()))
+    totals["unbelievable"] = unbelievable
     return totals
 
 
@@ -48,7 +50,18 @@ def token_summary(usage: dict[str, Any]) -> str:
     if read or written:
         text += f"; of the prompt tokens {read:,} ({read / max(prompt, 1):.0%}) read from the provider's prompt cache"
         text += f" and {written:,} written to it" if written else ""
+    served = (usage.get("cached_prompt_tokens") or 0) + (usage.get("cached_completion_tokens") or 0)
+    if served:
+        text += f"; and {served:,} more in the answers CLAIRE's cache served (a fresh run sends them too)"
     return text
+
+
+def cost_summary(usage: dict[str, Any]) -> str:
+    """What a run paid and, when CLAIRE's cache served answers, what a fresh run would cost."""
+    paid, uncached = usage.get("cost_usd"), usage.get("uncached_cost_usd")
+    if usage.get("cached_calls") and uncached is not None and uncached != paid:
+        return f"{money(paid)} this run; {money(uncached)} uncached (what a fresh run would be billed)"
+    return money(paid)
 
 
 def robustness(predictions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from a responder function of the request body; items can inject faults:
     {"fault": "malformed"}                                a 200 whose body is not JSON
     {"fault": "empty"}                                    a 200 with empty content
     {"fault": "401"} / {"fault": "404"}                   bad key / unknown model (a "message" of its own)
+    {"content": "...", "usage": {...}}                    an answer whose usage fields are these (any values)
     {"reasoning": "text"}                                  a ``reasoning_content`` field beside the content
     {"refusal": "text"}                                    a ``refusal`` field (OpenAI's way to decline)
     {"finish_reason": "length"}                            another finish reason (a cut answer)
@@ -220,6 +221,7 @@ class MockOpenAIServer(BackgroundServer):
         }
         if self.prefix_cache is not None:
             usage["prompt_tokens_details"] = {"cached_tokens": min(cached, prompt_size)}
+        usage.update(item.get("usage") or {})  # a test's own figures, believable or not
         return {
             "id": "chatcmpl-mock",
             "object": "chat.completion",

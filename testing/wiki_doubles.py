@@ -109,11 +109,12 @@ class WikiApiServer(BackgroundServer):
     """A MediaWiki Action API double: revisions from ``revisions`` ({revid: (page id, title,
     wikitext)}); ``deleted``: page titles the API reports missing; ``maxlag_once``: the first request
     is told the wiki is lagging (with Retry-After); ``categories``: {title: [category, ...]};
-    ``failures``: the first requests answered with HTTP 500."""
+    ``failures``: the first requests answered with HTTP 500 (or, with ``api_error``, with HTTP 200
+    and that Action API error code, as a wiki whose database is down answers)."""
 
     def __init__(self, revisions: dict[int, tuple[int, str, str]], *, deleted: set[str] | None = None,
                  maxlag_once: bool = False, categories: dict[str, list[str]] | None = None, latency: float = 0.0,
-                 failures: int = 0):
+                 failures: int = 0, api_error: str | None = None):
         self.revisions = revisions
         self.deleted = deleted or set()
         self.maxlag_left = 1 if maxlag_once else 0
@@ -139,6 +140,10 @@ class WikiApiServer(BackgroundServer):
                     server.failures_left = max(server.failures_left - 1, 0)
                 if server.latency:
                     time.sleep(server.latency)
+                if failing and api_error:
+                    self.send_body(200, {"error": {"code": api_error, "info": "[abc123] Exception caught: Cannot "
+                                                                               "access the database"}})
+                    return
                 if failing:
                     self.send_body(500, {"error": "the database is on fire"})
                     return

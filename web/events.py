@@ -38,6 +38,13 @@ async def job_events(store: JobStore, runner: JobRunner, job_id: str, after: int
 
 def event_stream(request: Request, store: JobStore, runner: JobRunner, job_id: str) -> EventSourceResponse:
     """The streaming response for ``job_id``, resuming after the request's ``Last-Event-ID``."""
-    last = request.headers.get("last-event-id", "0")
-    after = int(last) if last.isdigit() else 0
+    after = resume_after(request.headers.get("last-event-id"))
     return EventSourceResponse(job_events(store, runner, job_id, after), ping=PING_EVERY_S)
+
+
+def resume_after(last_event_id: str | None) -> int:
+    """The sequence number a client's ``Last-Event-ID`` asks to resume after: an id this server
+    wrote is a decimal number SQLite can hold; anything else (another script's digits, a number past
+    SQLite's integers, a sign) is ignored, and the stream starts from the beginning."""
+    last = (last_event_id or "").strip()
+    return int(last) if last.isascii() and last.isdigit() and len(last) <= 18 else 0

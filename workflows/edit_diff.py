@@ -2,15 +2,15 @@
 
 Both revisions are converted to blocks as a dump would be (:mod:`claire.ingestion.dumps.wikitext`:
 references, templates and markup gone; sections, tables and infoboxes kept), each block is cut
-into units — sentences of prose, rows of tables, lines of infoboxes — and the two unit sequences
-are compared (``difflib``). Units the new revision added or changed are grouped by the block they
-now stand in: each group is a :class:`ChangedPassage`, whose text is what the edit wrote and whose
+into units — sentences of prose, rows of tables, lines of infoboxes — and a unit of the new
+revision counts as written by the edit when the old revision has no unit with the same words (a
+set look-up, so one edit costs time linear in its length; a unit that only moved is not new).
+Units the new revision added or changed are grouped by the block they now stand in: each group is a :class:`ChangedPassage`, whose text is what the edit wrote and whose
 block is the context the facts extracted from it are checked in.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 
@@ -50,20 +50,15 @@ def page_blocks(page_id: int, revision_id: int, title: str, wikitext: str, *, ur
 
 def changed_passages(old: PageResult | None, new: PageResult) -> list[ChangedPassage]:
     """The passages of ``new`` that ``old`` did not have (all of ``new`` for a page creation)."""
-    before = [(_normal(unit), unit) for block in (old.blocks if old else []) for unit in units(block)]
-    after = [(_normal(unit), unit, block) for block in new.blocks for unit in units(block)]
-    matcher = difflib.SequenceMatcher(a=[key for key, _ in before], b=[key for key, _, _ in after], autojunk=False)
-    changed: list[tuple[str, Block]] = []
-    for tag, _, _, start, end in matcher.get_opcodes():
-        if tag in ("insert", "replace"):
-            changed += [(unit, block) for key, unit, block in after[start:end] if len(key.split()) >= MIN_WORDS]
-    seen_old = {key for key, _ in before}
+    seen_old = {_normal(unit) for block in (old.blocks if old else []) for unit in units(block)}
     passages: list[ChangedPassage] = []
-    for unit, block in changed:
-        if _normal(unit) in seen_old:  # moved, not changed
-            continue
-        if passages and passages[-1].block.id == block.id:
-            passages[-1].text += " " + unit if block.block_type == "text" else "\n" + unit
-        else:
-            passages.append(ChangedPassage(section=block.section_title, text=unit, block=block))
+    for block in new.blocks:
+        for unit in units(block):
+            key = _normal(unit)
+            if len(key.split()) < MIN_WORDS or key in seen_old:  # too short to check, or kept (perhaps moved)
+                continue
+            if passages and passages[-1].block.id == block.id:
+                passages[-1].text += " " + unit if block.block_type == "text" else "\n" + unit
+            else:
+                passages.append(ChangedPassage(section=block.section_title, text=unit, block=block))
     return passages

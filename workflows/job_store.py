@@ -150,6 +150,24 @@ class JobStore:
         self._write("UPDATE jobs SET status = ?, error = ?, retry_at = NULL, updated = ? WHERE id = ?",
                     status, error, time.time(), job_id)
 
+    def restart(self, job_id: str) -> None:
+        """A person starts a finished job again (a re-check): it is queued, and its count of
+        interruptions and retries begins anew."""
+        self._write("UPDATE jobs SET status = 'queued', error = NULL, retry_at = NULL, interruptions = 0, retries = 0,"
+                    " updated = ? WHERE id = ?", time.time(), job_id)
+
+    def requeue_given_up(self, kind: str = "patrol") -> list[str]:
+        """Queue once more the jobs of ``kind`` that ended after their tries ran out (their wiki or LLM
+        endpoint kept failing), their failed facts pending again; their ids."""
+        ids = [row["id"] for row in self._rows(
+            "SELECT id FROM jobs WHERE kind = ? AND status = 'error' AND json_extract(notes, '$.gave_up') IS NOT NULL",
+            kind)]
+        for job_id in ids:
+            self.retry_failed_facts(job_id)
+            self.restart(job_id)
+            self._write("UPDATE jobs SET notes = json_remove(notes, '$.gave_up') WHERE id = ?", job_id)
+        return ids
+
     def requeue(self, job_id: str, *, retry_at: float, reason: str) -> int:
         """Put a job back in the queue until ``retry_at`` (seconds since the epoch), saying why;
         how many times it has been put back."""
@@ -185,10 +203,16 @@ class JobStore:
         with self._transaction() as db:
             db.execute(f"UPDATE jobs SET interruptions = interruptions + 1, status = 'queued' WHERE status = 'running'"
                        f" AND kind IN ({marks})", kinds)
-            db.execute(f"UPDATE jobs SET status = 'error', error = ?, updated = ? WHERE status = 'queued'"
-                       f" AND interruptions > ? AND kind IN ({marks})",
-                       (f"stopped: its check was interrupted more than {max_interruptions} times (it may be what "
-                        "stopped the process), so it is not started again", time.time(), max_interruptions, *kinds))
+            reason = (f"stopped: its check was interrupted more than {max_interruptions} times (it may be what "
+                      "stopped the process), so it is not started again by itself; re-check it to try once more")
+            ended = [row["id"] for row in db.execute(
+                f"SELECT id FROM jobs WHERE status = 'queued' AND interruptions > ? AND kind IN ({marks})",
+                (max_interruptions, *kinds))]
+            for job_id in ended:  # its unchecked facts fail with it, so a re-check reaches them
+                db.execute("UPDATE jobs SET status = 'error', error = ?, updated = ? WHERE id = ?",
+                           (reason, time.time(), job_id))
+                db.execute("UPDATE facts SET status = 'error', error = ? WHERE job_id = ? AND status IN ('pending', 'running')",
+                           (reason, job_id))
         return self.unfinished_jobs(kind)
 
     # -- facts -----------------------------------------------------------------------------
@@ -232,23 +256,29 @@ class JobStore:
 
     def retry_failed_facts(self, job_id: str, indexes: list[int] | None = None) -> int:
         """Make the job's failed facts (those of ``indexes``, else all) pending again, their next
-        check starting afresh; how many."""
+        check starting afresh (a review of a failed fact goes with it: a review belongs to the
+        verdict it reviewed); how many."""
         if indexes is not None and not indexes:
             return 0
         wanted = "" if indexes is None else f" AND idx IN ({', '.join('?' * len(indexes))})"
         with self._transaction() as db:
+            db.execute("DELETE FROM reviews WHERE job_id = ? AND claim_id IN (SELECT claim_id FROM facts WHERE job_id = ?"
+                       f" AND status = 'error'{wanted})", (job_id, job_id, *(indexes or ())))
             return db.execute("UPDATE facts SET status = 'pending', score = NULL, verdict = NULL, assessment = NULL, "
                               f"error = NULL WHERE job_id = ? AND status = 'error'{wanted}",
                               (job_id, *(indexes or ()))).rowcount
 
     def finish_fact(self, job_id: str, index: int, assessment: dict[str, Any] | None, error: str | None) -> None:
-        """Record a checked fact's assessment or error; it is done if it got a score (or no error)."""
+        """Record a checked fact's assessment or error. A check that met an error is a failed fact
+        (to be re-checked), whatever score its cut-short research reached: it keeps its assessment
+        for reading but no verdict; one without an error is done."""
+        failed = assessment is None or error is not None
         score = assessment.get("score") if assessment else None
-        verdict = assessment.get("verdict") if assessment else None
-        status = "done" if assessment is not None and (score is not None or not error) else "error"
+        verdict = None if failed else assessment.get("verdict")
         self._write(
             "UPDATE facts SET status = ?, score = ?, verdict = ?, assessment = ?, error = ? WHERE job_id = ? AND idx = ?",
-            status, score, verdict, _dumps(assessment) if assessment is not None else None, error, job_id, index,
+            "error" if failed else "done", score, verdict, _dumps(assessment) if assessment is not None else None,
+            error, job_id, index,
         )
 
     # -- events ----------------------------------------------------------------------------
@@ -263,9 +293,14 @@ class JobStore:
                 for r in rows if kinds is None or r["kind"] in kinds]
 
     def drop_steps(self, job_id: str, fact_index: int) -> None:
-        """Forget the steps of a fact whose check is started again (after a restart)."""
-        self._write("DELETE FROM events WHERE job_id = ? AND kind = 'step' AND json_extract(data, '$.fact') = ?",
-                    job_id, fact_index)
+        """Forget the events of an earlier check of a fact whose check starts again (after a
+        restart, a retry or a re-check): its steps, start and end."""
+        self._write("DELETE FROM events WHERE job_id = ? AND kind IN ('step', 'fact_started', 'fact')"
+                    " AND json_extract(data, '$.fact') = ?", job_id, fact_index)
+
+    def drop_events(self, job_id: str, kind: str) -> None:
+        """Forget a job's events of ``kind`` (the statuses of earlier attempts, before a new one is told)."""
+        self._write("DELETE FROM events WHERE job_id = ? AND kind = ?", job_id, kind)
 
     def version(self, job_id: str) -> tuple[Any, ...]:
         """Changes whenever anything a reader of the job sees changes (an event or a review)."""

@@ -110,6 +110,7 @@ class JobRunner:
 
     def _status(self, job_id: str, status: str, error: str | None = None) -> None:
         self.store.set_status(job_id, status, error)
+        self.store.drop_events(job_id, "status")  # a job's latest status is the one that counts
         self.publish(job_id, "status", {"status": status, "error": error})
 
     # -- submitting ------------------------------------------------------------------------
@@ -149,6 +150,8 @@ class JobRunner:
             raise JobBusy(f"{job['kind']} '{job_id}' has no fact that failed")
         self._admit()
         self.store.retry_failed_facts(job_id)
+        self.store.restart(job_id)  # a person's re-check: the job's interruptions and retries count anew
+        self.llm.try_now()  # ... and an endpoint that failed moments ago is tried at once
         self._status(job_id, "queued")
         self._start(job_id)
         return len(failed)
@@ -265,5 +268,6 @@ class JobSink:
         assessment = outcome.result.model_dump(mode="json") if outcome.result is not None else None
         error = outcome.error if outcome.result is None else outcome.result.error
         self.store.finish_fact(self.job_id, index, assessment, error)
+        verdict = None if error is not None else (assessment or {}).get("verdict")  # a failed check has no verdict
         self.runner.publish(self.job_id, "fact", {"fact": index, "score": (assessment or {}).get("score"),
-                                                  "verdict": (assessment or {}).get("verdict"), "error": error})
+                                                  "verdict": verdict, "error": error})

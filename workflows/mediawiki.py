@@ -4,7 +4,8 @@ One query fetches an edit's old and new revision text
 (``action=query&prop=revisions&revids=OLD|NEW&rvprop=content|ids&rvslots=main&format=json&formatversion=2``,
 plus the page's categories when a category filter is set). Requests send a descriptive
 User-Agent (Wikimedia's API policy asks for one) and ``maxlag``, so a lagging wiki can ask us to
-wait; 429 and 5xx answers, dropped connections and ``maxlag`` errors are retried with the project's
+wait; 429 and 5xx answers, dropped connections, ``maxlag`` and the API's errors that say the wiki
+failed for now (an internal database error, read-only mode, rate limits) are retried with the project's
 one retry policy, waiting what ``Retry-After`` asks; when they go on failing the error is a
 :class:`WikiUnavailable` (worth trying again later), unlike a refusal that will not change. A
 revision the API no longer has (deleted or suppressed) or a deleted page is not an error: the
@@ -29,6 +30,18 @@ USER_AGENT = (f"CLAIRE-patrol/{__version__} (checks new edits for corpus-level i
 """Sent with every request, as Wikimedia's User-Agent policy asks (tool name and version; the
 policy also asks for a contact, which only the person running the patrol can give:
 ``watch.user_agent``)."""
+
+
+TRANSIENT_CODES = frozenset({"readonly", "ratelimited", "actionthrottledtext", "internal_api_error"})
+"""Action API error codes (in an HTTP 200 answer) that say the wiki failed for now, not that the
+request is wrong: the wiki is read-only for maintenance, the client is rate-limited, or the server
+met an internal error (``internal_api_error_DBConnectionError`` and its kin)."""
+
+
+def transient_api_error(code: Any) -> bool:
+    """Whether an Action API error code is worth asking again for (see :data:`TRANSIENT_CODES`)."""
+    code = str(code or "")
+    return code in TRANSIENT_CODES or code.startswith("internal_api_error_")
 
 
 class WikiUnavailable(ClaireError):
@@ -94,6 +107,9 @@ class MediaWikiClient:
         if isinstance(error, dict) and error.get("code") == "maxlag":  # the wiki is lagging: wait as it says
             raise TransientError(f"maxlag: {error.get('info') or 'the wiki is lagging'}",
                                  retry_after(response.headers) or 5.0)
+        if isinstance(error, dict) and transient_api_error(error.get("code")):  # a failure of the wiki's own, for now
+            raise TransientError(f"{error.get('code')}: {error.get('info') or 'the wiki failed for now'}",
+                                 retry_after(response.headers))
         if isinstance(error, dict):
             raise ClaireError(f"the MediaWiki API at {url} said {error.get('code')}: {error.get('info')}")
         return data

@@ -21,7 +21,8 @@ bad and its position saved; an edit's work is bounded (a revision is read up to 
 size limit, at most ``watch.max_edit_chars`` of the text it changed and ``watch.max_facts_per_edit``
 facts are checked, and what was left out is noted with the edit); an edit whose wiki API or LLM
 endpoint kept failing goes back to the queue (with its facts that failed) and is tried again
-later (``watch.retry_wait``, doubling), while one the API refuses for good ends as an error.
+later (``watch.retry_wait``, doubling; after ``watch.retry_tries`` tries it ends as failed, with its
+reason), while one the API refuses for good ends as an error.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,11 +161,13 @@ class Patrol:
         self.edits = asyncio.Semaphore(max(edits_in_flight, 1))  # taken before an edit's task starts
         watch = config.watch
         self.max_edit_chars, self.max_facts, self.retry_wait = watch.max_edit_chars, watch.max_facts_per_edit, watch.retry_wait
+        self.retry_tries = watch.retry_tries
         self.index_every = index_every
         self.wiki = wiki or MediaWikiClient(user_agent=source.user_agent)
         self.on_progress = on_progress
         self.stats = PatrolStats()
         self._stopping = False
+        self._reader: asyncio.Task | None = None  # reads the events (a stop cancels it)
         self._tasks: set[asyncio.Task] = set()
         self._waiting: set[asyncio.Task] = set()  # edits waiting to be tried again
         retrieval = config.retrieval
@@ -174,8 +178,15 @@ class Patrol:
         self._last_indexed = time.monotonic()
 
     def stop(self) -> None:
-        """Stop reading events (the edits in flight are finished; queued ones wait in the store)."""
+        """Stop reading events at once, even from a quiet stream (the edits in flight are finished;
+        queued ones wait in the store). A second stop does not wait for the edits in flight either:
+        they go back to the queue, to be resumed by the next run."""
+        if self._stopping:
+            for task in list(self._tasks):
+                task.cancel()
         self._stopping = True
+        if self._reader is not None and not self._reader.done():
+            self._reader.cancel()
 
     @property
     def indexable(self) -> bool:
@@ -185,31 +196,18 @@ class Patrol:
     # -- the loop --------------------------------------------------------------------------------
     async def run(self, *, max_events: int | None = None) -> PatrolStats:
         """Read events until stopped (or ``max_events`` read, or a recording's end), checking kept
-        edits as they come; returns the counts."""
+        edits as they come, after the edits an earlier run left queued (each tried at once); returns
+        the counts. A stop takes effect at once, even while the stream is quiet: the reading is
+        cancelled, the edits in flight are finished (a second stop puts them back in the queue)."""
         if self.source.older_key:
             self.store.move_position(self.source.older_key, self.source.key)
-        position = self.store.position(self.source.key)
+        self._reader = asyncio.get_running_loop().create_task(self._read(max_events), name="claire-patrol-reader")
         try:
-            for job in self.store.resumable_jobs("patrol"):  # left queued or running by an earlier patrol
-                if self._stopping:
-                    break
-                try:
-                    change = Change(**job["request"]["change"])
-                except (KeyError, TypeError) as error:  # a row no release of the patrol wrote: it ends, the patrol goes on
-                    self.store.set_status(job["id"], "error", f"its stored change cannot be read ({error})")
-                    continue
-                wait = (job.get("retry_at") or 0) - time.time()
-                if wait > 0:
-                    self._try_later(job["id"], change, wait)
-                else:
-                    await self._start(job["id"], change)
-            async for position, data in self.source.events(position, lambda: self._stopping):
-                kept = self._event(position, data)
-                if kept is not None:
-                    await self._start(*kept)  # waits while edits_in_flight edits are being checked
-                if self._stopping or (max_events is not None and self.stats.seen >= max_events):
-                    break
-                await self._index_if_due()
+            await self._reader
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():  # the run itself was cancelled
+                raise
         finally:
             self._stopping = True  # the run is over: edits waiting to be tried again stay queued in the store
             if self._tasks:
@@ -221,6 +219,29 @@ class Patrol:
             await self._index_pending()
         self._progress()
         return self.stats
+
+    async def _read(self, max_events: int | None) -> None:
+        """Start the edits an earlier run left queued, then read events and start the kept edits."""
+        position = self.store.position(self.source.key)
+        for job in self.store.resumable_jobs("patrol"):  # left queued or running by an earlier patrol
+            if self._stopping:
+                return
+            try:
+                change = Change(**job["request"]["change"])
+            except (KeyError, TypeError) as error:  # a row no release of the patrol wrote: it ends, the patrol goes on
+                self.store.set_status(job["id"], "error", f"its stored change cannot be read ({error})")
+                continue
+            # a new run is someone's act (a restart, a re-run after the endpoint came back): an
+            # edit that was waiting for its next try is tried at once
+            await self._start(job["id"], change)
+        async with aclosing(self.source.events(position, lambda: self._stopping)) as events:
+            async for position, data in events:
+                kept = self._event(position, data)
+                if kept is not None:
+                    await self._start(*kept)  # waits while edits_in_flight edits are being checked
+                if self._stopping or (max_events is not None and self.stats.seen >= max_events):
+                    break
+                await self._index_if_due()
 
     def _event(self, position: str | None, data: str) -> tuple[str, Change] | None:
         """Store a kept edit as a job (its id and change returned when it is new to the store); an
@@ -275,8 +296,17 @@ class Patrol:
 
     def _requeue(self, job_id: str, change: Change, error: ClaireError) -> None:
         """Put an edit whose wiki's API or LLM endpoint kept failing back in the queue, to be tried
-        again later (``watch.retry_wait``, doubled each time, at most an hour), in this run or the next."""
+        again later (``watch.retry_wait``, doubled each time, at most an hour), in this run or the next;
+        after ``watch.retry_tries`` tries it ends as failed, with its reason (``claire watch
+        --retry-failed`` queues it once more)."""
         retries = (self.store.job(job_id) or {}).get("retries") or 0
+        if retries >= self.retry_tries:
+            reason = f"gave up after {retries + 1} tries: {error}"
+            self.store.add_notes(job_id, {"gave_up": reason})
+            self.store.set_status(job_id, "error", reason)
+            self.stats.failed += 1
+            log.warning("patrol: %s (%s) %s", describe_event(change.title), job_id, reason)
+            return
         delay = min(self.retry_wait * 2 ** min(retries, 20), MAX_RETRY_WAIT)
         after = f"{delay:,.0f} s" if delay >= 10 else f"{delay:.1f} s"
         self.store.requeue(job_id, retry_at=time.time() + delay, reason=f"to be tried again in {after}: {error}")
@@ -460,14 +490,19 @@ def patrol_from_config(config: Config, store: JobStore, runner: JobRunner, *,
 
 async def run_patrol(config: Config, *, store_path: Path, concurrency: int, max_events: int | None = None,
                      on_progress: Callable[[PatrolStats], None] | None = None,
-                     stop_on: tuple[int, ...] = ()) -> PatrolStats:
+                     stop_on: tuple[int, ...] = (), retry_failed: bool = False) -> PatrolStats:
     """Run a patrol on its own (``claire watch``): the job store at ``store_path`` (the one the web
     app shows) and a job runner checking at most ``concurrency`` facts at once, without a server;
-    the signals in ``stop_on`` stop it after the edits in flight."""
+    the signals in ``stop_on`` stop it after the edits in flight; ``retry_failed`` first queues once
+    more the edits that ended after their tries ran out."""
     from claire.agent.runtime import open_retrieval
     from claire.llm.client import ChatClient
 
     store = JobStore(store_path)
+    if retry_failed:
+        given_up = store.requeue_given_up("patrol")
+        if given_up:
+            log.warning("patrol: %d edit(s) that had failed are queued once more", len(given_up))
     llm = ChatClient.from_config(config.llm)
     retriever = await asyncio.to_thread(open_retrieval, config)
     runner = JobRunner(config, store, llm=llm, retriever=retriever, concurrency=concurrency)

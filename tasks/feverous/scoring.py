@@ -23,7 +23,7 @@ from typing import Any
 
 from claire.files import write_atomically
 from claire.tasks.feverous.judge import LABELS, limit_evidence
-from claire.tasks.measures import METRICS, PREDICTIONS, REPORT, ROC, covers, latency_summary, pct, token_summary, usage_totals
+from claire.tasks.measures import METRICS, PREDICTIONS, REPORT, ROC, cost_summary, covers, latency_summary, pct, token_summary, usage_totals
 
 PAPER = 'Aly et al., "FEVEROUS: Fact Extraction and VERification Over Unstructured and Structured information", NeurIPS 2021 Datasets and Benchmarks'
 # The only figure quoted here: the abstract states that the baseline "predicts both the correct
@@ -151,6 +151,7 @@ def render_feverous_report(metrics: dict[str, Any], predictions: list[dict[str, 
     lines += ["", "## Usage", "",
               f"- LLM calls: {usage['calls']:,} (+{usage['cached_calls']:,} from cache)",
               f"- Tokens: {token_summary(usage)}",
+              f"- Cost: {cost_summary(usage)}",
               ""]
     return "\n".join(lines)
 

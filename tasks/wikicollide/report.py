@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from claire.files import write_atomically
 from claire.llm.usage import EVENTS
-from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, money, pct, seconds, token_summary
+from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, cost_summary, pct, seconds, token_summary
 from claire.tasks.wikicollide.scoring import roc_points
 
 PAPER = (
@@ -178,7 +178,10 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         "",
         f"- LLM calls: {usage['calls']:,} (+{usage['cached_calls']:,} from cache)",
         f"- Tokens: {token_summary(usage)}",
-        f"- Cost: {money(usage['cost_usd'])}",
+        f"- Cost: {cost_summary(usage)}",
+        *([f"- Usage figures: {usage['unbelievable']} claim(s) recorded impossible token or cost figures (negative, "
+           "not a number, infinite, more cached than sent); those figures are left out of these totals"]
+          if usage.get("unbelievable") else []),
         f"- Latency per claim: mean {seconds(latency['mean'])}, p50 {seconds(latency['p50'])}, p95 {seconds(latency['p95'])}",
         f"- Wall time: {seconds(metrics.get('wall_time_s'))} (sum of claim latencies {seconds(latency['sum'])})",
         "",

@@ -394,3 +394,19 @@ async def test_a_recorded_cassette_replays_for_its_model_only(openai_server, tmp
         await same.aclose()
         await other.aclose()
     assert (cassette.exact, cassette.refused) == (1, 1)
+
+
+@pytest.mark.parametrize("usage", [{"completion_tokens": "abc"}, {"completion_tokens": -20_000_000},
+                                   {"prompt_tokens_details": {"cached_tokens": "many"}},
+                                   {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 500}}])
+async def test_impossible_usage_figures_are_dropped_and_the_answer_kept(openai_server, usage):
+    """Usage is the endpoint's advice: what no call could have is dropped or clamped, noted once,
+    and the good answer beside it is read (issue 45, item 9)."""
+    openai_server.script({"content": "the answer", "usage": usage})
+    client = client_for(openai_server, openai_client="direct")
+    with track_usage() as tally:
+        answer = await client.ainvoke(HELLO)
+    assert text_of(answer) == "the answer"
+    assert tally.events.get("usage_fixed") == 1
+    assert tally.completion_tokens >= 0 and 0 <= tally.cache_read_tokens <= tally.prompt_tokens
+    await client.aclose()

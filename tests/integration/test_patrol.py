@@ -414,3 +414,79 @@ async def test_an_api_that_keeps_failing_or_hangs_is_unavailable_not_a_final_err
         finally:
             await client.aclose()
     assert not isinstance(refused.value, WikiUnavailable)
+
+
+# -- hardening round four (issue 45) ---------------------------------------------------------------
+
+async def test_a_transient_mediawiki_error_in_a_200_answer_queues_the_edit_again(tmp_path, wiki_index):
+    """The Action API answers HTTP 200 with internal_api_error_DBConnectionError: the edit is tried
+    again like after a 5xx, and checked once the wiki answers (item 2)."""
+    from claire.workflows.patrol import ChangeSource
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    try:
+        with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS, failures=3, api_error="internal_api_error_DBConnectionError") as api, \
+                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
+            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
+            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
+                                      until=lambda: (store.job("enwiki:22") or {}).get("status") in ("done", "error"))
+        assert store.job("enwiki:22")["status"] == "done" and stats.requeued == 1 and stats.failed == 0
+    finally:
+        store.close()
+
+
+async def test_a_stop_takes_effect_at_once_while_the_stream_is_quiet(tmp_path, wiki_index):
+    """Only keep-alive comments come: a stop ends the run within a second or two, not at the next
+    event (item 3)."""
+    import asyncio
+
+    from claire.agent.runtime import open_retrieval
+    from claire.llm.client import ChatClient
+    from claire.workflows.jobs import JobRunner
+    from claire.workflows.patrol import ChangeSource, Patrol
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    with MockOpenAIServer(model) as llm, EventStreamServer([], hold=60) as stream:
+        config = config_for(llm, wiki_index, stream_url=stream.url)
+        client = ChatClient.from_config(config.llm)
+        retriever = await asyncio.to_thread(open_retrieval, config)
+        patrol = Patrol(config, store, JobRunner(config, store, llm=client, retriever=retriever), ChangeSource(url=stream.url))
+        running = asyncio.get_running_loop().create_task(patrol.run())
+        while not stream.connections:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        asyncio.get_running_loop().call_soon(patrol.stop)  # as the SIGINT handler does
+        stopped = time.monotonic()
+        await asyncio.wait_for(running, timeout=10)
+        assert time.monotonic() - stopped < 2
+        await patrol.wiki.aclose()
+        await client.aclose()
+        retriever.close()
+    store.close()
+
+
+async def test_an_edit_that_keeps_failing_ends_as_failed_after_its_tries_and_can_be_queued_again(tmp_path, wiki_index):
+    """The wiki's API fails for good: the edit is tried watch.retry_tries more times, then ends as
+    failed with its reason (not retried for ever); a zero wait is refused; --retry-failed queues it
+    once more (item 5)."""
+    from claire.errors import ConfigError
+    from claire.workflows.patrol import ChangeSource
+
+    with pytest.raises(ConfigError, match="retry_wait"):
+        load_config(None, {"watch.retry_wait": 0}, environ={})
+    store = JobStore(tmp_path / "jobs.sqlite")
+    try:
+        with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS, failures=10**6) as api, \
+                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
+            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.1,
+                                retry_tries=2)
+            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
+                                      until=lambda: (store.job("enwiki:22") or {}).get("status") == "error")
+        job = store.job("enwiki:22")
+        assert job["status"] == "error" and job["error"].startswith("gave up after 3 tries")
+        assert stats.requeued == 2 and stats.failed == 1 and len(api.requests) == 3 * 2  # 2 attempts a try
+        assert store.requeue_given_up("patrol") == ["enwiki:22"]
+        again = store.job("enwiki:22")
+        assert again["status"] == "queued" and again["retries"] == 0 and "gave_up" not in again["notes"]
+    finally:
+        store.close()

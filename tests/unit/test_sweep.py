@@ -33,7 +33,7 @@ class CellSystem:
         if number % (self.config.agent.max_steps + self.config.agent.docs_per_query) == 0:
             score = 1 - score
         assessment = Assessment(claim_id=claim.claim_id, system=self.name, claim_text=claim.text, score=score,
-                                threshold=0.5, usage={"total_tokens": 10, "calls": 1})
+                                threshold=0.5, usage={"prompt_tokens": 8, "completion_tokens": 2, "calls": 1})
         assessment.decide()
         return assessment
 
