@@ -10,6 +10,7 @@ configured API keys), and a ClaireError's text is always redacted.
 from __future__ import annotations
 
 import re
+from enum import IntEnum
 
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
 _SECRETS: set[str] = set()
@@ -38,10 +39,20 @@ def redact(text: str) -> str:
     return text
 
 
+class ExitCode(IntEnum):
+    """What every ``claire`` command's exit status means (one meaning per number, for every command)."""
+
+    OK = 0  # done, and nothing flagged: consistent, supported, no fact of a scan flagged, a run finished
+    FLAGGED = 1  # done, and something flagged: inconsistent, refuted, a citation not supported, a scan's fact
+    ERROR = 2  # not done: bad input or configuration, an endpoint or index problem, or no verdict (a failed check)
+    NOTHING_TO_CHECK = 3  # the text holds no checkable fact (extract, scan)
+    INTERRUPTED = 130  # stopped with Ctrl-C
+
+
 class ClaireError(Exception):
     """A problem with input, configuration or an outside service, explained in words."""
 
-    exit_code = 2
+    exit_code: int = ExitCode.ERROR
 
     def __str__(self) -> str:
         return redact(super().__str__())
@@ -67,3 +78,9 @@ class RetrievalError(ClaireError):
 
 class DatasetError(ClaireError):
     """A malformed dataset or corpus file."""
+
+
+class NothingToCheck(ClaireError):
+    """The text holds no checkable fact (nothing went wrong, and nothing could be checked)."""
+
+    exit_code = ExitCode.NOTHING_TO_CHECK

@@ -13,12 +13,15 @@ from rich.markup import escape
 from claire import __version__
 from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, review, serve, watch
 from claire.cli.options import console, err
-from claire.errors import ClaireError, redact
+from claire.errors import ClaireError, ExitCode, redact
 from claire.files import is_text
 
 app = typer.Typer(
     name="claire",
     help="CLAIRE finds facts in Wikipedia that another part of Wikipedia contradicts.",
+    epilog="Exit status, the same for every command: 0 done, nothing flagged; 1 done, something flagged "
+           "(inconsistent, refuted, a citation not supported); 2 not done (bad input or configuration, an "
+           "endpoint or index problem, no verdict); 3 no checkable fact in the text; 130 interrupted.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -123,7 +126,7 @@ def main() -> None:
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: one line for the person, the traceback on request
         if os.environ.get("CLAIRE_DEBUG"):
             raise

@@ -17,7 +17,7 @@ from claire.cli.options import (
     PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
     check_writable, common, console, err, passage_text, require_api_key, resolve, run,
 )
-from claire.errors import ConfigError
+from claire.errors import ConfigError, ExitCode
 
 
 def check_command(
@@ -95,17 +95,19 @@ def check_command(
             trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
         except OSError as error:
             err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(error.strerror or str(error))}")
-    failed = bool(assessment.error) and assessment.score is None and assessment.label is None
+    # one rule: a check that met an error (its research cut short, e.g. by an LLM outage) is no verdict
+    failed = assessment.error is not None or (assessment.score is None and assessment.label is None)
     if as_json:
         print(assessment.model_dump_json(indent=2))
     elif not failed:
         view.final(assessment)
     if failed:  # no verdict: the cause, on one line, where errors go
-        err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error}"))
-        raise typer.Exit(2)
+        reached = "" if assessment.score is None else f" (the score its cut-short research reached, {assessment.score:.2f}, is no verdict; check it again)"
+        err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error or 'no score was produced'}{reached}"))
+        raise typer.Exit(ExitCode.ERROR)
     review = assessment.details.get("review")
     if review:  # the person's decision is the answer
-        raise typer.Exit(1 if review["verdict"] == "inconsistent" else 0)
+        raise typer.Exit(ExitCode.FLAGGED if review["verdict"] == "inconsistent" else ExitCode.OK)
     from claire.tasks.registry import get_task
 
     raise typer.Exit(get_task(config.agent.task).exit_code(assessment.verdict, assessment.label))

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from claire.errors import ConfigError
+from claire.errors import ConfigError, ExitCode
 from claire.cli.options import (
     BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, ModelOpt, NoCacheOpt,
     NoRerankOpt, PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
@@ -78,8 +78,12 @@ def eval_command(
                                   calibrate_from=calibrate_from, calibration_method=calibration, console=err)
 
     summary = run(go())
+    changed = f", {summary.changed} run again because their record changed" if summary.changed else ""
     console.print(f"[bold]{summary.system}[/] on {summary.total} {chosen.records_name} ({summary.ran} run now, "
-                  f"{summary.skipped} already done, {summary.errors} errors) in {summary.wall_time_s:.1f} s")
+                  f"{summary.skipped} already done{changed}, {summary.errors} errors) in {summary.wall_time_s:.1f} s")
+    if summary.left_out:
+        console.print(f"{summary.left_out} earlier prediction(s) of {chosen.records_name} not in this dataset are kept in "
+                      "predictions.jsonl and left out of the scores")
     for line in chosen.headline(summary.metrics):
         console.print(line, highlight=False)
     written = ["predictions.jsonl", "metrics.json", "report.md"] + sorted(p.name for p in out.glob("*.png"))
@@ -87,7 +91,7 @@ def eval_command(
     problem = failure(summary, config.eval.max_error_share, chosen.records_name)
     if problem:
         err.print(f"[red]error:[/] {problem}")
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.ERROR)
 
 
 def metrics_command(

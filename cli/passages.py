@@ -11,7 +11,7 @@ from claire.cli.options import (
     SectionOpt, SetOpt, SystemOpt, TextOpt, UrlOpt,
     common, console, err, eval_config, passage_text, resolve, run,
 )
-from claire.errors import ConfigError
+from claire.errors import ConfigError, ExitCode
 
 
 def extract_command(
@@ -26,7 +26,7 @@ def extract_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Split a passage into atomic, self-contained facts."""
+    """Split a passage into atomic, self-contained facts. Exit 0, or 3 when it holds no checkable fact."""
     from claire.agent.extraction import extract_facts
     from claire.llm.client import ChatClient
     from claire.agent.runtime import prompt_library
@@ -47,7 +47,7 @@ def extract_command(
         return
     if not facts:
         err.print("no checkable facts were found in the text")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.NOTHING_TO_CHECK)
     for number, fact in enumerate(facts, start=1):
         console.print(f"{number:>3}. {fact.text}")
 
@@ -69,7 +69,7 @@ def scan_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Extract every fact of a passage and check each one; flagged facts first."""
+    """Extract every fact of a passage and check each one; flagged facts first. Exit 0 none flagged, 1 some flagged, 2 some could not be checked (none flagged), 3 no checkable fact."""
     from rich.table import Table
 
     from claire.workflows.scan import run_scan
@@ -84,11 +84,13 @@ def scan_command(
     table.add_column("fact", ratio=3)
     table.add_column("key evidence", ratio=1)
     for row in result.rows:
-        style = "bold red" if row.verdict == "inconsistent" else ("yellow" if row.error else "")
-        table.add_row("—" if row.score is None else f"{row.score:.2f}", row.verdict or "error", row.fact,
-                      row.key_evidence or "—", style=style)
+        style = {"flagged": "bold red", "failed": "yellow"}.get(row.outcome, "")
+        table.add_row("—" if row.score is None or row.outcome == "failed" else f"{row.score:.2f}",
+                      row.verdict if row.outcome != "failed" else "failed", row.fact, row.key_evidence or "—", style=style)
     console.print(table)
-    console.print(f"{len(result.flagged)} of {len(result.rows)} facts flagged; report: {result.out_dir}/scan.md")
+    failed = f" ({len(result.failed)} could not be checked: run the same command again to retry them)" if result.failed else ""
+    console.print(f"{len(result.flagged)} of {len(result.rows)} facts flagged{failed}; report: {result.out_dir}/scan.md")
+    raise typer.Exit(ExitCode.FLAGGED if result.flagged else ExitCode.ERROR if result.failed else ExitCode.OK)
 
 
 def cite_command(
@@ -110,7 +112,7 @@ def cite_command(
     config_file: ConfigOpt = None,
     sets: SetOpt = None,
 ) -> None:
-    """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not, 2 error."""
+    """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not (or a better source found), 2 error."""
     from claire.agent.runtime import open_system
     from claire.tasks.citations.records import Citation, CitedSource
     from claire.ingestion.web_docs import check_source_text, read_source_text
@@ -141,5 +143,5 @@ def cite_command(
             result = run(go())
         console.print(citation_view(result))
     if result.verdict is None:
-        raise typer.Exit(2)
-    raise typer.Exit(0 if result.verdict == "supported" else 1)
+        raise typer.Exit(ExitCode.ERROR)
+    raise typer.Exit(ExitCode.OK if result.verdict == "supported" else ExitCode.FLAGGED)

@@ -212,8 +212,12 @@ class CheckView:
         colour = {"inconsistent": "red", "consistent": "green"}.get(verdict or "", "yellow")
         score = "n/a" if a.score is None else (f"{a.score:g} REFUTES" if a.score_kind == "count" else f"{a.score:.2f}")
         calibrated = "" if a.probability is None else f"; calibrated probability {a.probability:.0%}"
-        headline = Text.assemble((f" {(verdict or 'no verdict').upper()} ", f"bold white on {colour}"),
-                                 f"  inconsistency score {score} (flagged above {a.threshold:g}{calibrated})")
+        measured = f"inconsistency score {score} (flagged above {a.threshold:g}{calibrated})"
+        if review and review["verdict"] != a.verdict:  # the person overturned the verdict: say so first
+            measured = f"by your review (the verifier's inconsistency score: {score}, flagged above {a.threshold:g}{calibrated})"
+        elif review:
+            measured = f"confirmed by your review · {measured}"
+        headline = Text.assemble((f" {(verdict or 'no verdict').upper()} ", f"bold white on {colour}"), f"  {measured}")
         if a.label is not None:  # task feverous: the three-way label and the cited element ids
             colour = {"REFUTES": "red", "SUPPORTS": "green"}.get(a.label, "yellow")
             headline = Text.assemble((f" {a.label} ", f"bold white on {colour}"),

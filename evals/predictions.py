@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -34,6 +35,9 @@ from claire.validation import describe
 
 REJECTED = "predictions.rejected.jsonl"
 CONFIG = "config.json"
+RECORDS = "records.json"
+"""The dataset records a run directory's latest run was asked for, each with its digest: what
+its scores cover, and how a resumed run notices a record edited under the same id."""
 
 log = logging.getLogger(__name__)
 _warned: set[tuple[str, int, bytes]] = set()
@@ -219,11 +223,54 @@ class PredictionLog:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         self._lines = len(self.latest)
 
+    def forget(self, claim_ids: set[str]) -> None:
+        """Drop every line of these claims (their records changed: they are run again), rewriting
+        the file atomically; moved to the rejected file, so nothing is lost."""
+        gone = [self.latest.pop(claim_id) for claim_id in claim_ids if claim_id in self.latest]
+        if not gone:
+            return
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with open(self.path.with_name(REJECTED), "a", encoding="utf-8") as handle:
+            handle.write("".join(json.dumps({"claim_id": p.claim_id, "problem": "its dataset record changed",  # type: ignore[attr-defined]
+                                             "rejected_at": now, "text": redact(json_text(p))}, ensure_ascii=False) + "\n"
+                                 for p in gone))
+            handle.flush()
+            os.fsync(handle.fileno())
+        self._replace(b"".join((redact(json_text(p)) + "\n").encode("utf-8") for p in self.latest.values()))
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._lines = len(self.latest)
+
     def close(self) -> None:
         """Wait for the writes, close the file and release the run directory."""
         self._thread.shutdown(wait=True)
         os.close(self._fd)
         os.close(self._lock_fd)  # releases the run-directory lock
+
+
+def record_digest(record: Any) -> str:
+    """A fingerprint of a dataset record as a system reads it (its text, context, gold label, ...):
+    a record edited under the same id has another digest."""
+    data = record.model_dump(mode="json") if isinstance(record, BaseModel) else repr(record)
+    return hashlib.sha1(json.dumps(data, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8")).hexdigest()[:16]
+
+
+def read_records(run_dir: str | Path) -> dict[str, str] | None:
+    """The records (claim id -> digest) of a run directory's latest run, or None when it kept none
+    (a run of an earlier version: every prediction counts)."""
+    path = Path(run_dir) / RECORDS
+    if not path.is_file():
+        return None
+    try:
+        records = json.loads(path.read_text(encoding="utf-8")).get("records")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return {str(k): str(v) for k, v in records.items()} if isinstance(records, dict) else None
+
+
+def write_records(run_dir: str | Path, digests: dict[str, str]) -> None:
+    """Keep the records (claim id -> digest) the latest run was asked for, atomically."""
+    write_atomically(Path(run_dir) / RECORDS, json.dumps({"records": digests}, ensure_ascii=False) + "\n")
 
 
 def read_run_config(run_dir: str | Path) -> dict[str, Any] | None:

@@ -31,7 +31,9 @@ from claire.agent.registry import score_kind
 from claire.domain import ScoreKind
 from claire.errors import ClaireError, ConfigError, DatasetError
 from claire.evals.executor import Executor, Outcome, todo
-from claire.evals.predictions import PredictionLog, load_predictions, read_run_config, write_run_config
+from claire.evals.predictions import (
+    PredictionLog, load_predictions, read_records, read_run_config, record_digest, write_records, write_run_config,
+)
 from claire.evals.reporting import read_metrics
 from claire.evals.thresholds import resolve_threshold, threshold_setting
 from claire.tasks.base import Task
@@ -52,6 +54,8 @@ class RunSummary:
     wall_time_s: float  # time spent assessing records in this invocation
     metrics: dict[str, Any]
     common_error: str | None = None  # the error most records of this run ended in
+    changed: int = 0  # records edited since their prediction (run again)
+    left_out: int = 0  # predictions in the directory of records this run was not asked for (not scored)
 
 
 def run_task(stored: dict[str, Any] | None) -> Task:
@@ -271,6 +275,11 @@ def score_run(
         raise ConfigError(f"--split must be one of {', '.join(task.splits) or '(none: the task has no splits)'}, "
                           f"not {split!r}")
     predictions = load_predictions(out_dir, task.line_model)
+    asked = read_records(out_dir)  # the records of the latest run: its scores cover them alone
+    left_out = 0
+    if asked is not None:
+        kept = [p for p in predictions if p["claim_id"] in asked]
+        left_out, predictions = len(predictions) - len(kept), kept
     system = stored.get("system") or (predictions[0]["system"] if predictions else "?")
     kind = run_score_kind(stored, predictions)
     if wall_time_s is None and (out_dir / "metrics.json").exists():
@@ -281,6 +290,8 @@ def score_run(
     value, source = _threshold(task, system, stored.get("config"), threshold, threshold_from)
     metrics = task.score(predictions, threshold=value, system=system, score_kind=kind)
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
+    if left_out:
+        metrics["not_in_dataset"] = left_out  # kept in predictions.jsonl, left out of these scores
     setup = task.setup(stored.get("config") or {}, system)
     if setup is not None:
         metrics["setup"] = setup
@@ -355,6 +366,13 @@ async def run_eval(
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "config": config_public,
         })
+        digests = {record.claim_id: record_digest(record) for record in records}
+        before = read_records(out_dir) or {}
+        # a record edited under the same id (text, context, label) is run again: its old line goes
+        changed = {claim_id for claim_id, digest in digests.items()
+                   if claim_id in log.latest and claim_id in before and before[claim_id] != digest}
+        log.forget(changed)
+        write_records(out_dir, digests)
         tally = _Tally()
         pending = todo(records, {claim_id: line.error for claim_id, line in log.latest.items()},
                        key=lambda record: record.claim_id, retry_errors=retry_errors)
@@ -384,7 +402,8 @@ async def run_eval(
     return RunSummary(
         out_dir=out_dir, system=system.name, total=len(records), skipped=len(records) - len(pending), ran=len(pending),
         errors=sum(errors.values()), wall_time_s=wall_time, metrics=metrics,
-        common_error=errors.most_common(1)[0][0] if errors else None,
+        common_error=errors.most_common(1)[0][0] if errors else None, changed=len(changed),
+        left_out=metrics.get("not_in_dataset") or 0,
     )
 
 

@@ -64,10 +64,19 @@ def _declared_inputs(source: str, path: Path) -> tuple[str, ...]:
 
 
 def _declared_output(source: str) -> str:
-    """The first line of the opening comment's ``output:`` entry ("" when it has none)."""
+    """The opening comment's ``output:`` entry, whole: its first line and the lines under it that
+    are indented deeper than the ``output:`` key ("" when it has none)."""
     head = source.split("#}", 1)[0] if source.lstrip().startswith("{#") else ""
     match = _OUTPUT.search(head)
-    return match.group(1).rstrip().rstrip("-").rstrip() if match else ""
+    if not match:
+        return ""
+    key_indent = len(match.group(0)) - len(match.group(0).lstrip())
+    parts = [match.group(1).strip()]
+    for line in head[match.end():].split("\n")[1:]:
+        if not line.strip() or len(line) - len(line.lstrip()) <= key_indent:
+            break
+        parts.append(line.strip())
+    return " ".join(parts).rstrip("-").rstrip()
 
 
 PROMPT_HEADER = "X-Claire-Prompt"

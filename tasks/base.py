@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Sequence
 
 from langchain_core.messages import BaseMessage
 
-from claire.errors import ConfigError
+from claire.errors import ConfigError, ExitCode
 from claire.domain import Claim, Evidence, ScoreKind
 from claire.llm.budget import FitNote, fit_documents
 from claire.llm.client import ChatClient
@@ -93,7 +93,7 @@ class Task(ABC):
 
     def exit_code(self, verdict: str | None, label: str | None) -> int:
         """``claire check``'s exit code for a result: 1 when it flags the claim, else 0."""
-        return 1 if verdict == "inconsistent" else 0
+        return ExitCode.FLAGGED if verdict == "inconsistent" else ExitCode.OK
 
     records_name: ClassVar[str] = "claims"
     """What a run's records are called in messages."""

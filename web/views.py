@@ -15,7 +15,7 @@ from typing import Any
 from claire.agent.claire_agent import reviewed_verdict
 from claire.workflows.jobs import cited_numbers
 from claire.workflows.job_store import JobStore
-from claire.workflows.spans import locate, sentences
+from claire.workflows.spans import locate, sentences, utf16_index
 
 RENDERED_SCANS = 256  # scan views kept rendered; the oldest goes first
 _STEP_FAILURE = re.compile(r";\s+(?=[a-z_]+: )")  # where one step's failure ends and the next one's begins
@@ -46,12 +46,13 @@ def job_reason(job: dict[str, Any], facts: list[dict[str, Any]]) -> str | None:
     return failure_reason(job["error"]) if job["status"] == "error" else None
 
 
-def fact_view(fact: dict[str, Any], review: dict[str, Any] | None) -> dict[str, Any]:
-    """One stored fact of a scan as clients see it, with the editor's review if any."""
+def fact_view(fact: dict[str, Any], review: dict[str, Any] | None, text: str = "") -> dict[str, Any]:
+    """One stored fact of a scan as clients see it, with the editor's review if any; ``start`` and
+    ``end`` place its sentence in the scan's ``text`` in UTF-16 code units, as JavaScript indexes it."""
     assessment = fact["assessment"]
     return {
-        "index": fact["idx"], "id": fact["claim_id"], "fact": fact["fact"], "start": fact["span_start"],
-        "end": fact["span_end"], "status": fact["status"], "score": fact["score"], "verdict": fact["verdict"],
+        "index": fact["idx"], "id": fact["claim_id"], "fact": fact["fact"], "start": utf16_index(text, fact["span_start"]),
+        "end": utf16_index(text, fact["span_end"]), "status": fact["status"], "score": fact["score"], "verdict": fact["verdict"],
         "error": fact["error"], "reason": failure_reason(fact["error"]) if fact["status"] == "error" else None,
         "cited": cited_numbers((assessment or {}).get("reasoning")),
         "assessment": assessment,
@@ -79,7 +80,7 @@ def scan_view(store: JobStore, job: dict[str, Any], view: str, default_system: s
     job_id = job["id"]
     reviews = {r["claim_id"]: r for r in store.reviews(job_id)}
     stored = store.facts(job_id)
-    facts = [fact_view(f, reviews.get(f["claim_id"])) for f in stored]
+    facts = [fact_view(f, reviews.get(f["claim_id"]), job["request"].get("text") or "") for f in stored]
     for fact in facts:
         if view == "summary":
             fact["assessment"] = None
@@ -118,7 +119,8 @@ class RenderedScans:
 
 def edit_context(fact: str, block: str, *, around: int = 1) -> dict[str, Any]:
     """The sentence of ``block`` (the passage an edit wrote into) that states ``fact``, with up to
-    ``around`` sentences either side: ``{"text", "start", "end"}`` (start/end within text, or None)."""
+    ``around`` sentences either side: ``{"text", "start", "end"}`` (start/end within text in UTF-16
+    code units, as JavaScript indexes it, or None)."""
     units = sentences(block)
     span = locate(fact, block)
     if span is None or not units:
@@ -126,7 +128,8 @@ def edit_context(fact: str, block: str, *, around: int = 1) -> dict[str, Any]:
     first = next((i for i, (s, e) in enumerate(units) if e > span[0]), 0)
     last = max((i for i, (s, e) in enumerate(units) if s < span[1]), default=first)
     begin, end = units[max(first - around, 0)][0], units[min(last + around, len(units) - 1)][1]
-    return {"text": block[begin:end], "start": span[0] - begin, "end": span[1] - begin,
+    shown = block[begin:end]
+    return {"text": shown, "start": utf16_index(shown, span[0] - begin), "end": utf16_index(shown, span[1] - begin),
             "before": begin > 0, "after": end < len(block)}
 
 

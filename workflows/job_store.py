@@ -271,9 +271,9 @@ class JobStore:
     def finish_fact(self, job_id: str, index: int, assessment: dict[str, Any] | None, error: str | None) -> None:
         """Record a checked fact's assessment or error. A check that met an error is a failed fact
         (to be re-checked), whatever score its cut-short research reached: it keeps its assessment
-        for reading but no verdict; one without an error is done."""
+        for reading but no score or verdict; one without an error is done."""
         failed = assessment is None or error is not None
-        score = assessment.get("score") if assessment else None
+        score = None if failed else assessment.get("score")
         verdict = None if failed else assessment.get("verdict")
         self._write(
             "UPDATE facts SET status = ?, score = ?, verdict = ?, assessment = ?, error = ? WHERE job_id = ? AND idx = ?",

@@ -29,6 +29,7 @@ from claire.indexes.registry import Searcher
 from claire.llm.client import ChatClient
 from claire.workflows.job_store import JobStore
 from claire.workflows.scan import extract_located_claims
+from claire.workflows.spans import utf16_index
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
 
@@ -223,8 +224,9 @@ class JobRunner:
                          "start": span[0] if span else None, "end": span[1] if span else None})
         self.store.add_facts(job_id, rows)
         facts = self.store.facts(job_id)
-        self.publish(job_id, "facts", {"facts": [{"index": f["idx"], "fact": f["fact"], "start": f["span_start"],
-                                                   "end": f["span_end"]} for f in facts]})
+        self.publish(job_id, "facts", {"facts": [{"index": f["idx"], "fact": f["fact"],
+                                                   "start": utf16_index(text, f["span_start"]),
+                                                   "end": utf16_index(text, f["span_end"])} for f in facts]})
         return facts
 
 
@@ -268,6 +270,7 @@ class JobSink:
         assessment = outcome.result.model_dump(mode="json") if outcome.result is not None else None
         error = outcome.error if outcome.result is None else outcome.result.error
         self.store.finish_fact(self.job_id, index, assessment, error)
-        verdict = None if error is not None else (assessment or {}).get("verdict")  # a failed check has no verdict
-        self.runner.publish(self.job_id, "fact", {"fact": index, "score": (assessment or {}).get("score"),
-                                                  "verdict": verdict, "error": error})
+        failed = error is not None  # a failed check has no score or verdict to show
+        self.runner.publish(self.job_id, "fact", {"fact": index, "score": None if failed else (assessment or {}).get("score"),
+                                                  "verdict": None if failed else (assessment or {}).get("verdict"),
+                                                  "error": error})

@@ -22,7 +22,7 @@ from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
 from claire.domain import Claim, Passage
 from claire.config import Config
-from claire.errors import ClaireError
+from claire.errors import ClaireError, NothingToCheck
 from claire.evals.predictions import load_predictions
 from claire.evals.runner import run_eval
 from claire.agent.runtime import run_settings
@@ -41,6 +41,14 @@ class ScanRow:
     reasoning: str | None
     passages: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def outcome(self) -> str:
+        """``flagged``, ``consistent`` or ``failed``: a check that met an error is failed whatever
+        score its research reached (the verdict already applied the threshold)."""
+        if self.error is not None or self.verdict is None:
+            return "failed"
+        return "flagged" if self.verdict == "inconsistent" else "consistent"
+
 
 @dataclass
 class ScanResult:
@@ -53,7 +61,12 @@ class ScanResult:
     @property
     def flagged(self) -> list[ScanRow]:
         """The facts the scan flagged."""
-        return [row for row in self.rows if row.verdict == "inconsistent"]
+        return [row for row in self.rows if row.outcome == "flagged"]
+
+    @property
+    def failed(self) -> list[ScanRow]:
+        """The facts that could not be checked (to be checked again)."""
+        return [row for row in self.rows if row.outcome == "failed"]
 
 
 def fact_id(text: str) -> str:
@@ -102,7 +115,7 @@ def render_scan_report(result: ScanResult, system: str) -> str:
               "| score | verdict | fact | key evidence |", "|---:|---|---|---|"]
     for row in result.rows:
         score = "—" if row.score is None else f"{row.score:.2f}"
-        lines.append(f"| {score} | {row.verdict or 'error'} | {row.fact} | {row.key_evidence or '—'} |")
+        lines.append(f"| {score} | {row.verdict if row.outcome != 'failed' else 'failed'} | {row.fact} | {row.key_evidence or '—'} |")
     for row in result.flagged:
         lines += ["", f"## {row.fact}", "", f"Inconsistency score {row.score:.2f}.", ""]
         for passage in row.passages:
@@ -139,7 +152,7 @@ async def extract_located_claims(
     sentence of ``text`` it states (None when no sentence matches)."""
     facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config))
     if not facts:
-        raise ClaireError("no checkable facts were found in the text")
+        raise NothingToCheck("no checkable facts were found in the text")
     facts = facts_within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
     return [(Claim(claim_id=fact_id(f.text), text=f.text,

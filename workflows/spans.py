@@ -11,6 +11,11 @@ Compaq Portable in 1982." is not lost to a longer sentence saying more); and las
 sharing most of its words (numbers count double, since they are what contradictions are usually
 about). A fact with too little in common with every sentence gets no span. Among equals the first
 sentence wins, within the fact's own block when it is known.
+
+Spans are found in code points (Python's string index); what clients are told counts UTF-16 code
+units, as JavaScript indexes a string (:func:`utf16_index`): the two differ after any character
+outside the Basic Multilingual Plane (emoji, mathematical letters, CJK Extension B), all of which
+occur in Wikipedia.
 """
 
 from __future__ import annotations
@@ -161,3 +166,12 @@ def locate(fact: str, text: str, *, source: str | None = None, block: str | None
         if found is not None:
             return found
     return _best(fact, reading, None, minimum)
+
+
+def utf16_index(text: str, index: int | None) -> int | None:
+    """The position ``index`` (in code points) of ``text`` counted in UTF-16 code units, as a
+    JavaScript string indexes the same text (None stays None)."""
+    if index is None:
+        return None
+    head = text[:index]
+    return index + sum(1 for char in head if ord(char) > 0xFFFF) if not head.isascii() else index

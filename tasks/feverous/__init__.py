@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from claire.domain import Claim, Evidence, ScoreKind
+from claire.errors import ExitCode
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import NLIJudgement, Task, Verdict
@@ -43,7 +44,7 @@ class Feverous(Task):
 
     def exit_code(self, verdict: str | None, label: str | None) -> int:
         """1 when the claim is refuted."""
-        return 1 if label == "REFUTES" else 0
+        return ExitCode.FLAGGED if label == "REFUTES" else ExitCode.OK
 
     def score(self, predictions: list[dict[str, Any]], *, threshold: float, system: str | None,
               score_kind: ScoreKind = "probability") -> dict[str, Any]:

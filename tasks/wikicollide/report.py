@@ -128,6 +128,9 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
     for key in ("note", "threshold_hint"):
         if metrics.get(key):
             lines += [f"> **Note:** {metrics[key]}", ""]
+    if metrics.get("not_in_dataset"):
+        lines += [f"> **Note:** {metrics['not_in_dataset']} earlier prediction(s) of claims not in this run's dataset are "
+                  "kept in predictions.jsonl and left out of these scores.", ""]
     lines += _results_table(metrics)
     lines += ["", f"Reference: {PAPER}: AUROC, accuracy and F1 as published; it gives no precision or recall ({DASH}).", ""]
     full = metrics.get("full_set")

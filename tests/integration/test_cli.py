@@ -153,7 +153,7 @@ def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
     out = tmp_path / "scan"
     result = run_claire("scan", "--title", "Paris", "--file", str(example), "--out", str(out), "--base-url", server.base_url,
                         "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # done, and a fact flagged: the exit status every command gives it
     report = (out / "scan.md").read_text()
     assert "2 facts checked; 1 flagged" in report
     assert "## The Eiffel Tower was completed in 1890." in report
@@ -164,7 +164,7 @@ def test_scan_flags_the_planted_contradiction(server, demo_cache, tmp_path):
 def test_scan_of_an_article_missing_from_the_index_says_nothing_is_excluded(server, demo_cache, tmp_path):
     result = run_claire("scan", "--title", "Atlantis", "--text", "The Eiffel Tower was completed in 1890.", "--out", str(tmp_path / "s"),
                         "--base-url", server.base_url, "--no-cache", "--set", "retrieval.rerank=false", cache=demo_cache)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     assert "not in the index" in result.stderr.replace("\n", " ")
 
 
@@ -175,6 +175,18 @@ def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
     assert [f["fact"] for f in json.loads(result.stdout)] == ["The Eiffel Tower was completed in 1890.", "The Eiffel Tower is in Paris."]
     empty = run_claire("extract", "--title", "X", "--text", "   ", "--base-url", server.base_url, cache=demo_cache)
     assert empty.returncode == 2 and "text is empty" in empty.stderr
+
+
+def test_no_checkable_fact_has_its_own_exit_status(demo_cache, tmp_path):
+    """Exit 1 means "flagged" for every command; a text with no checkable fact is 3 for extract and
+    scan alike (issue 44, item 7)."""
+    with MockOpenAIServer(lambda body: {"content": "This text states no checkable fact."}) as empty:
+        extract = run_claire("extract", "--title", "X", "--text", "Hello there.", "--base-url", empty.base_url,
+                             "--no-cache", cache=demo_cache, env={"OPENAI_API_KEY": "k"})
+        scan = run_claire("scan", "--title", "X", "--text", "Hello there.", "--out", str(tmp_path / "s"), "--base-url",
+                          empty.base_url, "--no-cache", cache=demo_cache, env={"OPENAI_API_KEY": "k"})
+    assert extract.returncode == 3 and "no checkable facts" in extract.stderr
+    assert scan.returncode == 3 and "no checkable facts" in scan.stderr and "Traceback" not in scan.stderr
 
 
 @pytest.mark.parametrize("sweep", sorted((Path(__file__).parents[2] / "evals" / "sweeps").glob("*.yaml")), ids=lambda p: p.stem)

@@ -490,3 +490,38 @@ async def test_an_edit_that_keeps_failing_ends_as_failed_after_its_tries_and_can
         assert again["status"] == "queued" and again["retries"] == 0 and "gave_up" not in again["notes"]
     finally:
         store.close()
+
+
+async def test_research_cut_short_by_a_429_is_retried_never_published_as_a_verdict(tmp_path, wiki_index):
+    """The second controller call is answered 429 through every retry: the verifier still scores
+    what was found, but that assessment is a failed fact, so the edit goes back to the queue (not
+    'checked'), and once the endpoint answers its fact gets a real verdict (item 6)."""
+    from claire.workflows.patrol import ChangeSource
+
+    state: dict = {"until": None, "cut_short": 0}
+
+    def flaky(body: dict) -> dict:
+        if kind_of(body) == "controller":
+            if "You have not taken any action yet" in body["messages"][-1]["content"]:
+                return {"tool_calls": [{"name": "search", "arguments": {"query": "Eiffel Tower completed"}}]}
+            state["until"] = state["until"] or time.monotonic() + 1.0
+            if time.monotonic() < state["until"]:
+                state["cut_short"] += 1
+                return {"fault": "429", "retry_after": 0}
+            return {"tool_calls": [{"name": "finish", "arguments": {}}]}
+        return model(body)
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    try:
+        with MockOpenAIServer(flaky) as llm, WikiApiServer(REVISIONS) as api, \
+                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
+            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
+            config = config.with_overrides({"agent.system": "claire"})
+            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
+                                      until=lambda: (store.job("enwiki:22") or {}).get("status") == "done")
+        facts = store.facts("enwiki:22")
+        assert state["cut_short"] >= 2 and stats.requeued >= 1 and stats.checked == 1
+        assert [f["status"] for f in facts] == ["done"] and facts[0]["assessment"]["error"] is None
+        assert facts[0]["verdict"] == "inconsistent"
+    finally:
+        store.close()

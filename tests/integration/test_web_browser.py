@@ -503,3 +503,83 @@ def test_a_missing_or_wrong_token_says_which_and_what_to_do(stack, browser, tmp_
             wait(browser).until(lambda d: "score" in panel.text)
     finally:
         retriever.close()
+
+
+# -- what a new user meets (issue 44) and highlights in every script (issue 45, item 8) -------------
+
+TOWER_SENTENCE = "The Eiffel Tower was completed in 1889 and is 330 metres tall."
+SPLIT_FACTS = {"The Eiffel Tower was completed in 1889.": 0.1, "The Eiffel Tower is 330 metres tall.": None}  # None: fails
+
+
+def test_a_failed_fact_is_never_painted_fine_and_a_recheck_runs_at_once(stack, browser, shots, tmp_path):
+    """One sentence states two facts: one checks out at 0.10, the other's verifier hangs (the model
+    server is down). The sentence is painted as failed, never green; results and the side panel
+    come into view at 1280x900 and 900 px wide; once the server is back, "Re-check the facts that
+    failed" checks at once instead of refusing for a minute."""
+    state = {"down": True}
+
+    def respond(body):
+        kind = kind_of(body)
+        user = body["messages"][-1]["content"]
+        if kind == "extract":
+            return {"content": "\n".join(f"<fact>{f}</fact><source>{TOWER_SENTENCE}</source>" for f in SPLIT_FACTS)}
+        if kind == "verifier":
+            fact = user.split("<fact>", 1)[-1].split("</fact>", 1)[0]
+            if "330" in fact and state["down"]:
+                return {"fault": "hang", "seconds": 3}
+            score = SPLIT_FACTS.get(fact) or 0.2
+            return {"content": f"<analysis>[1] agrees.</analysis><inconsistency_score>{score}</inconsistency_score>"}
+        return http_responder()(body)
+
+    text = "Paris has many landmarks.\n\n" * 12 + TOWER_SENTENCE  # a long page: the results open below the fold
+    with MockOpenAIServer(respond) as llm:
+        config = load_config(None, {"llm.base_url": llm.base_url, "llm.cache": False, "llm.api_key": "sk-x",
+                                    "llm.max_attempts": 1, "llm.timeout": 1, "retrieval.rerank": False,
+                                    "retrieval.path": stack["index_root"]})
+        retriever = open_retrieval(config)
+        try:
+            with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path), retriever=retriever)) as app:
+                browser.set_window_size(1280, 900)
+                browser.get(app.url + "/")
+                browser.find_element(By.ID, "scan-title").send_keys("Paris")
+                browser.execute_script("arguments[0].value = arguments[1]", browser.find_element(By.ID, "scan-text"), text)
+                browser.execute_script("window.scrollTo(0, 0)")
+                browser.find_element(By.CSS_SELECTOR, "#scan-form button[type=submit]").click()
+                wait(browser).until(lambda d: d.find_element(By.ID, "result").is_displayed())
+                top, height = browser.execute_script("return [document.getElementById('result').getBoundingClientRect().top,"
+                                                     " window.innerHeight]")
+                assert -2 <= top < height * 0.35, (top, height)  # scrolled to where the results are
+                wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "1 could not be checked"))
+                mark = browser.find_element(By.CSS_SELECTOR, "#article mark")
+                assert mark.text == TOWER_SENTENCE and "claire-error" in mark.get_attribute("class")  # not claire-ok
+                browser.save_screenshot(str(shots / "web-failed-fact-1280.png"))
+                browser.set_window_size(900, 1000)
+                browser.execute_script("window.scrollTo(0, 0)")
+                click(browser, "#fact-list li.claire-error")
+                panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+                box = browser.execute_script("return arguments[0].getBoundingClientRect().top", panel)
+                height = browser.execute_script("return window.innerHeight")
+                assert -2 <= box < height * 0.35, (box, height)  # the panel opened in view, not under the page
+                assert "Could not be checked" in panel.text
+                browser.save_screenshot(str(shots / "web-panel-900.png"))
+                state["down"] = False  # the model server is back
+                browser.execute_script("window.scrollTo(0, 0)")
+                click(browser, "#recheck")
+                wait(browser, 30).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done · 2 of 2 facts checked"))
+                mark = browser.find_element(By.CSS_SELECTOR, "#article mark")
+                assert "claire-ok" in mark.get_attribute("class") or "claire-low" in mark.get_attribute("class")
+                browser.save_screenshot(str(shots / "web-rechecked-900.png"))
+        finally:
+            browser.set_window_size(1400, 950)
+            retriever.close()
+
+
+def test_highlights_land_on_the_right_text_after_characters_outside_the_bmp(stack, browser):
+    """Emoji, mathematical letters and CJK Extension B before the sentence: the API counts UTF-16
+    units as the page does, so the mark covers the sentence itself (issue 45, item 8)."""
+    text = "Intro \U0001F600\U0001F600\U0001F600 about \U0001D465\U0001D466 and \U0002000B here.\n\nThe Eiffel Tower was completed in 1890."
+    submit_scan(browser, stack["app"], "Paris", text)
+    wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
+    marks = browser.execute_script("return Array.from(document.querySelectorAll('#article mark')).map(m => m.textContent)")
+    assert "The Eiffel Tower was completed in 1890." in marks, marks
+    assert browser.find_element(By.ID, "article").text.startswith("Intro \U0001F600")

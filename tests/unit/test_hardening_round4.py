@@ -289,3 +289,29 @@ def test_answers_served_from_the_cache_count_at_what_a_fresh_run_would_pay():
     assert costs["calls"] == 4 and costs["prompt_tokens"] == 4000 and costs["cached_share"] == 0.75
     assert cost_cell(data) == "$0.0140 uncached / $0.0035 paid"
     assert Usage.from_dict(usage.to_dict()).cached_cost_usd == pytest.approx(0.0105)
+
+
+# -- 7. an edited dataset never reuses stale predictions -------------------------------------------
+
+def test_an_edited_dataset_reruns_what_changed_and_scores_only_its_records(tmp_path, mini_claims):
+    import asyncio
+
+    from claire.evals.predictions import load_predictions
+    from claire.evals.runner import run_eval, score_run
+    from claire.testing.fake_system import FakeSystem
+
+    out = tmp_path / "run"
+    system = FakeSystem()
+    asyncio.run(run_eval(mini_claims, system, out, show_progress=False))
+    flipped = mini_claims[0].model_copy(update={"label": "consistent", "text": mini_claims[0].text + " (edited)"})
+    edited = [flipped, *mini_claims[1:8]]  # one record edited, two dropped, under the same file name
+    system = FakeSystem()
+    summary = asyncio.run(run_eval(edited, system, out, show_progress=False))
+    assert system.calls == [flipped.claim_id] and summary.changed == 1 and summary.ran == 1
+    assert summary.metrics["counts"]["total"] == 8 and summary.left_out == 2  # "10 of 10" before
+    line = next(p for p in load_predictions(out) if p["claim_id"] == flipped.claim_id)
+    assert line["label"] == "consistent" and line["claim_text"].endswith("(edited)")
+    assert len(load_predictions(out)) == 10  # nothing lost: the dropped records' lines are kept
+    assert "left out of these scores" in (out / "report.md").read_text()
+    assert score_run(out)["counts"]["total"] == 8  # `claire metrics` agrees with the run
+    assert "its dataset record changed" in (out / "predictions.rejected.jsonl").read_text()

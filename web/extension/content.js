@@ -123,8 +123,7 @@
       const key = fact.start + ":" + fact.end;
       if (state.marked.has(key)) continue;
       state.marked.add(key);
-      const top = factsFor(key).reduce((a, b) => ((b.score ?? -1) > (a.score ?? -1) ? b : a));
-      wrap(fact.start, fact.end, key, window.ClairePanel.band(top));
+      wrap(fact.start, fact.end, key, window.ClairePanel.groupBand(factsFor(key)));
     }
   }
 

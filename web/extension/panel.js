@@ -34,6 +34,21 @@
     return fact.score >= 0.25 ? "low" : "ok";
   }
 
+  function strongest(facts) {
+    return facts.reduce((best, f) => ((f.score ?? -1) > (best.score ?? -1) ? f : best), facts[0]);
+  }
+
+  // The colour of a sentence that states several facts never claims more than they support: a
+  // flagged fact colours it; otherwise a failed or unchecked fact does (failed or unchecked wins
+  // over consistent); only when every fact was checked and none flagged is it consistent.
+  function groupBand(facts) {
+    const flagged = facts.filter((f) => f.status !== "error" && f.verdict === "inconsistent");
+    if (flagged.length) return band(strongest(flagged));
+    if (facts.some((f) => f.status === "error")) return "error";
+    if (facts.some((f) => f.score === null || f.score === undefined)) return "pending";
+    return band(strongest(facts));
+  }
+
   function verdictLine(fact) {
     if (fact.status === "error") return "Could not be checked: " + (fact.reason || fact.error || "error");
     if (fact.score === null || fact.score === undefined) return fact.status === "running" ? "Checking…" : "Waiting to be checked";
@@ -177,7 +192,10 @@
     if (shown.length) {
       const list = el("ol", "claire-passages");
       shown.forEach((e) => list.appendChild(foldedPassage(e)));
-      section(node, (item.cited || []).length ? "The passages it conflicts with" : "Passages found").appendChild(list);
+      const cited = (item.cited || []).length;
+      const heading = !cited ? "Passages found"
+        : item.verdict === "inconsistent" && item.status !== "error" ? "The passages it conflicts with" : "The passages the verifier cited";
+      section(node, heading).appendChild(list);
     }
     const assessment = item.assessment || {};
     const seen = new Set(shown.map((e) => e.n));
@@ -250,5 +268,5 @@
     facts.forEach((fact) => container.appendChild(card(fact, options)));
   }
 
-  root.ClairePanel = { render, card, editCard, band, safeUrl, el, decisionLabel };
+  root.ClairePanel = { render, card, editCard, band, groupBand, strongest, safeUrl, el, decisionLabel };
 })(typeof window !== "undefined" ? window : globalThis);

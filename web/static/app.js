@@ -87,10 +87,6 @@
     return Array.from(byKey.values()).sort((a, b) => a.start - b.start);
   }
 
-  function strongest(facts) {
-    return facts.reduce((best, f) => ((f.score ?? -1) > (best.score ?? -1) ? f : best), facts[0]);
-  }
-
   function renderArticle(text, facts) {
     const article = $("article");
     article.replaceChildren();
@@ -98,8 +94,8 @@
     for (const group of groups(facts)) {
       if (group.start < at) continue; // overlaps the previous highlight: listed below instead
       article.appendChild(document.createTextNode(text.slice(at, group.start)));
-      const top = strongest(group.facts);
-      const mark = el("mark", "claire-mark claire-" + window.ClairePanel.band(top), text.slice(group.start, group.end));
+      const top = window.ClairePanel.strongest(group.facts);
+      const mark = el("mark", "claire-mark claire-" + window.ClairePanel.groupBand(group.facts), text.slice(group.start, group.end));
       if (group.facts.every((f) => f.review)) mark.classList.add("claire-reviewed");
       if (panelKey === group.key) mark.classList.add("claire-active");
       mark.dataset.key = group.key;
@@ -144,6 +140,14 @@
     return JSON.stringify(facts.map((f) => [f.index, f.status, f.score, f.review && f.review.decision, f.review && f.review.comment]));
   }
 
+  // Bring a part of the page that has just opened to the top of the window when it starts out of
+  // sight or low on the screen (below the fold, or under the article on a narrow window), so what
+  // it holds can be read; a page that already shows it near the top does not move.
+  function reveal(node) {
+    const box = node.getBoundingClientRect();
+    if (box.top < 0 || box.top > window.innerHeight * 0.35) node.scrollIntoView({ block: "start" });
+  }
+
   function openPanel(key, force) {
     const facts = panelFacts(key);
     if (!facts.length) return;
@@ -153,9 +157,10 @@
     }
     const sig = signature(facts);
     if (!force && key === panelKey && sig === panelSignature) return;
+    const panel = $("panel");
+    const opening = key !== panelKey || panel.hidden; // opened now, not redrawn as the check goes on
     panelKey = key;
     panelSignature = sig;
-    const panel = $("panel");
     panel.hidden = false;
     window.ClairePanel.render(panel, facts, {
       title: facts.length > 1 ? facts.length + " facts in this sentence" : "Fact",
@@ -163,6 +168,7 @@
       onClose: () => { panel.hidden = true; panelKey = null; draw(); },
     });
     draw();
+    if (opening) reveal(panel);
   }
 
   async function review(fact, decision, comment) {
@@ -271,6 +277,7 @@
       say(error.message);
       return;
     }
+    reveal($("result")); // the results open below the forms: show where they are
     if (current.data.status === "done" || current.data.status === "error") {
       if (kind === "check") openPanel("fact-0", true);
       return;
