@@ -470,6 +470,10 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
                 browser.save_screenshot(str(shots / "web-patrol.png"))
                 browser.find_element(By.ID, "patrol-all").click()
                 wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")) > 2)
+                # a consistent fact's card never says the passages conflict with it (issue 44, item 5)
+                calm = [i.text for i in browser.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")
+                        if "Consistent with the corpus" in i.text]
+                assert calm and not any("CONFLICTS WITH" in text for text in calm), calm
         finally:
             retriever.close()
     store = JobStore(settings.store_path())

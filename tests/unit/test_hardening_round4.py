@@ -315,3 +315,35 @@ def test_an_edited_dataset_reruns_what_changed_and_scores_only_its_records(tmp_p
     assert "left out of these scores" in (out / "report.md").read_text()
     assert score_run(out)["counts"]["total"] == 8  # `claire metrics` agrees with the run
     assert "its dataset record changed" in (out / "predictions.rejected.jsonl").read_text()
+
+
+# -- 8. one unit for offsets: UTF-16 code units, as JavaScript indexes a string ----------------------
+
+def _js_slice(text: str, start: int, end: int) -> str:
+    """``text.slice(start, end)`` as JavaScript computes it."""
+    units = text.encode("utf-16-le")
+    return units[2 * start:2 * end].decode("utf-16-le")
+
+
+EMOJI_TEXT = "Intro \U0001F600\U0001F600\U0001F600 about \U0001D465\U0001D466 and \U0002000B here.\r\n\r\nThe Eiffel Tower was completed in 1890."
+
+
+def test_the_api_places_a_fact_in_utf16_units_as_the_page_slices():
+    from claire.web.views import fact_view
+    from claire.workflows.spans import locate, utf16_index
+
+    start, end = locate("The Eiffel Tower was completed in 1890.", EMOJI_TEXT)
+    assert EMOJI_TEXT[start:end] == "The Eiffel Tower was completed in 1890."
+    fact = {"idx": 0, "claim_id": "a", "fact": "f", "span_start": start, "span_end": end, "status": "done", "score": 0.9,
+            "verdict": "inconsistent", "error": None, "assessment": None}
+    view = fact_view(fact, None, EMOJI_TEXT)
+    assert _js_slice(EMOJI_TEXT, view["start"], view["end"]) == "The Eiffel Tower was completed in 1890."
+    assert utf16_index("abc", 2) == 2 and utf16_index(EMOJI_TEXT, None) is None
+
+
+def test_a_patrol_cards_context_marks_the_sentence_in_utf16_units():
+    from claire.web.views import edit_context
+
+    block = "Before \U0001F600 text here. The Eiffel Tower was completed in 1890 for a fair. After \U0002000B it."
+    context = edit_context("The Eiffel Tower was completed in 1890 for a fair.", block)
+    assert _js_slice(context["text"], context["start"], context["end"]) == "The Eiffel Tower was completed in 1890 for a fair."
