@@ -38,10 +38,10 @@ class _Server(ThreadingHTTPServer):
 
 
 class BackgroundServer:
-    """Serves ``handler`` on 127.0.0.1 from a background thread; ``port`` once created."""
+    """Serves ``handler`` on 127.0.0.1 (on ``port``, else a free one) from a background thread; ``port`` once created."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]):
-        self._httpd = _Server(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0):
+        self._httpd = _Server(("127.0.0.1", port), handler)
         self._thread: threading.Thread | None = None
 
     @property

@@ -151,7 +151,7 @@ class PrefixCache:
 class MockOpenAIServer(BackgroundServer):
     """A local OpenAI-compatible Chat Completions server for tests and benchmarks."""
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model",
-                 max_prompt_tokens: int | None = None, prompt_cache: bool = False):
+                 max_prompt_tokens: int | None = None, prompt_cache: bool = False, port: int = 0):
         self.responder = responder
         self.latency = latency
         self.max_prompt_tokens = max_prompt_tokens
@@ -164,7 +164,7 @@ class MockOpenAIServer(BackgroundServer):
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
-        super().__init__(self._handler_class())
+        super().__init__(self._handler_class(), port)
 
     # -- lifecycle -------------------------------------------------------------------------
     @property

@@ -1,0 +1,65 @@
+"""A MkDocs hook: the configuration page's reference of every setting, generated at build time from
+the configuration model (``claire.config.Config``), so the documentation cannot drift from the code.
+
+The page marks the place with ``<!-- config-reference -->``; each section of the configuration
+becomes a table of its settings: the name as ``claire.toml`` and ``--set`` write it, its type, its
+default and its description.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Any
+
+MARKER = "<!-- config-reference -->"
+PIPE = "\\|"  # a | inside a table cell
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Literal:
+        return "one of " + ", ".join(f"`{value}`" for value in typing.get_args(annotation))
+    text = getattr(annotation, "__name__", None) if not typing.get_args(annotation) else None
+    text = text or str(annotation).replace("typing.", "").replace("pathlib.", "").replace("pydantic.types.", "")
+    return text.replace("|", "or").replace("NoneType", "none")
+
+
+def _default(field: Any) -> str:
+    if field.default_factory is not None:
+        value = field.default_factory()
+    else:
+        value = field.default
+    if value is None:
+        return "—"
+    if hasattr(value, "get_secret_value"):
+        return "(secret)"
+    try:
+        return "`" + json.dumps(value, default=str) + "`"
+    except TypeError:
+        return f"`{value}`"
+
+
+def reference() -> str:
+    """Markdown tables of every section's settings."""
+    from claire.config import SECTIONS, Config
+
+    parts = ["| setting | type | default | what it is |", "|---|---|---|---|",
+             f"| `preset` | {_type_name(Config.model_fields['preset'].annotation)} | "
+             f"{_default(Config.model_fields['preset'])} | {Config.model_fields['preset'].description or ''} |", ""]
+    for section in SECTIONS:
+        model = Config.model_fields[section].annotation
+        parts += [f"### `[{section}]`", "", (model.__doc__ or "").strip().splitlines()[0], "",
+                  "| setting | type | default | what it is |", "|---|---|---|---|"]
+        for name, field in model.model_fields.items():
+            description = (field.description or "").replace("|", PIPE)
+            default = _default(field).replace("|", PIPE)
+            parts.append(f"| `{section}.{name}` | {_type_name(field.annotation)} | {default} | {description} |")
+        parts.append("")
+    return "\n".join(parts)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    """Put the generated reference where the configuration page asks for it."""
+    if MARKER in markdown:
+        return markdown.replace(MARKER, reference())
+    return markdown
