@@ -244,6 +244,7 @@ class Usage:
             self.cached_completion_tokens += tokens.completion
             if price is not None:
                 self.cached_cost_usd = (self.cached_cost_usd or 0.0) + tokens.cost(price)
+                self.cost_usd = self.cost_usd or 0.0  # served from the cache: this run paid nothing for it
             return
         self.calls += 1
         self.prompt_tokens += tokens.prompt
