@@ -97,10 +97,15 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+PAPER_MODEL = "gpt-4o-2024-11-20"
+"""The model the paper's figures were measured with (GPT-4o, this dated snapshot, at temperature 0)."""
+
+
 class LLMConfig(_Section):
     """Which LLM to call and how: the endpoint, the model, sampling, retries, the cache."""
     provider: Literal["openai", "azure", "local"] = Field("openai", description="openai (any OpenAI-compatible endpoint), azure, or local (a GGUF file in-process); a provider prefix in llm.model wins")
-    model: str = Field("gpt-4o", description="model name; provider-qualified (anthropic:..., ollama:...) for LangChain's other providers")
+    model: str = Field(PAPER_MODEL, description="model name (default: the paper's snapshot of GPT-4o); provider-qualified "
+                       "(anthropic:..., ollama:...) for LangChain's other providers")
     base_url: str | None = Field(None, description="OpenAI-compatible endpoint (vLLM, llama.cpp server, LM Studio, Ollama /v1); also OPENAI_BASE_URL")
     api_key: SecretStr | None = Field(None, description="the key itself (prefer an environment variable)")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key")

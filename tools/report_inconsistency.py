@@ -13,15 +13,15 @@ from claire.tools.results import step_result
 
 @tool(parse_docstring=True)
 async def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
-    """Report that a retrieved passage contradicts the fact; quote the passage and say what differs.
+    """Report an inconsistency you found between the fact and a retrieved passage; a human will review it.
 
     Args:
-        evidence: the contradicting passage, quoted, and what differs from the fact
+        evidence: a short sentence that describes the inconsistency
     """
     evidence = evidence.strip()
     if not evidence:
         return step_result(runtime, "report_inconsistency", evidence,
-                           "report_inconsistency needs the evidence: quote the passage that contradicts the fact.")
+                           "report_inconsistency needs the evidence: a short sentence that describes the inconsistency.")
     context = runtime.context
     if context.stop_on_report:
         observation = "Inconsistency recorded. The research ends here and the evidence goes to the final judgement."

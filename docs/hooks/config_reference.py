@@ -1,9 +1,11 @@
-"""A MkDocs hook: the configuration page's reference of every setting, generated at build time from
-the configuration model (``claire.config.Config``), so the documentation cannot drift from the code.
+"""A MkDocs hook: the parts of the site generated at build time from the code, so the documentation
+cannot drift from it.
 
-The page marks the place with ``<!-- config-reference -->``; each section of the configuration
-becomes a table of its settings: the name as ``claire.toml`` and ``--set`` write it, its type, its
-default and its description.
+- ``<!-- config-reference -->``: each section of the configuration model (``claire.config.Config``)
+  as a table of its settings: the name as ``claire.toml`` and ``--set`` write it, its type, its
+  default and its description;
+- ``<!-- wording-differences -->``: the paper preset's remaining prompt wording differences
+  (``claire.prompts.fidelity.WORDING_DIFFERENCES``), the list every run's report.md gives too.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import typing
 from typing import Any
 
 MARKER = "<!-- config-reference -->"
+WORDING = "<!-- wording-differences -->"
 PIPE = "\\|"  # a | inside a table cell
 
 
@@ -58,8 +61,19 @@ def reference() -> str:
     return "\n".join(parts)
 
 
+def wording_table() -> str:
+    """The paper preset's remaining prompt wording differences as a table."""
+    from claire.prompts.fidelity import WORDING_DIFFERENCES
+
+    rows = ["| template | what differs from the paper's prompt | why |", "|---|---|---|"]
+    rows += [f"| `{d.template}` | {d.differs.replace('|', PIPE)} | {d.why.replace('|', PIPE)} |" for d in WORDING_DIFFERENCES]
+    return "\n".join(rows)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Put the generated reference where the configuration page asks for it."""
+    """Put the generated parts where a page asks for them."""
     if MARKER in markdown:
-        return markdown.replace(MARKER, reference())
+        markdown = markdown.replace(MARKER, reference())
+    if WORDING in markdown:
+        markdown = markdown.replace(WORDING, wording_table())
     return markdown

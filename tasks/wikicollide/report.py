@@ -8,14 +8,17 @@ GPT-4o: AUROC, accuracy and F1). Plots use matplotlib's object API (Agg), never 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
+from claire.config import PAPER_MODEL
 from claire.files import write_atomically
 from claire.llm.usage import EVENTS
+from claire.prompts.fidelity import WORDING_DIFFERENCES
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, cost_summary, pct, seconds, token_summary
 from claire.tasks.wikicollide.scoring import roc_points
 
@@ -36,7 +39,7 @@ PAPER_AUROC = {key: (name, {split: row[0] for split, row in figures.items()}) fo
 PAPER_EMBEDDER = "Alibaba-NLP/gte-multilingual-base"
 # The paper's setting for each method-relevant setting (dotted key -> (value, how the paper says it)).
 PAPER_SETTINGS: dict[str, tuple[Any, str]] = {
-    "llm.model": ("gpt-4o", "GPT-4o"),
+    "llm.model": (PAPER_MODEL, f"GPT-4o, the snapshot {PAPER_MODEL}"),
     "llm.temperature": (0.0, "temperature 0"),
     "retrieval.mode": ("dense", "dense retrieval"),
     "retrieval.rerank": (True, "RankGPT reranking"),
@@ -52,8 +55,9 @@ PAPER_SETTINGS: dict[str, tuple[Any, str]] = {
     "prompts.set": ("default", "the built-in templates"),
 }
 PROMPT_WORDING = ("prompts: the project's wording of the paper's prompts (Figs 14-22), with the paper's worked "
-                  "cases, scores, rules and procedure")
-"""What always differs: the paper's prompt texts carry over as situations, scores and rules, never as sentences."""
+                  "cases, scores, rules and procedure; each remaining difference is listed under *Prompt wording*")
+"""What always differs: the paper's prompt texts carry over as situations, scores and rules, never as
+sentences (the specific differences: :data:`claire.prompts.fidelity.WORDING_DIFFERENCES`)."""
 
 
 def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]:
@@ -84,7 +88,8 @@ def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]
                                f"{template}.{variant}.j2; the paper: its wording in {template}.j2)")
     return {"preset": config.get("preset"), "model": value("llm.model"), "index": value("retrieval.index"),
             "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"), "rerank": value("retrieval.rerank"),
-            "differences_from_paper": differences}
+            "differences_from_paper": differences,
+            "prompt_wording": [asdict(item) for item in WORDING_DIFFERENCES] if value("prompts") is not None else []}
 
 
 def _results_table(metrics: dict[str, Any]) -> list[str]:
@@ -125,6 +130,10 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         differences = setup.get("differences_from_paper") or []
         lines += (["**Differs from the paper's method in:** " + "; ".join(differences) + ".", ""] if differences
                   else ["Set up as the paper's method.", ""])
+        if setup.get("prompt_wording"):
+            lines += ["**Prompt wording** that still differs from the paper's (the paper preset's templates):", ""]
+            lines += [f"- `{item['template']}`: {item['differs']} — {item['why']}." for item in setup["prompt_wording"]]
+            lines.append("")
     for key in ("note", "threshold_hint"):
         if metrics.get(key):
             lines += [f"> **Note:** {metrics[key]}", ""]

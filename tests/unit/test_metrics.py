@@ -224,7 +224,8 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
         "agent.finish_action = true (the paper: its controller prompt offers no finish action, although its released "
         "traces end with give_up)",
         "prompts: the project's wording of the paper's prompts (Figs 14-22), with the paper's worked cases, scores, "
-        "rules and procedure"]
+        "rules and procedure; each remaining difference is listed under *Prompt wording*"]
+    assert [item["template"] for item in setup["prompt_wording"]][:3] == ["every template", "every template", "controller"]
     assert setup["retrieval_mode"] == "dense"
     assert "finish_action" not in " ".join(describe_setup(paper, "rav")["differences_from_paper"])  # not an agent
     practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}, environ={}).public_dict()
@@ -243,6 +244,7 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
     report = render_report(metrics, TIES)
     assert "**Differs from the paper's method in:**" in report and "a score above it means *inconsistent*" in report
     assert "agent.finish_action = true" in report and "the project's wording of the paper's prompts" in report
+    assert "**Prompt wording**" in report and "<reviewer_feedback>" in report and "French scientists named Pierre" in report
 
 
 def test_a_calibrator_file_with_malformed_points_is_refused_when_read(tmp_path):

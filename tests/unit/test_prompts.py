@@ -185,16 +185,22 @@ def system_text(name: str, variants: dict | None = None) -> str:
 
 def test_the_paper_verifier_has_its_five_cases_scale_and_rules():
     text = system_text("verifier")
-    cases = [("calls Sydney its capital", "0.8 to 0.9"), ("München, the city's name in German", "0.2 to 0.4"),
+    cases = [("calls Sydney its capital", "0.8 to 0.9"), ("very likely the city's name in German", "largely consistent, 0.2 to 0.4"),
              ("München and Munich are the same city", "disagree: 0."), ("swapping the two terms of the relation", "about 0.9"),
-             ("different perspectives, do not conflict", ": 0."), ("a different translation of the original title", "about 0.8")]
+             ("a different translation of the original title", "about 0.8"),
+             ("once each is read from its own perspective, both can be true", "No conflict: 0.")]
     for situation, score in cases:
         assert situation in text and score in text.split(situation, 1)[1][:200], situation
-    for rule in ("0 means no conflict", "1 means a clear conflict", "A score in between means a partial conflict",
+    # the paper's order: the difference of perspective is the fifth case, an apparent opposition it resolves
+    assert text.index("different translation") < text.index("They seem to oppose each other")
+    for rule in ("how confident you are that the fact is inconsistent", "0 means you are confident there is no conflict",
+                 "1 means you are confident of a clear conflict", "use a value in between when you are unsure",
                  "never use them directly as evidence for or against the fact",
+                 "set aside passages that share names or entities with the fact but are not about what it states",
                  "focus on the part of it that the fact is about", "other ways the fact and the passages could be read",
                  "edge cases", "which worked case below this one is closest to", "how confident you are"):
         assert rule in text, rule
+    assert "partial conflict" not in text
     for ours in ("1932", "miles", "age as 30"):  # the project's own examples live in a variant
         assert ours not in text and ours in system_text("verifier", {"verifier": "project"})
 
@@ -203,6 +209,13 @@ def test_the_paper_controller_and_the_practical_one():
     paper = system_text("controller")
     assert "Inconsistencies may appear in subtle or indirect ways" in paper
     assert "The evidence is one short sentence describing the inconsistency" in paper
+    # the tool's description and argument word the report as the paper does: no "quote" in the paper preset
+    from claire.tools.report_inconsistency import report_inconsistency
+
+    assert report_inconsistency.description == ("Report an inconsistency you found between the fact and a retrieved "
+                                                "passage; a human will review it.")
+    assert report_inconsistency.args["evidence"]["description"] == "a short sentence that describes the inconsistency"
+    assert "quote" not in paper.lower()
     assert "keep looking" not in paper.lower().split("finding support is not the end")[0]
     assert "After a report" not in paper
     practical = system_text("controller", {"controller": "practical"})
@@ -213,8 +226,13 @@ def test_the_paper_controller_and_the_practical_one():
 def test_explain_clarify_and_extraction_follow_the_paper_and_keep_ours_as_variants():
     explain, clarify, extract = system_text("explain"), system_text("clarify_entity"), system_text("fact_extraction")
     assert "Topic: Infanta Eulalia" in explain and "Topic: Carmen" in explain and "every plausible meaning" in explain
-    assert "Entity: John Williams (composer)" in clarify and "Battle of Newbury (1643)" in clarify
+    # the paper's situations (royals of one name who may be relatives; French scientists of one first
+    # name) with numbered results and numbered answers, and no call to decide which entity the fact means
+    assert "Entity: Princess Louise" in clarify and "the two are relatives" in clarify
+    assert "Entity: Pierre (French scientist)" in clarify and "[1] Pierre Curie" in clarify and "1. Pierre Curie" in clarify
     assert "events with the same name in different years or places" in clarify
+    assert "which entity the fact" not in clarify and "which entity the fact is about" in system_text(
+        "clarify_entity", {"clarify_entity": "practical"})
     for step in ("1. Read the passage carefully.", "2. Extract every atomic fact", "4. Add no outside knowledge",
                  "5. Make each fact self-contained", "6. For each fact, find the exact sentence"):
         assert step in extract, step
