@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -114,7 +115,7 @@ class WikiApiServer(BackgroundServer):
 
     def __init__(self, revisions: dict[int, tuple[int, str, str]], *, deleted: set[str] | None = None,
                  maxlag_once: bool = False, categories: dict[str, list[str]] | None = None, latency: float = 0.0,
-                 failures: int = 0, api_error: str | None = None):
+                 failures: int = 0, api_error: str | None = None, port: int = 0):
         self.revisions = revisions
         self.deleted = deleted or set()
         self.maxlag_left = 1 if maxlag_once else 0
@@ -153,7 +154,7 @@ class WikiApiServer(BackgroundServer):
                     return
                 self.send_body(200, server.answer(query))
 
-        super().__init__(Handler)
+        super().__init__(Handler, port)
 
     @property
     def api_url(self) -> str:
@@ -181,3 +182,27 @@ class WikiApiServer(BackgroundServer):
         if bad:
             answer["query"]["badrevids"] = bad
         return answer
+
+
+def main() -> None:
+    """Serve recorded MediaWiki Action API answers (``{"revisions": {REVID: [PAGE_ID, TITLE, WIKITEXT]}}``)
+    until interrupted: what a replayed patrol asks the wiki, without the network."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("revisions", type=Path, help="a JSON file of recorded revisions")
+    parser.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
+    options = parser.parse_args()
+    recorded = json.loads(options.revisions.read_text(encoding="utf-8"))["revisions"]
+    revisions = {int(revid): (int(page), str(title), str(text)) for revid, (page, title, text) in recorded.items()}
+    with WikiApiServer(revisions, port=options.port) as api:
+        print(api.api_url, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()

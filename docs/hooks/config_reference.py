@@ -5,17 +5,21 @@ cannot drift from it.
   as a table of its settings: the name as ``claire.toml`` and ``--set`` write it, its type, its
   default and its description;
 - ``<!-- wording-differences -->``: the paper preset's remaining prompt wording differences
-  (``claire.prompts.fidelity.WORDING_DIFFERENCES``), the list every run's report.md gives too.
+  (``claire.prompts.fidelity.WORDING_DIFFERENCES``), the list every run's report.md gives too;
+- ``<!-- readme -->``: the project's README.md, the site's home page (its links into ``docs/``
+  made relative to the site), so the front page has one home.
 """
 
 from __future__ import annotations
 
 import json
 import typing
+from pathlib import Path
 from typing import Any
 
 MARKER = "<!-- config-reference -->"
 WORDING = "<!-- wording-differences -->"
+README = "<!-- readme -->"
 PIPE = "\\|"  # a | inside a table cell
 
 
@@ -76,4 +80,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         markdown = markdown.replace(MARKER, reference())
     if WORDING in markdown:
         markdown = markdown.replace(WORDING, wording_table())
+    if README in markdown:
+        front = (Path(config["config_file_path"]).parent / "README.md").read_text(encoding="utf-8")
+        front = front.replace("](docs/", "](").replace("(docs/index.md)", "(index.md)")
+        markdown = markdown.replace(README, front)
     return markdown
