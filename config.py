@@ -26,7 +26,7 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from claire.agent.registry import SYSTEM_NAMES
+from claire.agent.registry import SYSTEM_NAMES, is_system_name
 from claire.errors import ConfigError, mask, redact, register_secret
 from claire.tasks.registry import TASK_NAMES
 from claire.tools.registry import OPTIONAL_TOOLS, TOOL_NAMES
@@ -290,8 +290,9 @@ class AgentConfig(_Section):
     @field_validator("system")
     @classmethod
     def _known_system(cls, value: str) -> str:
-        if value not in SYSTEM_NAMES:
-            raise ValueError(f"unknown system {value!r}; allowed: {', '.join(SYSTEM_NAMES)}")
+        if not is_system_name(value):
+            raise ValueError(f"unknown system {value!r}; allowed: {', '.join(SYSTEM_NAMES)}, or package.module:Class "
+                             "for a system of your own")
         return value
 
     @field_validator("task")

@@ -13,7 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from claire.agent.system import StepListener, report_step, step_listeners
+from claire.agent.system import StepListener, SystemParts, report_step, step_listeners
 from claire.domain import Assessment, Claim, Evidence, known_elements, ScoreKind, TraceItem
 from claire.agent.verifier import verdict_items
 from claire.errors import ClaireError
@@ -48,6 +48,18 @@ class SearchOnce(ABC):
     def __init__(self, parts: BaselineParts, *, on_step: StepListener | None = None):
         self.parts = parts
         self.on_step = on_step
+
+    @classmethod
+    def threshold_of(cls, config: Any) -> float:
+        """The threshold its scores are read with (``agent.threshold``)."""
+        return config.agent.threshold
+
+    @classmethod
+    def from_config(cls, parts: SystemParts) -> "SearchOnce":
+        """The baseline over the configuration's search engine (``baselines.k`` passages)."""
+        config = parts.config
+        return cls(BaselineParts(llm=parts.llm, search=parts.search(), prompts=parts.prompts, task=parts.task,
+                                 k=config.baselines.k, threshold=float(cls.threshold_of(config))), on_step=parts.on_step)
 
     @property
     def prompts(self) -> PromptLibrary:
@@ -114,6 +126,11 @@ class NLIPipeline(SearchOnce):
 
     name = "nli"
     score_kind: ScoreKind = "count"
+
+    @classmethod
+    def threshold_of(cls, config: Any) -> float:
+        """A count of REFUTES passages (``baselines.nli_threshold``)."""
+        return config.baselines.nli_threshold
 
     async def _judge(self, claim: Claim, document: Evidence) -> NLIJudgement:
         parts = self.parts

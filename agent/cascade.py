@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from claire.agent.registry import score_kind
-from claire.agent.system import System
+from claire.agent.system import System, SystemParts
 from claire.domain import Assessment, Claim, ScoreKind
 from claire.errors import ConfigError
 from claire.llm.usage import Usage
@@ -44,12 +44,20 @@ class Cascade:
 
     name = "cascade"
     score_kind: ScoreKind = "probability"  # a first pass's count is answered as its share of passages
+    cut_setting = "agent.cascade_cut"  # the setting `claire eval --cut-from` chooses for it
 
     def __init__(self, first: System, full: System, *, cut: float, threshold: float):
         self.first = first
         self.full = full
         self.cut = cut
         self.threshold = threshold
+
+    @classmethod
+    def from_config(cls, parts: SystemParts) -> "Cascade":
+        """``agent.cascade_first`` first, then claire (the one a person reviews) past ``agent.cascade_cut``."""
+        agent = parts.config.agent
+        return cls(parts.build(agent.cascade_first), parts.build("claire", reviewer=parts.reviewer),
+                   cut=agent.cascade_cut, threshold=agent.threshold)
 
     @property
     def prompts(self) -> Any:
@@ -100,7 +108,7 @@ def _first_scores(predictions: list[dict[str, Any]]) -> list[float]:
     for line in predictions:
         if line.get("label") != "inconsistent" or line.get("error") is not None or line.get("score") is None:
             continue
-        if line.get("system") == "cascade":
+        if "first_score" in (line.get("details") or {}):  # a cascade's line: the first pass's own score
             value = (line.get("details") or {}).get("first_score")
         else:
             kind = line.get("score_kind") or score_kind(line.get("system"))

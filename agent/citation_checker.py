@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from claire.agent.system import SystemParts
 from claire.config import CiteConfig
 from claire.domain import Block, Evidence, ScoreKind
 from claire.errors import DatasetError
@@ -114,6 +115,13 @@ class CitationChecker:
         self.settings = settings
         self.mode = mode
         self.pool = candidates
+
+    @classmethod
+    def from_config(cls, parts: SystemParts) -> "CitationChecker":
+        """The checker over the sources index (``cite.*``; its own search, no RankGPT)."""
+        retrieval = parts.config.retrieval
+        return cls(llm=parts.llm, retriever=parts.retriever, prompts=parts.prompts, settings=parts.config.cite,
+                   mode=retrieval.mode, candidates=retrieval.candidates)
 
     # -- queries and search ------------------------------------------------------------------
     def query(self, citation: Citation) -> str:

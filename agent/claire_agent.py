@@ -23,13 +23,14 @@ from langgraph.types import Command
 from claire.agent.controller import steps_taken
 from claire.agent.graph import RESEARCH, compile_research
 from claire.agent.state import ResearchContext, ResearchState
-from claire.agent.system import StepListener, step_listeners
+from claire.agent.system import StepListener, SystemParts, step_listeners
 from claire.domain import Assessment, BlockElement, Claim, Evidence, Passage, ScoreKind, TraceItem
 from claire.config import data_dir
 from claire.errors import ClaireError, ConfigError
 from claire.llm.budget import FitNote
 from claire.llm.usage import track_usage
 from claire.tasks.base import Verdict
+from claire.tools.registry import tools_for
 
 Reviewer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 """Shows a person a flagged verdict's case (:func:`claire.agent.graph.review_case`) and returns the
@@ -62,6 +63,22 @@ class ClaireAgent:
         self.reviewer = reviewer
         self.on_step = on_step
         self.checkpoints = checkpoints
+
+    @classmethod
+    def from_config(cls, parts: SystemParts) -> "ClaireAgent":
+        """The agent of the configuration's ``agent.*`` settings over the search engine (a person
+        reviews flagged verdicts when ``agent.review`` is on and a reviewer is given)."""
+        agent = parts.config.agent
+        reviewer = parts.reviewer if agent.review else None
+        context = ResearchContext(
+            llm=parts.llm, search=parts.search(), prompts=parts.prompts, docs_per_query=agent.docs_per_query,
+            clarify_k=agent.clarify_k, stop_on_report=agent.stop_on_report, review=reviewer is not None, task=parts.task,
+            snippet_chars=agent.snippet_chars, tools=tuple(tools_for(agent.tools, finish=agent.finish_action)),
+            max_steps=agent.max_steps, keep_observations=agent.keep_observations, report=bool(agent.report),
+            threshold=agent.threshold,
+        )
+        return cls(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=parts.on_step,
+                   checkpoints=agent.checkpoints)
 
     @property
     def prompts(self) -> Any:

@@ -1,16 +1,19 @@
 """Every system by name, looked up in one place: ``claire`` (the agent), ``rav``
 (retrieve-and-verify), ``nli`` (the NLI pipeline), ``cascade`` and ``cite`` (the citation checker,
-which answers the citations task).
+which answers the citations task) — and any system written outside CLAIRE, named
+``package.module:Class`` (in ``--system``, ``[agent] system`` or a sweep).
 
-Each system's class declares what its scores are (``score_kind``: a probability-like score in
-[0, 1], or a count), so a threshold is read the same way wherever the system is named — in a
-configuration, a run directory or a sweep — without asking which system it is. The names are
-listed here once (the configuration reads them at startup without loading any system); a class is
-loaded on first use.
+A system declares itself on its class: its ``name``, what its scores are (``score_kind``: a
+probability-like score in [0, 1], or a count, so a threshold is read the same way wherever the
+system is named), the task it answers when only one (``answers_task``), and how it is built from
+the configuration (``from_config(parts)``, given :class:`~claire.agent.system.SystemParts`). The
+built-in names are listed here once (the configuration reads them at startup without loading any
+system); a class is loaded on first use.
 """
 
 from __future__ import annotations
 
+import re
 from functools import cache
 from importlib import import_module
 from typing import Any
@@ -29,18 +32,50 @@ SYSTEMS: dict[str, str] = {
 
 SYSTEM_NAMES: tuple[str, ...] = tuple(SYSTEMS)
 
+EXTERNAL = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_]\w*$")
+"""A system written outside CLAIRE: ``package.module:Class``."""
+
+
+def is_system_name(name: str) -> bool:
+    """Whether ``name`` names a system: a built-in one, or one written outside CLAIRE (its module is
+    loaded only when the system is built)."""
+    return name in SYSTEMS or bool(EXTERNAL.match(name))
+
 
 @cache
 def system_class(name: str) -> Any:
-    """The class of the system called ``name``; a clear error naming the choices otherwise."""
-    if name not in SYSTEMS:
-        raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEMS)}")
-    module, _, cls = SYSTEMS[name].partition(":")
-    return getattr(import_module(module), cls)
+    """The class of the system called ``name`` (a built-in name, or ``package.module:Class``); a
+    clear error naming the choices, or saying what is wrong with an outside system, otherwise."""
+    if name not in SYSTEMS and not EXTERNAL.match(name):
+        raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEMS)}, or package.module:Class for "
+                          "a system of your own")
+    module, _, cls = SYSTEMS.get(name, name).partition(":")
+    try:
+        found = getattr(import_module(module), cls)
+    except ImportError as error:
+        raise ConfigError(f"system '{name}': cannot import {module} ({error}); is it on the Python path?") from None
+    except AttributeError:
+        raise ConfigError(f"system '{name}': {module} has no {cls}") from None
+    missing = [attr for attr in ("from_config", "assess") if not callable(getattr(found, attr, None))]
+    if missing:
+        raise ConfigError(f"system '{name}' is not a CLAIRE system: it has no {' or '.join(missing)} (see the docs' "
+                          "page on systems of your own)")
+    if getattr(found, "score_kind", "probability") not in ("probability", "count"):
+        raise ConfigError(f"system '{name}': score_kind must be 'probability' or 'count'")
+    return found
 
 
 def score_kind(name: str | None) -> ScoreKind:
-    """What the scores of the system called ``name`` are (an unknown or missing name: a probability)."""
-    if not name or name not in SYSTEMS:
+    """What the scores of the system called ``name`` are (a missing name, or a system that cannot be
+    loaded here: a probability)."""
+    if not name or not is_system_name(name):
         return "probability"
-    return system_class(name).score_kind
+    try:
+        return getattr(system_class(name), "score_kind", "probability")
+    except ConfigError:
+        return "probability"
+
+
+def systems_answering(task: str) -> tuple[str, ...]:
+    """The built-in systems that answer ``task``: all but those that answer only another task."""
+    return tuple(name for name in SYSTEMS if getattr(system_class(name), "answers_task", task) == task)

@@ -12,13 +12,9 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
-from claire.agent.baselines import BaselineParts, NLIPipeline, RetrieveAndVerify
-from claire.agent.cascade import Cascade
-from claire.agent.citation_checker import CitationChecker
-from claire.agent.claire_agent import ClaireAgent, Reviewer
-from claire.agent.state import ResearchContext
-from claire.agent.registry import SYSTEM_NAMES, system_class
-from claire.agent.system import CalibratedSystem, StepListener, System
+from claire.agent.claire_agent import Reviewer
+from claire.agent.registry import system_class
+from claire.agent.system import CalibratedSystem, StepListener, System, SystemParts
 from claire.config import PRESETS, Config
 from claire.errors import ClaireError, ConfigError
 from claire.indexes.catalog import list_indexes
@@ -31,7 +27,6 @@ from claire.tasks.registry import get_task
 from claire.indexes.rankgpt import RankGPTReranker
 from claire.indexes.search_engine import SearchEngine
 from claire.ingestion.web_docs import EXAMPLE_INDEX, ensure_example_sources_index
-from claire.tools.registry import tools_for
 
 
 def prompt_library(config: Config) -> PromptLibrary:
@@ -108,36 +103,21 @@ def build_system(
     reviewer: Reviewer | None = None,
     on_step: StepListener | None = None,
 ) -> System:
-    """The system ``name`` (default ``agent.system``) over an open LLM client and retriever."""
+    """The system ``name`` (default ``agent.system``: a registered name, or ``package.module:Class``
+    for a system written outside CLAIRE) over an open LLM client and retriever, made by its class's
+    ``from_config``."""
     name = name or config.agent.system
+    system = system_class(name)
     task = get_task(config.agent.task)
     check_pairing(name, task)
     prompts = prompt_library(config)
-    agent = config.agent
-    if name == "cite":
-        return CitationChecker(llm=llm, retriever=retriever, prompts=prompts, settings=config.cite,
-                               mode=config.retrieval.mode, candidates=config.retrieval.candidates)
-    search = search_engine(config, retriever, llm, prompts)
-    if name == "claire":
-        reviewer = reviewer if agent.review else None
-        context = ResearchContext(
-            llm=llm, search=search, prompts=prompts, docs_per_query=agent.docs_per_query, clarify_k=agent.clarify_k,
-            stop_on_report=agent.stop_on_report, review=reviewer is not None, task=task, snippet_chars=agent.snippet_chars,
-            tools=tuple(tools_for(agent.tools, finish=agent.finish_action)), max_steps=agent.max_steps,
-            keep_observations=agent.keep_observations,
-            report=bool(agent.report), threshold=agent.threshold,
-        )
-        return ClaireAgent(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=on_step,
-                           checkpoints=agent.checkpoints)
-    if name == "cascade":
-        first = build_system(config, llm=llm, retriever=retriever, name=agent.cascade_first, on_step=on_step)
-        full = build_system(config, llm=llm, retriever=retriever, name="claire", reviewer=reviewer, on_step=on_step)
-        return Cascade(first, full, cut=agent.cascade_cut, threshold=agent.threshold)
-    if name in ("rav", "nli"):
-        threshold = agent.threshold if name == "rav" else float(config.baselines.nli_threshold)
-        parts = BaselineParts(llm=llm, search=search, prompts=prompts, task=task, k=config.baselines.k, threshold=threshold)
-        return RetrieveAndVerify(parts, on_step=on_step) if name == "rav" else NLIPipeline(parts, on_step=on_step)
-    raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEM_NAMES)}")
+
+    def build(other: str, *, reviewer: Reviewer | None = None) -> System:
+        return build_system(config, llm=llm, retriever=retriever, name=other, reviewer=reviewer, on_step=on_step)
+
+    parts = SystemParts(config=config, llm=llm, retriever=retriever, prompts=prompts, task=task, reviewer=reviewer,
+                        on_step=on_step, build=build, make_search=lambda: search_engine(config, retriever, llm, prompts))
+    return system.from_config(parts)
 
 
 def check_pairing(name: str, task: Task) -> None:

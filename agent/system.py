@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol
 
 from claire.domain import Assessment, Claim, ScoreKind
@@ -38,6 +39,33 @@ def report_step(own: StepListener | None, event: dict[str, Any]) -> None:
     """Hand one step to everyone listening."""
     for listener in step_listeners(own):
         listener(event)
+
+
+@dataclass
+class SystemParts:
+    """Everything a system may be built from: the resolved configuration, the open LLM client and
+    retriever, the prompt library, the task, the person reviewing flagged verdicts (interactive
+    checks) and the listener of its steps. ``search()`` is the configured search engine over the
+    retriever (RankGPT reranking when on), made once; ``build(name)`` another system by name (a
+    cascade's stages). Every system — built in or written outside CLAIRE — is made by its class's
+    ``from_config(parts)``."""
+
+    config: Any  # claire.config.Config
+    llm: Any  # claire.llm.client.ChatClient
+    retriever: Any  # claire.indexes.registry.Searcher
+    prompts: Any  # claire.prompts.PromptLibrary
+    task: Any  # claire.tasks.base.Task
+    make_search: Callable[[], Any]
+    build: Callable[..., Any]
+    reviewer: Any = None
+    on_step: StepListener | None = None
+    _search: Any = field(default=None, repr=False)
+
+    def search(self) -> Any:
+        """The search engine (claire.indexes.search_engine.SearchEngine), made on first use."""
+        if self._search is None:
+            self._search = self.make_search()
+        return self._search
 
 
 class CalibratedSystem:
@@ -74,7 +102,9 @@ class CalibratedSystem:
 
 class System(Protocol):
     """Anything that assesses claims; ``score_kind`` says what its scores are (a probability-like
-    score in [0, 1], or a count), and so how a threshold reads them."""
+    score in [0, 1], or a count), and so how a threshold reads them. A system's class is made into
+    one by ``from_config(parts: SystemParts)``; ``answers_task`` (optional) names the only task it
+    answers."""
 
     name: str
     score_kind: ScoreKind

@@ -59,10 +59,13 @@ def eval_command(
         from claire.evals.predictions import load_predictions
         from claire.evals.runner import check_source_run
 
-        if config.agent.system != "cascade":
+        from claire.agent.registry import system_class
+
+        setting = getattr(system_class(config.agent.system), "cut_setting", None)
+        if setting is None:
             raise ConfigError("--cut-from chooses the cascade's cut: use it with --system cascade")
         cut = cut_for_recall(load_predictions(check_source_run(cut_from, "--cut-from")), config.agent.cascade_recall)
-        config = config.with_overrides({"agent.cascade_cut": cut})
+        config = config.with_overrides({setting: cut})
         err.print(f"cascade cut {cut:g}: {config.agent.cascade_recall:.0%} of {cut_from}'s inconsistent facts reach claire")
     records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
     for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):

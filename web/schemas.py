@@ -4,13 +4,23 @@ contract of ``indexes.http_search``."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AfterValidator, AliasChoices, BaseModel, Field
 
 MAX_TEXT = 200_000  # characters of an article; a long Wikipedia article is ~100k
 
-SystemName = Literal["claire", "rav", "nli", "cascade"]
+def _checking_system(value: str | None) -> str | None:
+    """A system that checks facts, named as the registry names it (None: the server's configured one)."""
+    from claire.agent.registry import systems_answering
+
+    if value is not None and value not in systems_answering("wikicollide"):
+        raise ValueError(f"unknown system {value!r}; allowed: {', '.join(systems_answering('wikicollide'))}")
+    return value
+
+
+SystemName = Annotated[str, AfterValidator(_checking_system)]
+"""A built-in system that checks facts (a system of your own is the server's ``agent.system``)."""
 ScanView = Literal["full", "summary", "trace"]
 
 

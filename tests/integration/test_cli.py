@@ -177,6 +177,28 @@ def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
     assert empty.returncode == 2 and "text is empty" in empty.stderr
 
 
+def test_a_system_written_outside_claire_runs_through_check_and_eval(server, demo_cache, tmp_path):
+    """docs/examples/number_check.py, named package.module:Class, is built and run like a built-in
+    system: a check with its verdict, and an eval run directory scored like any other (issue 41)."""
+    examples = Path(__file__).parents[2] / "docs" / "examples"
+    env = {"PYTHONPATH": str(examples), "OPENAI_API_KEY": "k"}
+    check = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system",
+                       "number_check:NumberCheck", "--no-rerank", "--json", "--base-url", server.base_url, "--no-cache",
+                       cache=demo_cache, env=env)
+    answer = json.loads(check.stdout)
+    assert answer["system"] == "number_check" and check.returncode == (1 if answer["verdict"] == "inconsistent" else 0)
+    assert answer["evidence"] and server.calls == 0  # the same index; this system asks no LLM
+    out = tmp_path / "run"
+    run = run_claire("eval", "--dataset", str(FIXTURE), "--index", "demo", "--system", "number_check:NumberCheck",
+                     "--set", "retrieval.rerank=false", "--out", str(out), "--base-url", server.base_url, "--no-cache",
+                     cache=demo_cache, env=env)
+    assert run.returncode == 0, run.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["system"] == "number_check" and metrics["counts"]["total"] == 10 and metrics["auroc"] is not None
+    bad = run_claire("check", "A fact.", "--system", "no_such_module:Thing", cache=demo_cache, env=env)
+    assert bad.returncode == 2 and "cannot import no_such_module" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_no_checkable_fact_has_its_own_exit_status(demo_cache, tmp_path):
     """Exit 1 means "flagged" for every command; a text with no checkable fact is 3 for extract and
     scan alike (issue 44, item 7)."""

@@ -65,3 +65,24 @@ def test_the_oracle_extracts_the_shipped_passages_facts_for_a_keyless_tour():
 
     assert "<inconsistency_score>0.9<" in verdict("The Eiffel Tower was completed in 1890.")
     assert "<inconsistency_score>0.1<" in verdict("The Louvre was once a royal palace.")
+
+
+def test_a_system_of_ones_own_is_named_package_module_class_and_bad_names_are_one_clear_error(tmp_path, monkeypatch):
+    """issue 41: --system package.module:Class loads a system written outside CLAIRE, checked for
+    what a system declares; the configuration accepts the name without loading it."""
+    from claire.agent.registry import score_kind, system_class
+    from claire.config import load_config
+    from claire.errors import ConfigError
+
+    (tmp_path / "my_systems.py").write_text(
+        "class Counting:\n    name = 'counting'\n    score_kind = 'count'\n"
+        "    @classmethod\n    def from_config(cls, parts):\n        return cls()\n"
+        "    async def assess(self, claim):\n        raise NotImplementedError\n"
+        "class NotASystem:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert system_class("my_systems:Counting").name == "counting" and score_kind("my_systems:Counting") == "count"
+    assert load_config(None, {"agent.system": "my_systems:Counting"}, environ={}).agent.system == "my_systems:Counting"
+    for name, problem in (("my_systems:Missing", "has no Missing"), ("my_systems:NotASystem", "not a CLAIRE system"),
+                          ("nowhere.at_all:Thing", "cannot import nowhere.at_all"), ("not a name", "unknown system")):
+        with pytest.raises(ConfigError, match=problem):
+            system_class(name)
