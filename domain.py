@@ -8,7 +8,8 @@
 - :class:`Claim` — one fact to check, with the passage it came from;
 - :class:`TraceItem` — one step of research, in WikiCollide's ``agent_trace`` shape;
 - :class:`Assessment` — a system's answer for one claim;
-- the verdict rule — :func:`decide`, :func:`flags` and :func:`outcome` (consistent, flagged or failed): a score flags a claim by the kind of score
+- the verdict rule — :func:`decide`, :func:`flags` and :func:`outcome` (consistent, flagged or failed),
+  and :func:`recorded_outcome`, the same read back from what was stored: a score flags a claim by the kind of score
   it is (:data:`ScoreKind`), which the system that emits it declares. A probability-like score in
   [0, 1] flags above the threshold (exactly the threshold is not flagged, as the paper reads its
   scores); a count (the NLI pipeline's REFUTES passages) flags from the threshold on.
@@ -53,6 +54,16 @@ def outcome(score: float | None, threshold: float, kind: ScoreKind = "probabilit
     if error is not None or score is None:
         return "failed"
     return "flagged" if flags(score, threshold, kind) else "consistent"
+
+
+def recorded_outcome(record: Any) -> Outcome:
+    """How a stored check ended — a prediction line, a stored fact, an Assessment's data — read from
+    what was decided when it was written (its verdict, by :func:`outcome`; FEVEROUS's REFUTES label
+    flags too): an error, or no verdict and no label, is a failure."""
+    get = record.get if isinstance(record, dict) else lambda key: getattr(record, key, None)
+    if get("error") is not None or get("status") == "error" or (get("verdict") is None and get("label") is None):
+        return "failed"
+    return "flagged" if get("verdict") == "inconsistent" or get("label") == "REFUTES" else "consistent"
 
 
 def decide(score: float | None, threshold: float, kind: ScoreKind = "probability") -> Consistency | None:

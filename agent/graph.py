@@ -35,7 +35,7 @@ from claire.agent.controller import REVIEWER, controller, steps_taken
 from claire.agent.state import ResearchContext, ResearchState
 from claire.agent.verifier import report, verifier
 from claire.errors import ClaireError
-from claire.domain import TraceItem, flags
+from claire.domain import TraceItem, outcome
 from claire.tools.registry import all_tools
 from claire.tools.results import step_result
 
@@ -62,7 +62,9 @@ def flagged(state: ResearchState, context: ResearchContext) -> bool:
     verdict = state.verdict
     if verdict is None:
         return False
-    return verdict.label == "REFUTES" or (verdict.score is not None and flags(verdict.score, context.threshold))
+    if verdict.label is not None:  # a task that answers with labels (FEVEROUS): REFUTES flags
+        return verdict.label == "REFUTES"
+    return outcome(verdict.score, context.threshold, "probability", verdict.error) == "flagged"
 
 
 def review_case(state: ResearchState) -> dict[str, Any]:

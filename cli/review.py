@@ -92,6 +92,7 @@ def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, revie
     from claire.evals.predictions import PREDICTIONS, load_predictions
     from claire.files import read_log
     from claire.workflows.rate_runs import CLAIMS, read_plan, summarise
+    from claire.domain import recorded_outcome
     from claire.workflows.reviews import Decision, append_decision, load_decisions
 
     out_dir = Path(out_dir)
@@ -102,7 +103,7 @@ def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, revie
     claims = {c["claim_id"]: c for c in read_log(out_dir / CLAIMS)}
     decisions = load_decisions(out_dir, decision_files or [])
     flagged = [p for p in predictions.values()
-               if p.get("error") is None and p.get("verdict") == "inconsistent" and (not claims or p["claim_id"] in claims)]
+               if recorded_outcome(p) == "flagged" and (not claims or p["claim_id"] in claims)]
     flagged.sort(key=lambda p: (-(p.get("score") or 0.0), p["claim_id"]))
     pending = [p for p in flagged if decisions.get(p["claim_id"], p.get("claim_text", "")) is None]
     result = ReviewResult(flagged=len(flagged), decided_before=len(flagged) - len(pending))

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from claire.agent.claire_agent import reviewed_verdict
+from claire.domain import recorded_outcome
 from claire.workflows.jobs import cited_numbers
 from claire.workflows.job_store import JobStore
 from claire.workflows.spans import locate, sentences, utf16_index
@@ -92,7 +93,7 @@ def scan_view(store: JobStore, job: dict[str, Any], view: str, default_system: s
               "title": job["request"]["title"],
               "text": job["request"]["text"], "system": job["request"].get("system") or default_system,
               "progress": {"total": len(facts), "done": done, "errors": errors, "checked": done - errors,
-                           "flagged": sum(f["verdict"] == "inconsistent" and f["status"] != "error" for f in facts)},
+                           "flagged": sum(recorded_outcome(f) == "flagged" for f in facts)},
               "facts": facts}
     return json.dumps(answer, ensure_ascii=False).encode()
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from claire.config import Config
+from claire.domain import recorded_outcome
 from claire.errors import ClaireError, ConfigError, LLMUnavailable, redact
 from claire.ingestion.dumps.pages import DumpPage
 from claire.ingestion.live_update import can_take_edits, update_pages
@@ -334,9 +335,9 @@ class Patrol:
                     self.stats.failed += 1
                 else:
                     self.stats.checked += 1
-                checked = [f for f in self.store.facts(job_id) if f["status"] == "done"]
+                checked = [f for f in self.store.facts(job_id) if recorded_outcome(f) != "failed"]
                 self.stats.facts += len(checked)
-                flagged = sum(f["verdict"] == "inconsistent" for f in checked)
+                flagged = sum(recorded_outcome(f) == "flagged" for f in checked)
                 self.stats.flagged += flagged
                 if flagged:
                     self.stats.flagged_edits.append(job_id)

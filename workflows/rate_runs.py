@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from claire.domain import recorded_outcome
 from claire.errors import ConfigError
 from claire.workflows.rate_statistics import RateEstimate, estimate_rate, extrapolate
 from claire.evals.predictions import PREDICTIONS, load_predictions
@@ -104,7 +105,7 @@ class FactRow:
     @property
     def flagged(self) -> bool:
         """Whether the check flagged the fact as inconsistent."""
-        return self.checked and self.prediction.get("verdict") == "inconsistent"  # type: ignore[union-attr]
+        return self.prediction is not None and recorded_outcome(self.prediction) == "flagged"
 
     @property
     def score(self) -> float | None:

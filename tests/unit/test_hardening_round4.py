@@ -348,3 +348,14 @@ def test_a_patrol_cards_context_marks_the_sentence_in_utf16_units():
     block = "Before \U0001F600 text here. The Eiffel Tower was completed in 1890 for a fair. After \U0002000B it."
     context = edit_context("The Eiffel Tower was completed in 1890 for a fair.", block)
     assert _js_slice(context["text"], context["start"], context["end"]) == "The Eiffel Tower was completed in 1890 for a fair."
+
+
+def test_a_stored_check_reads_back_as_the_one_rule_decided_it():
+    from claire.domain import recorded_outcome
+
+    assert recorded_outcome({"verdict": "inconsistent", "score": 0.9, "error": None}) == "flagged"
+    assert recorded_outcome({"verdict": "consistent", "score": 0.1}) == "consistent"
+    assert recorded_outcome({"verdict": "inconsistent", "score": 0.9, "error": "controller: 429"}) == "failed"
+    assert recorded_outcome({"status": "error", "verdict": None, "score": None}) == "failed"
+    assert recorded_outcome({"label": "REFUTES", "verdict": None}) == "flagged"
+    assert recorded_outcome({"verdict": None, "label": None}) == "failed"
