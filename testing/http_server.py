@@ -67,3 +67,20 @@ class BackgroundServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def serve_until_interrupted(server: BackgroundServer, address: str, note: str | None = None) -> None:
+    """Run a test server from the command line: print its address (and a note on stderr), then
+    serve until Ctrl-C."""
+    import sys
+    import time
+
+    with server:
+        print(address.format(port=server.port), flush=True)
+        if note:
+            print(note, file=sys.stderr, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass

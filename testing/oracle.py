@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.doubles import kind_of
+from claire.testing.http_server import serve_until_interrupted
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.workflows.spans import sentences
 
@@ -105,14 +104,9 @@ def main() -> None:
     parser.add_argument("datasets", type=Path, nargs="*", help="WikiCollide files whose facts it knows (default: the tour's)")
     parser.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
     options = parser.parse_args()
-    with MockOpenAIServer(oracle_responder(*options.datasets), model="oracle", port=options.port) as server:
-        print(server.base_url, flush=True)
-        print("the oracle: a stand-in that knows the sample's answers, not a model (Ctrl-C stops it)", file=sys.stderr, flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+    serve_until_interrupted(MockOpenAIServer(oracle_responder(*options.datasets), model="oracle", port=options.port),
+                            "http://127.0.0.1:{port}/v1",
+                            "the oracle: a stand-in that knows the sample's answers, not a model (Ctrl-C stops it)")
 
 
 if __name__ == "__main__":

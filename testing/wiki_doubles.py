@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from claire.testing.http_server import BackgroundServer, QuietHandler
+from claire.testing.http_server import BackgroundServer, QuietHandler, serve_until_interrupted
 
 
 def change_event(title: str, old: int | None, new: int, *, wiki: str = "enwiki", namespace: int = 0, bot: bool = False,
@@ -195,13 +195,7 @@ def main() -> None:
     options = parser.parse_args()
     recorded = json.loads(options.revisions.read_text(encoding="utf-8"))["revisions"]
     revisions = {int(revid): (int(page), str(title), str(text)) for revid, (page, title, text) in recorded.items()}
-    with WikiApiServer(revisions, port=options.port) as api:
-        print(api.api_url, flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+    serve_until_interrupted(WikiApiServer(revisions, port=options.port), "http://127.0.0.1:{port}/w/api.php")
 
 
 if __name__ == "__main__":
