@@ -160,6 +160,7 @@ async def test_citations_eval_writes_metrics_plots_and_resumes(server, index_roo
 
 
 # -- the command line ---------------------------------------------------------------------------
+@pytest.mark.slow  # one of the slowest end-to-end runs: left out of the quick lane
 def test_cli_builds_a_sources_index_cites_and_evaluates(server, tmp_path):
     cache, idx = tmp_path / "cache", tmp_path / "idx"
     built = run_claire("index", "build", "--from-web-docs", str(SOURCES), "--name", "bridges", "--path", str(idx), cache=cache)

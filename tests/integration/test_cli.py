@@ -218,6 +218,7 @@ def test_shipped_sweeps_plan_against_the_real_config(sweep, demo_cache, tmp_path
     assert result.stdout.strip()
 
 
+@pytest.mark.slow  # one of the slowest end-to-end runs: left out of the quick lane
 def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
     article = tmp_path / "Harbour_Bridge.txt"
     article.write_text("The bridge opened in 1932.\n\n## Design\n\nIt is a steel arch bridge.\n\n| span | value |\n| --- | --- |\n| main | 503 m |\n")
@@ -234,6 +235,7 @@ def test_index_build_from_articles_then_search_it(tmp_path, demo_cache):
     assert again.returncode == 2 and "--replace" in again.stderr
 
 
+@pytest.mark.slow  # one of the slowest end-to-end runs: left out of the quick lane
 def test_test_split_threshold_flows_into_verdicts_and_survives_rescoring(server, demo_cache, tmp_path):
     dev, test = tmp_path / "dev", tmp_path / "test"
     common_args = ("--system", "rav", "--base-url", server.base_url, "--no-rerank", "--ids", "demo_1,demo_2,demo_6,demo_7")
@@ -334,6 +336,7 @@ def test_a_check_whose_research_failed_gives_no_verdict(demo_cache):
     assert "unparseable response" in result.stderr and server.calls == 2  # the controller's call, tried twice
 
 
+@pytest.mark.slow  # one of the slowest end-to-end runs: left out of the quick lane
 def test_a_check_heals_a_broken_llm_cache(server, demo_cache, tmp_path):
     import sqlite3
 

@@ -115,6 +115,7 @@ def small_index(tmp_path_factory):
     return cache
 
 
+@pytest.mark.slow  # one of the slowest end-to-end runs: left out of the quick lane
 def test_estimate_end_to_end_then_review_and_reestimate_from_decisions(small_index, tmp_path):
     out = tmp_path / "est"
     with MockOpenAIServer(extracting_responder()) as server:

@@ -135,6 +135,7 @@ def test_bad_line_stops_the_build_and_the_fixed_file_resumes_it(tmp_path):
         assert stored(retriever.store) == expected(dump)
 
 
+@pytest.mark.slow  # one of the slowest end-to-end runs: left out of the quick lane
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_interrupted_build_resumes_to_the_same_blocks(tmp_path, stop):
     dump = write_xml_dump(tmp_path / "wiki.xml", generated_pages(600))  # long enough to be stopped mid-way on a busy machine
