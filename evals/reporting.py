@@ -119,9 +119,9 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
             str(m["counts"]["errors"]),
             str(robust.get("repaired_or_reasked", DASH)),
             str(robust.get("invalid_or_repeated_calls", DASH)),
-            or_dash(per_claim["calls"], ",.1f") + (f"\n({served:.0%} from cache)" if (served := per_claim["cached_share"]) else ""),
+            or_dash(per_claim["calls"], ",.1f") + (f"\n({served:.0%} reused)" if (served := per_claim["cached_share"]) else ""),
             f"{or_dash(per_claim['prompt_tokens'], ',.0f')}+{or_dash(per_claim['completion_tokens'], ',.0f')}"
-            + (f"\n({share:.0%} provider-cached)" if (share := provider_cached_share(m)) else ""),
+            + (f"\n({share:.0%} cached)" if (share := provider_cached_share(m)) else ""),
             or_dash(per_claim["seconds"], ",.1f"),
             cost_cell(m["usage"]).replace(" / ", "\n"),
         ]
@@ -139,8 +139,10 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
         table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right")
     for row in cells:
         table.add_row(*(row[c] for c in shown))
-    notes = ["Calls, tokens (prompt+completion) and seconds are per claim, answers served from CLAIRE's cache "
-             "included (as a fresh run would send them); cost: what a fresh run would be billed, and what the run paid."]
+    notes = ["Calls, tokens (prompt+completion) and seconds are per claim, answers reused from CLAIRE's cache "
+             "included (as a fresh run would send them; \"reused\": their share of the calls); \"cached\": the share of "
+             "prompt tokens the provider served from its prompt cache; cost: what a fresh run would be billed, and what "
+             "the run paid."]
     if "Split" in quiet:
         notes.append(f"Split: {splits.pop()}.")
     silent = [c for c in quiet if c in _QUIET_COLUMNS]
