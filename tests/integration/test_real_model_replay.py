@@ -2,9 +2,10 @@
 run (Qwen2.5-Coder-1.5B on the shared WikiCollide sample, ``evals/sweeps/real_model.yaml``) is
 served by the mock OpenAI server, and the same sweep runs again — every system, every claim — so
 CI reads what a real small model really wrote (tags as HTML entities, repeated actions, no
-finish) without the model. A request whose text changed since the recording (a prompt's wording, the
-retrieval) is answered with the model's answer for the same template and fact. Skips without the shared
-sample (its claims are the requests' facts)."""
+finish, verdicts with no readable score) without the model. The cassette is recorded with the current
+prompts: at least 90% of the requests must replay exactly, so a prompt changed without a new recording
+fails here; the few whose text differs (retrieval) are answered with the model's answer for the same
+template and fact. Skips without the shared sample (its claims are the requests' facts)."""
 
 from __future__ import annotations
 
@@ -39,19 +40,30 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
         }, environ={})
         summary = await run_sweep(SWEEP, dataset=shared_sample, out_dir=tmp_path / "runs", base_config=config,
                                   make_system=open_system, show_progress=False)
-    # Every request finds what the model answered for its template and fact. The recording predates the
-    # paper's prompt wording (issue 34), so requests are served by template and fact, in the order the model
-    # answered them, rather than by their exact text; re-recording with the model makes them exact again.
+    # Every request finds what the model answered, and nearly every one by its exact text: the cassette was
+    # recorded with today's prompts, so a prompt change without a new recording fails here (re-record with
+    # evals/sweeps/real_model.yaml and llm.record; the few requests whose text differs, by retrieval, are
+    # served by template and fact).
     served = cassette.exact + cassette.by_fact
-    assert cassette.missing == 0 and cassette.refused == 0 and served >= 150, (cassette.exact, cassette.by_fact, cassette.missing)
+    assert cassette.missing == 0 and cassette.refused == 0 and served >= 100, (cassette.exact, cassette.by_fact, cassette.missing)
+    assert cassette.exact >= 0.9 * served, f"only {cassette.exact} of {served} requests replay exactly: re-record the cassette"
     by_cell = {result.cell.name: result for result in summary.cells}
     assert set(by_cell) == {"rav", "nli", "claire", "cascade"}
     for name, result in by_cell.items():
+        recorded = expected["scores"][name]
         counts = result.metrics["counts"]
-        assert counts["total"] == len(expected["scores"][name]) and counts["errors"] == 0, (name, counts)
         lines = {json.loads(line)["claim_id"]: json.loads(line)
                  for line in (result.out_dir / "predictions.jsonl").read_text(encoding="utf-8").splitlines()}
-        same = sum(lines[claim]["score"] == score for claim, score in expected["scores"][name].items())
+        assert counts["total"] == len(recorded) == len(lines), (name, counts)
+        # the small model sometimes writes no readable score even when asked again: that claim fails, with the
+        # reason, and is never given a score; every other claim keeps the score the model gave
+        for claim, line in lines.items():
+            if line["score"] is None:
+                assert "inconsistency_score" in (line.get("error") or ""), (name, claim, line.get("error"))
+        same = sum(lines[claim]["score"] == score for claim, score in recorded.items())
         assert same >= 0.8 * len(lines), (name, same, len(lines))  # retrieval may differ a little from the recording
-    # what the real model did that the pipeline had to handle: its repeated actions were counted
-    assert by_cell["claire"].metrics["robustness"]["invalid_or_repeated_calls"] >= 1
+        assert counts["errors"] == sum(line["score"] is None for line in lines.values()), (name, counts)
+    # what the real model did that the pipeline had to handle: tags written as HTML entities were read, and
+    # its unreadable verdicts were asked again before the claim failed
+    assert any(score is not None for score in expected["scores"]["claire"].values())
+    assert by_cell["rav"].metrics["counts"]["errors"] >= 1
