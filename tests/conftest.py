@@ -1,10 +1,13 @@
 """Pytest fixtures shared by both lanes: private CLAIRE folders for every test, the shared
 WikiCollide sample, the claims of tests/fixtures/wikicollide_mini.json, a local OpenAI-compatible
-server, and an environment cleared of the developer's CLAIRE_*/OPENAI_* settings."""
+server, an environment cleared of the developer's CLAIRE_*/OPENAI_* settings, and the demo index
+built once per session with the real embedder (``copy_demo_index`` puts a copy where a test wants it)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -68,3 +71,25 @@ def clean_env(monkeypatch, tmp_path):
     monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def demo_index_root(tmp_path_factory) -> Path:
+    """An index folder holding the real demo index (the real embedder), built once for the whole
+    session. Read it only; a test that may change an index takes a copy (``copy_demo_index``)."""
+    from claire.indexes.retriever import ensure_demo_index
+
+    root = tmp_path_factory.mktemp("demo-index") / "indexes"
+    ensure_demo_index(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def copy_demo_index(demo_index_root) -> Callable[[Path], Path]:
+    """Copy the session's demo index into an index folder of the test's own (created if missing);
+    the folder is returned. Copying costs milliseconds where building costs seconds."""
+    def copy(root: Path) -> Path:
+        shutil.copytree(demo_index_root, root, dirs_exist_ok=True)
+        return root
+
+    return copy

@@ -8,7 +8,6 @@ import pytest
 
 from claire.agent.runtime import open_system, prompt_library
 from claire.config import Config
-from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import CLAIM, kind_of
 from claire.testing.mock_openai import MockOpenAIServer, prompt_tokens
 
@@ -39,10 +38,8 @@ def searches_then_finishes(body: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def demo_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("indexes")
-    ensure_demo_index(root)
-    return root
+def demo_root(tmp_path_factory, copy_demo_index):
+    return copy_demo_index(tmp_path_factory.mktemp("indexes"))
 
 
 async def test_ten_step_check_fits_an_8k_model(demo_root, clean_env):

@@ -1,4 +1,5 @@
-"""The ``claire`` command as a subprocess, over a real on-disk index and a local OpenAI-compatible
+"""The ``claire`` command end to end (in the test's process through its entry point, see
+:func:`claire.testing.cli.run_claire`), over a real on-disk index and a local OpenAI-compatible
 server: the real boundary end to end, and clear messages for bad input."""
 
 from __future__ import annotations
@@ -9,16 +10,15 @@ from pathlib import Path
 import pytest
 
 from claire.testing.mock_openai import MockOpenAIServer
-from claire.indexes.retriever import ensure_demo_index
 from claire.testing.cli import run_claire
 from claire.testing.doubles import http_responder, kind_of
 
 
 @pytest.fixture(scope="session")
-def demo_cache(tmp_path_factory):
-    """A cache folder holding the real demo index, built once for the session."""
+def demo_cache(tmp_path_factory, copy_demo_index):
+    """A cache folder holding a copy of the session's real demo index."""
     cache = tmp_path_factory.mktemp("claire-cache")
-    ensure_demo_index(cache / "indexes")
+    copy_demo_index(cache / "indexes")
     return cache
 
 
@@ -177,14 +177,16 @@ def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
     assert empty.returncode == 2 and "text is empty" in empty.stderr
 
 
-def test_a_system_written_outside_claire_runs_through_check_and_eval(server, demo_cache, tmp_path):
+def test_a_system_written_outside_claire_runs_through_check_and_eval(server, demo_cache, tmp_path, monkeypatch):
     """docs/examples/number_check.py, named package.module:Class, is built and run like a built-in
-    system: a check with its verdict, and an eval run directory scored like any other (issue 41)."""
+    system: a check with its verdict, and an eval run directory scored like any other (issue 41).
+    The check is a real process that finds the module on PYTHONPATH, as a user's would."""
     examples = Path(__file__).parents[2] / "docs" / "examples"
     env = {"PYTHONPATH": str(examples), "OPENAI_API_KEY": "k"}
     check = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system",
                        "number_check:NumberCheck", "--no-rerank", "--json", "--base-url", server.base_url, "--no-cache",
-                       cache=demo_cache, env=env)
+                       cache=demo_cache, env=env, process=True)
+    monkeypatch.syspath_prepend(str(examples))  # the same folder for the runs in this process
     answer = json.loads(check.stdout)
     assert answer["system"] == "number_check" and check.returncode == (1 if answer["verdict"] == "inconsistent" else 0)
     assert answer["evidence"] and server.calls == 0  # the same index; this system asks no LLM

@@ -116,7 +116,8 @@ def test_eval_refuses_empty_or_negative_selections(tmp_path, args, needle):
     assert not (tmp_path / "run" / "predictions.jsonl").exists()
 
 
-def test_eval_fails_when_too_many_claims_end_in_error(tmp_path):
+def test_eval_fails_when_too_many_claims_end_in_error(tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
     with MockOpenAIServer(lambda body: {"fault": "404"}) as server:
         result = run_claire("eval", "--index", "demo", "--dataset", str(FIXTURES / "wikicollide_mini.json"), "--out", str(tmp_path / "run"),
                             "--system", "rav", "--no-rerank", "--no-cache", "--base-url", server.base_url,
@@ -128,7 +129,8 @@ def test_eval_fails_when_too_many_claims_end_in_error(tmp_path):
 # -- 5. credentials -------------------------------------------------------------------------
 
 
-def test_keys_in_urls_and_pasted_into_api_key_env_are_never_written(tmp_path):
+def test_keys_in_urls_and_pasted_into_api_key_env_are_never_written(tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
     secret = "sk-topsecret-0123456789abcdef"
     shown = run_claire("config", "show", "--json", cache=tmp_path, env={**KEY, "CLAIRE_LLM__API_KEY_ENV": secret}, columns=200)
     assert shown.returncode == 2 and secret not in shown.stdout + shown.stderr

@@ -16,7 +16,6 @@ import time
 
 import pytest
 
-from claire.indexes.retriever import ensure_demo_index
 from claire.testing.cli import claire_command, claire_environment
 from claire.testing.doubles import http_responder
 from claire.testing.mock_openai import MockOpenAIServer
@@ -118,9 +117,9 @@ class Terminal:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory):
+def home(tmp_path_factory, copy_demo_index):
     folder = tmp_path_factory.mktemp("terminal-home")
-    ensure_demo_index(folder / "indexes")
+    copy_demo_index(folder / "indexes")
     return folder
 
 

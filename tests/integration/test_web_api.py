@@ -13,7 +13,6 @@ import pytest
 from claire.agent.runtime import open_retrieval
 from claire.config import load_config
 from claire.tasks.wikicollide.dataset import load_wikicollide
-from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.web.app import create_app
@@ -25,10 +24,8 @@ PASSAGE = "The Eiffel Tower was completed in 1890. It stands in Paris and is mad
 
 
 @pytest.fixture(scope="module")
-def index_root(tmp_path_factory):
-    root = tmp_path_factory.mktemp("web-indexes")
-    ensure_demo_index(root)
-    return root
+def index_root(tmp_path_factory, copy_demo_index):
+    return copy_demo_index(tmp_path_factory.mktemp("web-indexes"))
 
 
 def make_config(index_root, base_url, **more):

@@ -24,7 +24,6 @@ import pytest
 
 from claire.agent.runtime import open_retrieval
 from claire.config import load_config
-from claire.indexes.retriever import ensure_demo_index
 from claire.testing.doubles import http_responder, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.web.app import create_app
@@ -93,10 +92,9 @@ def responder():
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(tmp_path_factory, copy_demo_index):
     """The LLM server, a page server for the saved Wikipedia article, and the app allowing its origin."""
-    root = tmp_path_factory.mktemp("browser-indexes")
-    ensure_demo_index(root)
+    root = copy_demo_index(tmp_path_factory.mktemp("browser-indexes"))
     pages = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SimpleHTTPRequestHandler, directory=str(FIXTURES)))
     threading.Thread(target=pages.serve_forever, daemon=True).start()
     page_origin = f"http://127.0.0.1:{pages.server_address[1]}"
