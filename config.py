@@ -4,7 +4,11 @@ Precedence, lowest first: built-in defaults < ``claire.toml`` (the working direc
 given with ``--config``) < environment (``CLAIRE_SECTION__FIELD``, plus ``OPENAI_API_KEY`` /
 ``OPENAI_BASE_URL`` as the OpenAI SDK reads them) < command-line flags and ``--set key=value``;
 a preset (``paper``, the defaults, or ``practical``) sits just above the defaults.
-A leaf module: every layer may import it. It is longer than the project's other modules on
+A leaf module: every layer may import it, and it imports no CLAIRE package but ``errors``, ``files``
+and ``validation``. The settings that name an entry of a registry (``agent.system``, ``agent.task``,
+``agent.tools``) are checked by that registry: each registers its check here on import
+(:func:`register_name_check`), and the command line, the web app and every system builder import
+the registries before they resolve a configuration. It is longer than the project's other modules on
 purpose: every setting, with its type, limits and description, stands in this one place, which is
 what ``claire config show`` and the README's configuration reference read.
 """
@@ -24,13 +28,30 @@ from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
-from claire.agent.registry import SYSTEM_NAMES, is_system_name
+from collections.abc import Callable
+
 from claire.errors import ConfigError, mask, redact, register_secret
-from claire.tasks.registry import TASK_NAMES
-from claire.tools.registry import OPTIONAL_TOOLS, TOOL_NAMES
 from claire.validation import problems
+
+NAME_CHECKS: dict[str, Callable[[Any], Any]] = {}
+"""For each setting that names an entry of a registry (``agent.system``, ``agent.task``,
+``agent.tools``), the registry's check: it takes the value and returns it (normalised) or raises
+ValueError saying what is allowed. Registered by the registries themselves, so this module names no
+system, task or tool."""
+
+
+def register_name_check(setting: str, check: Callable[[Any], Any]) -> None:
+    """Have ``check`` validate the setting ``section.field`` whenever a configuration is validated."""
+    NAME_CHECKS[setting] = check
+
+
+def _checked_name(setting: str, value: Any) -> Any:
+    check = NAME_CHECKS.get(setting)
+    return value if check is None else check(value)
+
 
 ENV_PREFIX = "CLAIRE_"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -247,7 +268,9 @@ class AgentConfig(_Section):
     max_steps: int = Field(10, ge=1, le=100, description="research steps per claim")
     docs_per_query: int = Field(15, ge=1, le=100, description="passages per search")
     clarify_k: int = Field(10, ge=1, le=100, description="passages clarify_entity reads")
-    tools: list[str] = Field(default_factory=lambda: list(TOOL_NAMES), description="enabled tools (search and report_inconsistency are always on)")
+    tools: list[str] | None = Field(
+        None, validate_default=True,
+        description="enabled tools, by name (unset: every tool; search and report_inconsistency are always on)")
     stop_on_report: bool = Field(
         True, description="end a batch run's research at the first reported inconsistency, as the paper's released "
                           "traces do (an interactive check with review goes on after each answer); false: keep "
@@ -287,21 +310,6 @@ class AgentConfig(_Section):
     cascade_recall: float = Field(
         0.95, gt=0.0, le=1.0, description="with eval --cut-from: the share of inconsistent facts the cut must send to claire")
 
-    @field_validator("system")
-    @classmethod
-    def _known_system(cls, value: str) -> str:
-        if not is_system_name(value):
-            raise ValueError(f"unknown system {value!r}; allowed: {', '.join(SYSTEM_NAMES)}, or package.module:Class "
-                             "for a system of your own")
-        return value
-
-    @field_validator("task")
-    @classmethod
-    def _known_task(cls, value: str) -> str:
-        if value not in TASK_NAMES:
-            raise ValueError(f"unknown task {value!r}; allowed: {', '.join(TASK_NAMES)}")
-        return value
-
     @field_validator("tools", mode="before")
     @classmethod
     def _split_tools(cls, value: Any) -> Any:
@@ -309,15 +317,10 @@ class AgentConfig(_Section):
             value = [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("tools")
+    @field_validator("system", "task", "tools")
     @classmethod
-    def _known_tools(cls, value: list[str]) -> list[str]:
-        unknown = [name for name in value if name not in TOOL_NAMES]
-        if unknown:
-            raise ValueError(f"unknown tool(s) {unknown}; allowed: {', '.join(TOOL_NAMES)}")
-        # search and report_inconsistency are the core of the method and always stay on.
-        kept = [name for name in TOOL_NAMES if name in value or name not in OPTIONAL_TOOLS]
-        return kept
+    def _named_in_its_registry(cls, value: Any, info: ValidationInfo) -> Any:
+        return _checked_name(f"agent.{info.field_name}", value)
 
 
 class BaselineConfig(_Section):

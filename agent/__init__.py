@@ -10,5 +10,5 @@
 - ``extraction``: splitting a passage into atomic facts.
 
 May import ``tools``, ``tasks``, ``llm``, ``indexes``, ``prompts``, ``config`` and ``errors``;
-never ``evals``, ``workflows``, ``web`` or ``cli``.
+never ``runs``, ``evals``, ``jobs``, ``livewiki``, ``studies``, ``web`` or ``cli``.
 """

@@ -11,7 +11,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from claire.agent.system import StepListener, SystemParts, report_step, step_listeners
 from claire.domain import Assessment, Claim, Evidence, known_elements, ScoreKind, TraceItem
@@ -44,6 +44,7 @@ class SearchOnce(ABC):
 
     name = "baseline"
     score_kind: ScoreKind = "probability"
+    reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "baselines.", "prompts.", "agent.threshold")
 
     def __init__(self, parts: BaselineParts, *, on_step: StepListener | None = None):
         self.parts = parts

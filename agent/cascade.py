@@ -14,7 +14,7 @@ and spends CLAIRE's calls only on the facts that need them.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from claire.agent.registry import score_kind
 from claire.agent.system import System, SystemParts
@@ -45,6 +45,7 @@ class Cascade:
     name = "cascade"
     score_kind: ScoreKind = "probability"  # a first pass's count is answered as its share of passages
     cut_setting = "agent.cascade_cut"  # the setting `claire eval --cut-from` chooses for it
+    reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "agent.", "baselines.", "prompts.")
 
     def __init__(self, first: System, full: System, *, cut: float, threshold: float):
         self.first = first

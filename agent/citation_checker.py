@@ -106,6 +106,7 @@ class CitationChecker:
     name = "cite"
     score_kind: ScoreKind = "probability"  # the original source's support score in [0, 1]
     answers_task: ClassVar[str] = "citations"
+    reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "cite.", "prompts.")
 
     def __init__(self, *, llm: ChatClient, retriever: Searcher, prompts: PromptLibrary, settings: CiteConfig,
                  mode: str = "hybrid", candidates: int = 50):

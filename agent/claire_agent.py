@@ -15,7 +15,7 @@ import time
 import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, ClassVar
 
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
@@ -55,6 +55,7 @@ class ClaireAgent:
 
     name = "claire"
     score_kind: ScoreKind = "probability"
+    reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "agent.", "prompts.")
 
     def __init__(self, *, context: ResearchContext, threshold: float, reviewer: Reviewer | None = None,
                  on_step: StepListener | None = None, checkpoints: Path | None = None):

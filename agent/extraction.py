@@ -15,7 +15,7 @@ import html
 import re
 from dataclasses import dataclass
 
-from claire.indexes.corpus import heading
+from claire.indexes.corpus import article_sections
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
 from claire.errors import ConfigError
@@ -39,25 +39,6 @@ class ExtractedFact:
     block: str  # the paragraph block it was extracted from
     section: str = ""  # the heading it stands under (else the section given with the text)
     source: str | None = None  # the sentence of the text it restates, as the model copied it
-
-
-def split_sections(text: str) -> list[tuple[str, str]]:
-    """``(section title, text)`` for the parts of ``text`` its heading lines divide it into; the
-    part before the first heading has the title "" (nested headings are not joined here: a
-    heading names the text until the next one)."""
-    parts: list[tuple[str, str]] = []
-    title, lines = "", []
-    for line in text.splitlines():
-        found = heading(line)
-        if found is None:
-            lines.append(line)
-            continue
-        if "\n".join(lines).strip():
-            parts.append((title, "\n".join(lines)))
-        title, lines = found[1], []
-    if "\n".join(lines).strip():
-        parts.append((title, "\n".join(lines)))
-    return parts
 
 
 def split_blocks(text: str, max_words: int = 180) -> list[str]:
@@ -135,7 +116,7 @@ async def extract_facts(
                           "extraction; give one article (or one section) at a time")
     if not title.strip():
         raise ConfigError("the article title is needed (--title): facts are checked against the rest of the corpus")
-    blocks = [(title_line or section, block) for title_line, part in split_sections(text)
+    blocks = [(names[-1] if names else section, block) for names, part in article_sections(text, title)
               for block in split_blocks(part, max_words=max_words)]
     if not blocks:
         raise ConfigError("the text has only headings: give the passage under them to extract facts from")

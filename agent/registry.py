@@ -18,6 +18,9 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
+import claire.tasks.registry  # noqa: F401  (with this registry, the task and tool registries check their names too)
+import claire.tools.registry  # noqa: F401
+from claire.config import register_name_check
 from claire.domain import ScoreKind
 from claire.errors import ConfigError
 
@@ -40,6 +43,17 @@ def is_system_name(name: str) -> bool:
     """Whether ``name`` names a system: a built-in one, or one written outside CLAIRE (its module is
     loaded only when the system is built)."""
     return name in SYSTEMS or bool(EXTERNAL.match(name))
+
+
+def _check_system_setting(value: str) -> str:
+    """``agent.system`` names a system (see :func:`is_system_name`)."""
+    if not is_system_name(value):
+        raise ValueError(f"unknown system {value!r}; allowed: {', '.join(SYSTEM_NAMES)}, or package.module:Class "
+                         "for a system of your own")
+    return value
+
+
+register_name_check("agent.system", _check_system_setting)
 
 
 @cache
@@ -74,6 +88,18 @@ def score_kind(name: str | None) -> ScoreKind:
         return getattr(system_class(name), "score_kind", "probability")
     except ConfigError:
         return "probability"
+
+
+def reads_setting(name: str | None, key: str) -> bool:
+    """Whether the system called ``name`` reads the setting ``key`` (a dotted key): what it declares in
+    ``reads`` (setting prefixes); a system that declares nothing, or cannot be loaded here, reads all."""
+    if not name or not is_system_name(name):
+        return True
+    try:
+        prefixes = getattr(system_class(name), "reads", None)
+    except ConfigError:
+        return True
+    return prefixes is None or key.startswith(tuple(prefixes))
 
 
 def systems_answering(task: str) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.bench.llm import ServerProcess
 from claire.config import Config, LLMConfig
-from claire.evals.predictions import load_predictions
+from claire.runs.predictions import load_predictions
 from claire.evals.reporting import per_claim_costs
 from claire.evals.runner import run_eval
 from claire.llm.client import ChatClient
@@ -49,9 +49,10 @@ async def _run(claims: int, latency: float, cut: float) -> dict[str, Any]:
             finally:
                 await llm.aclose()
             lines = load_predictions(Path(tmp) / system)
-            sent = sum((line.get("details") or {}).get("stage") == "claire" for line in lines)
+            # a cascade's answer names the stage that gave it; an answer with no stage came from CLAIRE itself
+            sent = sum((line.get("details") or {}).get("stage", "claire") == "claire" for line in lines)
             figures[system] = {**per_claim_costs(summary.metrics), "auroc": summary.metrics["auroc"],
-                               "errors": summary.errors, "to_claire": sent / claims if system == "cascade" else 1.0}
+                               "errors": summary.errors, "to_claire": sent / claims}
     return figures
 
 

@@ -34,6 +34,7 @@ from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.config import Config
 from claire.errors import ClaireError
+from claire.runs.executor import Executor
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.indexes.corpus import read_corpus
 from claire.indexes.retriever import build_index
@@ -68,11 +69,13 @@ def research_responder(body: dict[str, Any]) -> dict[str, Any]:
 
 async def _assessed(config: Config, claims: list[Any]) -> AsyncIterator[Any]:
     """Each claim once the configured system has assessed it (the first that fails ends the run)."""
+    executor = Executor(1)
     async with open_system(config) as system:
         for claim in claims:
-            assessment = await system.assess(claim)
-            if assessment.error:
-                raise ClaireError(f"the prompt benchmark failed on claim {claim.claim_id}: {assessment.error}")
+            outcome = await executor.check(system, claim)
+            if outcome.failed:
+                why = outcome.error or outcome.result.error
+                raise ClaireError(f"the prompt benchmark failed on claim {claim.claim_id}: {why}")
             yield claim
 
 

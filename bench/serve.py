@@ -110,6 +110,7 @@ def _polls_in_process(url: str, path: str, clients: int, polls: int) -> tuple[li
 def run_serve_bench(*, facts: int = 40, concurrency: int = 8, latency: float = 0.2, clients: int = 100, polls: int = 20,
                     console: Console | None = None, index_root: Path | None = None, retriever: Any = None) -> dict[str, float]:
     """Run the bench; ``retriever`` (an open one, left open) or ``index_root`` pick the demo index to use."""
+    import claire.agent.registry  # noqa: F401  (its name checks)
     from claire.agent.runtime import open_retrieval
     from claire.config import load_config
     from claire.testing.mock_openai import MockOpenAIServer

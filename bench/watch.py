@@ -37,8 +37,8 @@ from claire.bench.llm import ServerProcess
 from claire.config import Config
 from claire.testing.bench_models import patrol_answer
 from claire.testing.wiki_doubles import EventStreamServer, WikiApiServer, change_event
-from claire.workflows.job_store import JobStore
-from claire.workflows.patrol import run_patrol
+from claire.jobs.store import JobStore
+from claire.livewiki.patrol import run_patrol
 
 
 def _wiki(edits: int) -> tuple[dict[int, tuple[int, str, str]], list[dict[str, Any]]]:

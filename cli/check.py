@@ -95,8 +95,10 @@ def check_command(
             trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
         except OSError as error:
             err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(error.strerror or str(error))}")
-    # one rule: a check that met an error (its research cut short, e.g. by an LLM outage) is no verdict
-    failed = assessment.error is not None or (assessment.score is None and assessment.label is None)
+    # one rule (claire.domain): a check that met an error (its research cut short, e.g. by an LLM outage) is no verdict
+    from claire.domain import recorded_outcome
+
+    failed = recorded_outcome(assessment) == "failed"
     if as_json:
         print(assessment.model_dump_json(indent=2))
     elif not failed:
@@ -107,7 +109,7 @@ def check_command(
         raise typer.Exit(ExitCode.ERROR)
     review = assessment.details.get("review")
     if review:  # the person's decision is the answer
-        raise typer.Exit(ExitCode.FLAGGED if review["verdict"] == "inconsistent" else ExitCode.OK)
+        raise typer.Exit(ExitCode.FLAGGED if recorded_outcome(review) == "flagged" else ExitCode.OK)
     from claire.tasks.registry import get_task
 
     raise typer.Exit(get_task(config.agent.task).exit_code(assessment.verdict, assessment.label))

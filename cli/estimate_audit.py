@@ -41,7 +41,7 @@ def estimate_command(
     sets: SetOpt = None,
 ) -> None:
     """How inconsistent is a corpus: sample sizes, rates with intervals, and sampled estimates."""
-    from claire.workflows.rate_statistics import cochran_sample_size, estimate_rate
+    from claire.studies.rate_statistics import cochran_sample_size, estimate_rate
 
     modes = [sample_size, confirmed is not None or total is not None, index is not None or sample is not None or out is not None,
              from_dir is not None]
@@ -67,11 +67,11 @@ def estimate_command(
                           f"Wilson {rate.wilson_form()}")
         return
     if from_dir is not None:
-        from claire.workflows.rate_runs import summarise
+        from claire.studies.rate_runs import summarise
 
         summary = summarise(from_dir, confidence=confidence, decision_files=decisions or [])
     else:
-        from claire.workflows.estimate import run_estimate
+        from claire.studies.estimate import run_estimate
 
         if index is None or sample is None or out is None:
             raise ConfigError("an estimate needs --index NAME, --sample K and --out DIR")
@@ -130,7 +130,7 @@ def audit_command(
     sets: SetOpt = None,
 ) -> None:
     """Check the claims a benchmark takes as true against the corpus; the share contradicted."""
-    from claire.workflows.audit import run_audit
+    from claire.studies.audit import run_audit
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
     config = config.with_overrides({"retrieval.path": str(path)}) if path else config

@@ -43,7 +43,7 @@ def eval_command(
 ) -> None:
     """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
     from claire.agent.runtime import open_system, run_settings
-    from claire.evals.predictions import refuse_if_in_use
+    from claire.runs.predictions import refuse_if_in_use
     from claire.evals.runner import failure, run_eval, select_records, with_threshold
     from claire.tasks.registry import get_task
 
@@ -56,7 +56,7 @@ def eval_command(
     config = with_threshold(chosen, config, threshold, threshold_from)
     if cut_from is not None:
         from claire.agent.cascade import cut_for_recall
-        from claire.evals.predictions import load_predictions
+        from claire.runs.predictions import load_predictions
         from claire.evals.runner import check_source_run
 
         from claire.agent.registry import system_class
@@ -106,7 +106,7 @@ def metrics_command(
     calibration: Annotated[str, typer.Option("--calibration", help="How --calibrate-from fits: isotonic or platt.")] = "isotonic",
 ) -> None:
     """Recompute metrics, report and ROC plot from a run's predictions alone."""
-    from claire.evals.predictions import read_run_config
+    from claire.runs.predictions import read_run_config
     from claire.evals.reporting import compare_runs
     from claire.evals.runner import run_task, score_run
 

@@ -56,6 +56,7 @@ def resolve(
     **flags: Any,
 ) -> Config:
     """defaults < claire.toml < environment < --set < explicit flags (None means not given)."""
+    import claire.agent.registry  # noqa: F401  (the system, task and tool registries check the names given)
     from claire.config import load_config, parse_assignment
 
     overrides: dict[str, Any] = dict(parse_assignment(item) for item in sets or [])

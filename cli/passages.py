@@ -72,7 +72,7 @@ def scan_command(
     """Extract every fact of a passage and check each one; flagged facts first. Exit 0 none flagged, 1 some flagged, 2 some could not be checked (none flagged), 3 no checkable fact."""
     from rich.table import Table
 
-    from claire.workflows.scan import run_scan
+    from claire.jobs.scan import run_scan
 
     passage = passage_text(text, file)
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset)
@@ -130,8 +130,10 @@ def cite_command(
                         source=CitedSource(text=text, title=source.stem.replace("_", " ") if source else "", url=source_url))
 
     async def go():
+        from claire.runs.executor import Executor
+
         async with open_system(config) as checker:
-            return await checker.assess(citation)
+            return (await Executor(1).check(checker, citation, key="cite")).answer()
 
     if as_json:
         result = run(go())

@@ -3,7 +3,7 @@
 Walks the flagged facts of a run directory (an estimate, an audit, a scan or an eval), most
 suspicious first, showing the fact, where it comes from, the passages the verifier cited and its
 analysis, and asks accept / reject / skip / quit. Each decision is appended to
-``DIR/reviews.jsonl`` at once (:mod:`claire.workflows.reviews`), so quitting or a crash loses
+``DIR/reviews.jsonl`` at once (:mod:`claire.studies.reviews`), so quitting or a crash loses
 nothing and the next session starts with the facts still undecided. Estimates and audits are
 re-reported from the decisions when the session ends. :func:`review_command` is the command.
 """
@@ -49,7 +49,7 @@ def _ask_with(console: Console) -> Ask:
 def _show(console: Console, number: int, total: int, claim: dict[str, Any], prediction: dict[str, Any]) -> None:
     from rich.markdown import Markdown
 
-    from claire.workflows.scan import row_from_prediction
+    from claire.runs.predictions import row_from_prediction
 
     row = row_from_prediction(prediction)
     where = " > ".join(part for part in (claim.get("document_title"), claim.get("section_title")) if part)
@@ -89,11 +89,11 @@ def _all_passages(prediction: dict[str, Any]) -> list[dict[str, Any]]:
 def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, reviewer: str | None = None,
                decision_files: list[Path] | None = None) -> ReviewResult:
     """Ask about each flagged, undecided fact of ``out_dir``; record the answers; re-report."""
-    from claire.evals.predictions import PREDICTIONS, load_predictions
+    from claire.runs.predictions import PREDICTIONS, load_predictions
     from claire.files import read_log
-    from claire.workflows.rate_runs import CLAIMS, read_plan, summarise
+    from claire.studies.rate_runs import CLAIMS, read_plan, summarise
     from claire.domain import recorded_outcome
-    from claire.workflows.reviews import Decision, append_decision, load_decisions
+    from claire.studies.reviews import Decision, append_decision, load_decisions
 
     out_dir = Path(out_dir)
     if not (out_dir / PREDICTIONS).is_file():

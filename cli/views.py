@@ -22,6 +22,7 @@ from claire.domain import Assessment, Claim
 from claire.llm.usage import Usage, track_usage
 from claire.config import Config
 from claire.errors import ConfigError, redact
+from claire.runs.executor import Executor
 from claire.indexes.retriever import demo_index_ready, ensure_demo_index
 
 
@@ -182,7 +183,7 @@ class CheckView:
     async def _check(self, retriever: Any) -> Assessment:
         reviewer = self.review if self.config.agent.review else None
         on_step = None if self.quiet else self.on_step
-        async with open_system(self.config, reviewer=reviewer, on_step=on_step, retriever=retriever) as system:
+        async with open_system(self.config, reviewer=reviewer, retriever=retriever) as system:
             if self.resume is not None:
                 if not hasattr(system, "resume"):
                     raise ConfigError(f"--resume works with the claire system, not {system.name}")
@@ -199,9 +200,10 @@ class CheckView:
             if not self.quiet:
                 self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
             self.say("researching…")
-            with track_usage() as usage:
+            with track_usage() as usage:  # the running total the status line shows
                 self.llm_total = usage
-                return await system.assess(self.claim, **kwargs)
+                outcome = await Executor(1).check(system, self.claim, key=self.claim.claim_id, on_step=on_step, **kwargs)
+            return outcome.answer()
 
     def final(self, a: Assessment) -> None:
         """Print the result of an assessment: the verdict (the reviewer's, when there was a review,

@@ -77,7 +77,7 @@ def print_summary(stats: Any, flagged: list[dict[str, Any]]) -> None:
 
 def flagged_in(store_path: Path, edits: list[str]) -> list[dict[str, Any]]:
     """The flagged facts of ``edits`` (the job ids of the edits this run checked), newest edit first."""
-    from claire.workflows.job_store import JobStore
+    from claire.jobs.store import JobStore
 
     if not edits:
         return []
@@ -115,8 +115,8 @@ def watch_command(
     sets: SetOpt = None,
 ) -> None:
     """Check new edits of a live wiki as they happen; flagged facts wait in the web app's Patrol view."""
-    from claire.workflows.job_store import default_store_path
-    from claire.workflows.patrol import patrol_source, run_patrol
+    from claire.jobs.store import default_store_path
+    from claire.livewiki.patrol import patrol_source, run_patrol
 
     config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,
                          **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,

@@ -14,7 +14,7 @@ from rich import box
 from rich.table import Table
 
 from claire.errors import ConfigError
-from claire.evals.predictions import load_predictions
+from claire.runs.predictions import load_predictions
 from claire.tasks.measures import DASH, METRICS, auroc_text, money, or_dash, pct
 
 

@@ -1,7 +1,7 @@
 """Batch evaluation: run one system over many records of a task, concurrently, into a resumable
 run directory.
 
-``run_eval`` submits the records to the executor (:mod:`claire.evals.executor`) with the run
+``run_eval`` submits the records to the executor (:mod:`claire.runs.executor`) with the run
 directory as its sink: the records not yet in ``OUT/predictions.jsonl`` are checked (at most
 ``concurrency`` at a time), each result appended the moment it is ready, and it finishes with
 the task's outputs (metrics.json, report.md, plots). Killing it at any point and running it again
@@ -27,11 +27,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from claire import __version__
 from claire.config import PRESETS, Config
-from claire.agent.registry import score_kind
+from claire.agent.registry import reads_setting, score_kind
 from claire.domain import ScoreKind
 from claire.errors import ClaireError, ConfigError, DatasetError
-from claire.evals.executor import Executor, Outcome, todo
-from claire.evals.predictions import (
+from claire.runs.executor import Executor, Outcome, todo
+from claire.runs.predictions import (
     PredictionLog, load_predictions, read_records, read_run_config, record_digest, write_records, write_run_config,
 )
 from claire.evals.reporting import read_metrics
@@ -292,7 +292,7 @@ def score_run(
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
     if left_out:
         metrics["not_in_dataset"] = left_out  # kept in predictions.jsonl, left out of these scores
-    setup = task.setup(stored.get("config") or {}, system)
+    setup = task.setup(stored.get("config") or {}, lambda key: reads_setting(system, key))
     if setup is not None:
         metrics["setup"] = setup
     if calibrate_from is not None:

@@ -47,7 +47,7 @@ from rich.console import Console
 from claire.agent.system import System
 from claire.config import SECTIONS, Config
 from claire.errors import ConfigError
-from claire.evals.predictions import load_predictions, read_run_config
+from claire.runs.predictions import load_predictions, read_run_config
 from claire.evals.reporting import cost_cell, per_claim_costs, plot_heatmap, read_metrics
 from claire.evals.runner import config_differences, pending_claims, run_eval
 from claire.tasks.measures import DASH, auroc_text, or_dash, pct

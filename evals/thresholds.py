@@ -10,7 +10,7 @@ from typing import Any
 
 from claire.config import AgentConfig, BaselineConfig
 from claire.errors import ConfigError
-from claire.evals.predictions import load_predictions, read_run_config
+from claire.runs.predictions import load_predictions, read_run_config
 from claire.agent.registry import score_kind
 from claire.domain import ScoreKind
 from claire.tasks.base import Task

@@ -240,6 +240,36 @@ def heading(line: str) -> tuple[int, str] | None:
     return (len(match.group(1)), match.group(2)) if match else None
 
 
+def article_sections(text: str, title: str = "") -> list[tuple[list[str], str]]:
+    """The parts of an article's plain text that its heading lines divide it into, in order: each
+    part's heading path (nested headings give ``["Career", "Later years"]``; a top-level heading that
+    repeats the article's ``title`` is no section) and the text under it, never a heading line.
+    Parts with nothing but blank lines are left out. The one heading walker: indexing
+    (:func:`blocks_from_article`) and fact extraction both cut articles by it."""
+    parts: list[tuple[list[str], str]] = []
+    path: list[tuple[int, str]] = []
+    lines: list[str] = []
+
+    def end_part() -> None:
+        if any(line.strip() for line in lines):
+            parts.append(([name for _, name in path], "\n".join(lines)))
+        lines.clear()
+
+    for line in text.splitlines():
+        found = heading(line)
+        if found is None:
+            lines.append(line)
+            continue
+        end_part()
+        level, name = found
+        while path and path[-1][0] >= level:
+            path.pop()
+        if not (level == 1 and name == title):
+            path.append(found)
+    end_part()
+    return parts
+
+
 def split_sentences(text: str) -> list[str]:
     """A paragraph's sentences (split after ``.!?`` and any closing quote or bracket, before a
     capital, a digit or an opening quote)."""
@@ -294,16 +324,12 @@ def blocks_from_article(title: str, text: str, *, url: str | None = None, max_wo
     if max_words < 1:
         raise ConfigError(f"max_words must be at least 1 (got {max_words})")
     blocks: dict[str, Block] = {}
-    path: list[tuple[int, str]] = []
     paragraphs: list[str] = []
     lines: list[str] = []
     table: list[str] = []
-
-    def section() -> str:
-        return " > ".join(name for _, name in path)
+    name = ""
 
     def add(content: str, kind: Literal["text", "table"]) -> None:
-        name = section()
         anchor = url
         if url and name and "#" not in url:
             anchor = f"{url}#{name.rsplit(' > ', 1)[-1].replace(' ', '_')}"
@@ -330,25 +356,19 @@ def blocks_from_article(title: str, text: str, *, url: str | None = None, max_wo
             add(content, "table" if is_table(content) else "text")
             table.clear()
 
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("|"):
-            end_passages()
-            table.append(line)
-            continue
+    for names, part in article_sections(text, title):
+        name = " > ".join(names)
+        for raw in part.splitlines():
+            line = raw.strip()
+            if line.startswith("|"):
+                end_passages()
+                table.append(line)
+                continue
+            end_table()
+            if line:
+                lines.append(line)
+            else:
+                end_paragraph()
         end_table()
-        title_line = heading(line)
-        if title_line:
-            end_passages()
-            level, name = title_line
-            while path and path[-1][0] >= level:
-                path.pop()
-            if not (level == 1 and name == title):
-                path.append(title_line)
-        elif line:
-            lines.append(line)
-        else:
-            end_paragraph()
-    end_table()
-    end_passages()
+        end_passages()
     return list(blocks.values())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from langchain_core.messages import BaseMessage
 
@@ -138,8 +138,9 @@ class Task(ABC):
         """The split a data file holds, from its name (None: unknown, or the task has no splits)."""
         return None
 
-    def setup(self, config_public: dict[str, Any], system: str | None) -> dict[str, Any] | None:
-        """What a run's report says of its setup beside the method it follows (None: nothing)."""
+    def setup(self, config_public: dict[str, Any], reads: Callable[[str], bool]) -> dict[str, Any] | None:
+        """What a run's report says of its setup beside the method it follows (None: nothing);
+        ``reads`` says whether the run's system reads a setting (a dotted key)."""
         return None
 
     def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind) -> float:

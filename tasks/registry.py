@@ -11,6 +11,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
+from claire.config import register_name_check
 from claire.errors import ConfigError
 
 TASKS: dict[str, str] = {
@@ -21,6 +22,16 @@ TASKS: dict[str, str] = {
 """Each task's name and the class that is it (``module:Class``)."""
 
 TASK_NAMES: tuple[str, ...] = tuple(TASKS)
+
+
+def _check_task_setting(value: str) -> str:
+    """``agent.task`` names a task."""
+    if value not in TASKS:
+        raise ValueError(f"unknown task {value!r}; allowed: {', '.join(TASKS)}")
+    return value
+
+
+register_name_check("agent.task", _check_task_setting)
 
 
 @cache

@@ -25,7 +25,7 @@ from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.doubles import kind_of
 from claire.testing.http_server import serve_until_interrupted
 from claire.testing.mock_openai import MockOpenAIServer
-from claire.workflows.spans import sentences
+from claire.jobs.spans import sentences
 
 
 TOUR = Path(__file__).resolve().parents[1] / "evals" / "data" / "tour.jsonl"

@@ -12,6 +12,8 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from claire.config import register_name_check
+
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
 
@@ -25,15 +27,31 @@ OPTIONAL_TOOLS: tuple[str, ...] = ("clarify_entity", "explain")
 """The tools a run may leave out: search and report_inconsistency are the core of the method."""
 
 
+def enabled_tools(names: list[str] | None) -> list[str]:
+    """The tools a run uses, in their fixed order: those ``names`` enables (None: every tool), and
+    always search and report_inconsistency, the core of the method; an unknown name is a ValueError."""
+    if names is None:
+        return list(TOOL_NAMES)
+    unknown = [name for name in names if name not in TOOL_NAMES]
+    if unknown:
+        raise ValueError(f"unknown tool(s) {unknown}; allowed: {', '.join(TOOL_NAMES)}")
+    return [name for name in TOOL_NAMES if name in names or name not in OPTIONAL_TOOLS]
+
+
+register_name_check("agent.tools", enabled_tools)
+
+
 @cache
 def all_tools() -> dict[str, "BaseTool"]:
     """Every action's tool, by name, in the order the controller is shown them."""
     return {name: getattr(import_module(f"claire.tools.{name}"), name) for name in ACTIONS}
 
 
-def tools_for(enabled: list[str], *, finish: bool = True) -> list["BaseTool"]:
-    """The enabled tools in their fixed order, ending with ``finish`` when it is offered."""
-    return [tool for name, tool in all_tools().items() if name in enabled or (name == "finish" and finish)]
+def tools_for(enabled: list[str] | None, *, finish: bool = True) -> list["BaseTool"]:
+    """The enabled tools (see :func:`enabled_tools`) in their fixed order, ending with ``finish``
+    when it is offered."""
+    names = enabled_tools(enabled)
+    return [tool for name, tool in all_tools().items() if name in names or (name == "finish" and finish)]
 
 
 def argument_of(name: str) -> str:

@@ -3,7 +3,7 @@ guards and its routers together.
 
 The routes live in ``*_routes.py`` by what they serve (checks and scans, reviews, the index, the
 page, health) and only validate, store and read: checking runs in
-:class:`~claire.workflows.jobs.JobRunner` through the same ``open_system`` the CLI uses. What the
+:class:`~claire.jobs.runner.JobRunner` through the same ``open_system`` the CLI uses. What the
 routes share reaches them through ``web/deps.py`` from ``app.state``: the configuration and
 settings from the start, the job store, runner and retriever once the server has started.
 """
@@ -29,14 +29,14 @@ from claire.indexes.registry import Searcher
 from claire.web import security
 from claire.web.health_routes import server
 from claire.web.job_routes import checks, scans
-from claire.workflows.jobs import JobRunner, TooBusy
+from claire.jobs.runner import JobRunner, TooBusy
 from claire.web.page_routes import mount_files, pages
 from claire.web.patrol_routes import patrol as patrol_routes
-from claire.workflows.patrol import patrol_from_config
+from claire.livewiki.patrol import patrol_from_config
 from claire.web.review_routes import reviews
 from claire.web.search_routes import index
 from claire.web.settings import ServeSettings
-from claire.workflows.job_store import JobStore
+from claire.jobs.store import JobStore
 from claire.web.views import RenderedScans
 
 log = logging.getLogger(__name__)

@@ -16,9 +16,9 @@ from fastapi import Depends, HTTPException, Request
 
 from claire.config import Config
 from claire.indexes.registry import Searcher
-from claire.workflows.jobs import JobRunner
+from claire.jobs.runner import JobRunner
 from claire.web.settings import ServeSettings
-from claire.workflows.job_store import JobStore
+from claire.jobs.store import JobStore
 from claire.web.views import RenderedScans
 
 

@@ -13,8 +13,8 @@ from typing import Any
 from fastapi import Request
 from sse_starlette.sse import EventSourceResponse
 
-from claire.workflows.jobs import JobRunner
-from claire.workflows.job_store import JobStore
+from claire.jobs.runner import JobRunner
+from claire.jobs.store import JobStore
 
 WAKE_EVERY_S = 10  # look at the store at least this often, even if the runner published nothing
 PING_EVERY_S = 15  # a comment line that keeps proxies from closing a quiet stream

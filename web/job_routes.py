@@ -15,7 +15,7 @@ from claire.web.deps import ConfigDep, RenderedScansDep, RunnerDep, StoreDep, jo
 from claire.web.events import event_stream
 from claire.web.schemas import CheckRequest, Created, Rechecked, ScanRequest, ScanView
 from claire.web.views import check_view
-from claire.workflows.jobs import JobBusy
+from claire.jobs.runner import JobBusy
 
 checks = APIRouter(prefix="/api/check", tags=["checks"])
 scans = APIRouter(prefix="/api/scan", tags=["scans"])

@@ -26,7 +26,7 @@ from claire.config import Config
 from claire.errors import ClaireError
 from claire.llm.client import ChatClient
 from claire.web.app import create_app
-from claire.workflows.patrol import patrol_source
+from claire.livewiki.patrol import patrol_source
 from claire.web.security import check_bind
 from claire.web.settings import ServeSettings
 

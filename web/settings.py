@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field, SecretStr
 
 from claire.web.security import is_loopback
-from claire.workflows.job_store import default_store_path
+from claire.jobs.store import default_store_path
 
 
 WILDCARD_HOSTS = {"0.0.0.0", "::", ""}

@@ -1,7 +1,7 @@
 """The JSON the API answers about stored jobs: a check, a scan with its facts (in three levels of
 detail, cached until the scan changes), and reviewed facts as WikiCollide records.
 
-Everything here reads a :class:`~claire.workflows.job_store.JobStore` and builds plain dicts; the routes
+Everything here reads a :class:`~claire.jobs.store.JobStore` and builds plain dicts; the routes
 in ``web/job_routes.py`` and ``web/review_routes.py`` decide what to answer with them.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from claire.agent.claire_agent import reviewed_verdict
 from claire.domain import recorded_outcome
-from claire.workflows.jobs import cited_numbers
-from claire.workflows.job_store import JobStore
-from claire.workflows.spans import locate, sentences, utf16_index
+from claire.jobs.runner import cited_numbers
+from claire.jobs.store import JobStore
+from claire.jobs.spans import locate, sentences, utf16_index
 
 RENDERED_SCANS = 256  # scan views kept rendered; the oldest goes first
 _STEP_FAILURE = re.compile(r";\s+(?=[a-z_]+: )")  # where one step's failure ends and the next one's begins

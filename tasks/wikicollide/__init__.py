@@ -9,7 +9,7 @@ and ``report`` what a person reads after a run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from claire.domain import Claim, Evidence, ScoreKind
 from claire.llm.client import ChatClient
@@ -57,9 +57,9 @@ class WikiCollide(Task):
         """validation for dev/val files, test for test files (by file name)."""
         return infer_split(path)
 
-    def setup(self, config_public: dict[str, Any], system: str | None) -> dict[str, Any] | None:
-        """The run's model, index and every setting that differs from the paper's method."""
-        return describe_setup(config_public, system)
+    def setup(self, config_public: dict[str, Any], reads: Callable[[str], bool]) -> dict[str, Any] | None:
+        """The run's model, index and every setting its system reads that differs from the paper's method."""
+        return describe_setup(config_public, reads)
 
     def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind) -> float:
         """The best-F1 threshold of a validation run, as the paper reuses it on test."""

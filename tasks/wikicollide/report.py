@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +60,10 @@ PROMPT_WORDING = ("prompts: the project's wording of the paper's prompts (Figs 1
 sentences (the specific differences: :data:`claire.prompts.fidelity.WORDING_DIFFERENCES`)."""
 
 
-def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]:
+def describe_setup(config: dict[str, Any], reads: Callable[[str], bool] = lambda key: True) -> dict[str, Any]:
     """What a run was set up with, and where that differs from the paper's method (read from the
-    run's stored configuration; settings a run does not record are left out)."""
+    run's stored configuration; settings a run does not record, or its system does not read —
+    ``reads``, the registry's answer for the run's system — are left out)."""
     def value(key: str) -> Any:
         node: Any = config
         for part in key.split("."):
@@ -74,9 +75,7 @@ def describe_setup(config: dict[str, Any], system: str | None) -> dict[str, Any]
     if embedder and embedder != PAPER_EMBEDDER:
         differences.append(f"embedder {embedder} (the paper's: mGTE, {PAPER_EMBEDDER}, which needs a model hub)")
     for key, (expected, wording) in PAPER_SETTINGS.items():
-        if system in ("rav", "nli") and key.startswith("agent."):
-            continue
-        if system == "claire" and key == "baselines.k":
+        if not reads(key):
             continue
         found = value(key)
         if found is not None and found != expected:

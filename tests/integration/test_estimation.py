@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from claire.workflows.rate_statistics import estimate_rate
+from claire.studies.rate_statistics import estimate_rate
 from claire.indexes.corpus import demo_corpus_path, read_corpus
 from claire.domain import Block
 from claire.indexes.sampling import sample_index
@@ -198,7 +198,7 @@ def test_estimate_bad_inputs_are_clear_errors(tmp_path):
 async def test_a_failed_extraction_is_kept_and_retried_by_the_next_run(small_index, tmp_path, clean_env):
     from claire.config import load_config
     from claire.errors import ClaireError
-    from claire.workflows.estimate import run_estimate
+    from claire.studies.estimate import run_estimate
 
     out = tmp_path / "est"
 

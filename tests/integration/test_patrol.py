@@ -21,9 +21,9 @@ from claire.testing.doubles import kind_of
 from claire.testing.dumps import WikiPage, write_xml_dump
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.testing.wiki_doubles import EventStreamServer, WikiApiServer, change_event
-from claire.workflows.patrol import run_patrol
+from claire.livewiki.patrol import run_patrol
 from claire.web.settings import ServeSettings
-from claire.workflows.job_store import JobStore
+from claire.jobs.store import JobStore
 from claire.web.views import patrol_item
 
 TOWER = ("'''Eiffel Tower''' is a wrought-iron lattice tower in Paris. The Eiffel Tower was completed in March 1889 "
@@ -292,10 +292,10 @@ async def patrol_once(config, store, source, *, until=None, max_events=None):
 
     from claire.agent.runtime import open_retrieval
     from claire.llm.client import ChatClient
-    from claire.workflows.jobs import JobRunner
-    from claire.workflows.mediawiki import MediaWikiClient
-    from claire.workflows.patrol import Patrol
-    from claire.workflows.recentchanges import ChangeFilter
+    from claire.jobs.runner import JobRunner
+    from claire.livewiki.mediawiki import MediaWikiClient
+    from claire.livewiki.patrol import Patrol
+    from claire.livewiki.recentchanges import ChangeFilter
 
     llm_client = ChatClient.from_config(config.llm)
     retriever = await asyncio.to_thread(open_retrieval, config)
@@ -319,7 +319,7 @@ async def patrol_once(config, store, source, *, until=None, max_events=None):
 
 
 async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_a_restart(tmp_path, wiki_index):
-    from claire.workflows.patrol import ChangeSource
+    from claire.livewiki.patrol import ChangeSource
 
     store = JobStore(tmp_path / "jobs.sqlite")
     try:
@@ -354,7 +354,7 @@ async def test_an_edit_met_by_a_failing_llm_endpoint_is_tried_again_not_skipped_
     """The LLM endpoint answers 503 to the edit's extraction, then for a while to every check: the
     edit is put back in the queue each time (never 'skipped: no checkable fact' or an error), and
     once the endpoint is back its facts are checked and the planted date is flagged."""
-    from claire.workflows.patrol import ChangeSource
+    from claire.livewiki.patrol import ChangeSource
 
     failing = {"extract": 2, "checks_until": None}  # one extraction call (two tries), then checks for 1.5 s
 
@@ -389,7 +389,7 @@ async def test_an_edit_met_by_a_failing_llm_endpoint_is_tried_again_not_skipped_
 
 async def test_an_api_that_keeps_failing_or_hangs_is_unavailable_not_a_final_error():
     from claire.errors import ClaireError
-    from claire.workflows.mediawiki import MediaWikiClient, WikiUnavailable
+    from claire.livewiki.mediawiki import MediaWikiClient, WikiUnavailable
 
     with WikiApiServer({1: (1, "Paris", "Text.")}, failures=3) as api:
         client = MediaWikiClient(max_attempts=2, base_wait=0.0, max_wait=0.0)
@@ -421,7 +421,7 @@ async def test_an_api_that_keeps_failing_or_hangs_is_unavailable_not_a_final_err
 async def test_a_transient_mediawiki_error_in_a_200_answer_queues_the_edit_again(tmp_path, wiki_index):
     """The Action API answers HTTP 200 with internal_api_error_DBConnectionError: the edit is tried
     again like after a 5xx, and checked once the wiki answers (item 2)."""
-    from claire.workflows.patrol import ChangeSource
+    from claire.livewiki.patrol import ChangeSource
 
     store = JobStore(tmp_path / "jobs.sqlite")
     try:
@@ -442,8 +442,8 @@ async def test_a_stop_takes_effect_at_once_while_the_stream_is_quiet(tmp_path, w
 
     from claire.agent.runtime import open_retrieval
     from claire.llm.client import ChatClient
-    from claire.workflows.jobs import JobRunner
-    from claire.workflows.patrol import ChangeSource, Patrol
+    from claire.jobs.runner import JobRunner
+    from claire.livewiki.patrol import ChangeSource, Patrol
 
     store = JobStore(tmp_path / "jobs.sqlite")
     with MockOpenAIServer(model) as llm, EventStreamServer([], hold=60) as stream:
@@ -470,7 +470,7 @@ async def test_an_edit_that_keeps_failing_ends_as_failed_after_its_tries_and_can
     failed with its reason (not retried for ever); a zero wait is refused; --retry-failed queues it
     once more (item 5)."""
     from claire.errors import ConfigError
-    from claire.workflows.patrol import ChangeSource
+    from claire.livewiki.patrol import ChangeSource
 
     with pytest.raises(ConfigError, match="retry_wait"):
         load_config(None, {"watch.retry_wait": 0}, environ={})
@@ -496,7 +496,7 @@ async def test_research_cut_short_by_a_429_is_retried_never_published_as_a_verdi
     """The second controller call is answered 429 through every retry: the verifier still scores
     what was found, but that assessment is a failed fact, so the edit goes back to the queue (not
     'checked'), and once the endpoint answers its fact gets a real verdict (item 6)."""
-    from claire.workflows.patrol import ChangeSource
+    from claire.livewiki.patrol import ChangeSource
 
     state: dict = {"until": None, "cut_short": 0}
 

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from claire.evals.predictions import load_predictions
+from claire.runs.predictions import load_predictions
 from claire.testing.fake_system import FakeSystem
 from claire.evals.runner import run_eval
 

@@ -413,7 +413,7 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
     import json
 
     from claire.testing.wiki_doubles import WikiApiServer, change_event
-    from claire.workflows.job_store import JobStore
+    from claire.jobs.store import JobStore
 
     old = "'''Paris''' is the capital of France. The city is home to the Eiffel Tower on the Champ de Mars."
     new = old + " The Eiffel Tower was completed in 1890 and quickly became the symbol of the city."

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from claire.errors import DatasetError
-from claire.workflows.ambigqa import load_ambigqa, qa_pairs
+from claire.studies.ambigqa import load_ambigqa, qa_pairs
 from claire.tasks.feverous.dataset import load_feverous
-from claire.workflows.audit import evidence_page, first_page, parse_statement
+from claire.studies.audit import evidence_page, first_page, parse_statement
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 FEVEROUS_FILE, AMBIGQA_FILE = FIXTURES / "feverous_eiffel_dev.jsonl", FIXTURES / "ambigqa_dev_light.json"
@@ -103,7 +103,7 @@ def test_statements_are_read_from_tags_or_a_lone_line():
 # -- selections ---------------------------------------------------------------------------
 def test_a_random_sample_is_reproducible_kept_in_order_and_never_mixed_with_limit(tmp_path):
     from claire.errors import ConfigError
-    from claire.workflows.audit import Selection, run_audit
+    from claire.studies.audit import Selection, run_audit
 
     items = list(range(100))
     drawn = Selection(sample=10, seed=3)(items)

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from claire.errors import ConfigError, DatasetError
-from claire.workflows.rate_statistics import cochran_sample_size, estimate_rate, extrapolate, z_value
-from claire.workflows.reviews import Decision, append_decision, load_decisions, read_decisions
+from claire.studies.rate_statistics import cochran_sample_size, estimate_rate, extrapolate, z_value
+from claire.studies.reviews import Decision, append_decision, load_decisions, read_decisions
 
 
 # -- statistics ---------------------------------------------------------------------------

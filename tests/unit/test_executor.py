@@ -9,7 +9,7 @@ import pytest
 
 from claire.agent.system import report_step
 from claire.domain import Assessment, Claim
-from claire.evals.executor import Executor, Outcome, todo
+from claire.runs.executor import Executor, Outcome, todo
 
 
 # -- the executor ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 
 from claire.tasks.fact_limits import check_claims, check_fact
 from claire.errors import ClaireError, ConfigError, DatasetError
-from claire.workflows.scan import facts_within_limit
+from claire.jobs.scan import facts_within_limit
 
 PASTED = "The tower was built in 1889 by Gustave Eiffel's company. " * 900  # ~50 KB pasted by mistake
 

@@ -20,7 +20,7 @@ from claire.indexes.corpus import MAX_BLOCK_CHARS, read_corpus, split_oversize
 from claire.domain import Block, Passage
 from claire.agent.extraction import MAX_PASSAGE_BYTES, extract_facts
 from claire.cli.terminal import printable, terminal_console
-from claire.evals.predictions import PredictionLog, refuse_if_in_use
+from claire.runs.predictions import PredictionLog, refuse_if_in_use
 from claire.evals.runner import RunSummary, config_differences, failure, score_run
 from claire.files import is_text
 from claire.llm.answers import text_of
@@ -304,7 +304,7 @@ def test_a_config_folder_and_a_busy_run_directory_are_named(tmp_path):
 
 
 def test_half_a_surrogate_pair_in_a_prediction_is_written_not_fatal():
-    from claire.evals.predictions import json_text
+    from claire.runs.predictions import json_text
     from claire.tasks.records import Prediction
 
     line = Prediction(claim_id="a", system="rav", reasoning="half \ud800 a pair", trace=[{"output": "\udc00"}])
@@ -313,8 +313,8 @@ def test_half_a_surrogate_pair_in_a_prediction_is_written_not_fatal():
 
 
 def test_margins_and_totals_out_of_range_are_validation_errors_and_metrics_thresholds_fit_the_system(tmp_path):
-    from claire.evals.predictions import write_run_config
-    from claire.workflows.rate_statistics import cochran_sample_size, estimate_rate
+    from claire.runs.predictions import write_run_config
+    from claire.studies.rate_statistics import cochran_sample_size, estimate_rate
 
     with pytest.raises(ConfigError, match="margin of error must be from"):
         cochran_sample_size(margin=1e-300)

@@ -20,9 +20,9 @@ from claire.indexes.http_search import answer
 from claire.tasks.calibration import Calibrator, load_calibration, scored_pairs
 from claire.tasks.wikicollide.scoring import recalibrate
 from claire.testing.wiki_doubles import change_event
-from claire.workflows.job_store import MAX_INTERRUPTIONS, JobStore
-from claire.workflows.patrol import ChangeSource
-from claire.workflows.recentchanges import parse_change, stream_changes, usable_event_id, wiki_host
+from claire.jobs.store import MAX_INTERRUPTIONS, JobStore
+from claire.livewiki.patrol import ChangeSource
+from claire.livewiki.recentchanges import parse_change, stream_changes, usable_event_id, wiki_host
 
 
 # -- 1. one bad write never wedges the store ---------------------------------------------------
@@ -259,7 +259,7 @@ def test_a_lone_surrogate_in_exclude_title_is_a_422():
 
 def test_the_watch_line_says_how_many_edits_wait_to_be_tried_again():
     from claire.cli.watch import watch_line
-    from claire.workflows.patrol import PatrolStats
+    from claire.livewiki.patrol import PatrolStats
 
     stats = PatrolStats(seen=5, kept=3, requeued=2, checked=1)
     assert watch_line(stats, 200) == "events 5 · kept 3 · checked 1 · flagged 0 · retrying 2"

@@ -14,8 +14,8 @@ from claire.agent.controller import REVIEWER, research_history
 from claire.domain import Block, outcome
 from claire.ingestion.dumps.pages import PageResult
 from claire.prompts import PromptLibrary
-from claire.workflows.edit_diff import changed_passages
-from claire.workflows.job_store import MAX_INTERRUPTIONS, JobStore
+from claire.livewiki.edit_diff import changed_passages
+from claire.jobs.store import MAX_INTERRUPTIONS, JobStore
 
 
 def _fact(claim_id: str, text: str) -> dict:
@@ -297,7 +297,7 @@ def test_answers_served_from_the_cache_count_at_what_a_fresh_run_would_pay():
 def test_an_edited_dataset_reruns_what_changed_and_scores_only_its_records(tmp_path, mini_claims):
     import asyncio
 
-    from claire.evals.predictions import load_predictions
+    from claire.runs.predictions import load_predictions
     from claire.evals.runner import run_eval, score_run
     from claire.testing.fake_system import FakeSystem
 
@@ -331,7 +331,7 @@ EMOJI_TEXT = "Intro \U0001F600\U0001F600\U0001F600 about \U0001D465\U0001D466 an
 
 def test_the_api_places_a_fact_in_utf16_units_as_the_page_slices():
     from claire.web.views import fact_view
-    from claire.workflows.spans import locate, utf16_index
+    from claire.jobs.spans import locate, utf16_index
 
     start, end = locate("The Eiffel Tower was completed in 1890.", EMOJI_TEXT)
     assert EMOJI_TEXT[start:end] == "The Eiffel Tower was completed in 1890."

@@ -215,10 +215,13 @@ def test_calibrate_from_needs_a_run_directory(tmp_path):
 
 def test_the_report_names_the_setup_and_each_difference_from_the_paper():
     from claire.config import load_config
+    from functools import partial
+
+    from claire.agent.registry import reads_setting
     from claire.tasks.wikicollide.report import describe_setup, render_report
 
     paper = load_config(None, {}, environ={}).public_dict()
-    setup = describe_setup({**paper, "index_embedder": "Alibaba-NLP/gte-multilingual-base"}, "claire")
+    setup = describe_setup({**paper, "index_embedder": "Alibaba-NLP/gte-multilingual-base"}, partial(reads_setting, "claire"))
     # even the paper preset differs in two ways: finish(), and prompts in the project's own words
     assert setup["differences_from_paper"] == [
         "agent.finish_action = true (the paper: its controller prompt offers no finish action, although its released "
@@ -227,9 +230,9 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
         "rules and procedure; each remaining difference is listed under *Prompt wording*"]
     assert [item["template"] for item in setup["prompt_wording"]][:3] == ["every template", "every template", "controller"]
     assert setup["retrieval_mode"] == "dense"
-    assert "finish_action" not in " ".join(describe_setup(paper, "rav")["differences_from_paper"])  # not an agent
+    assert "finish_action" not in " ".join(describe_setup(paper, partial(reads_setting, "rav"))["differences_from_paper"])  # not an agent
     practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}, environ={}).public_dict()
-    found = " ".join(describe_setup({**practical, "index_embedder": "all-MiniLM-L6-v2"}, "claire")["differences_from_paper"])
+    found = " ".join(describe_setup({**practical, "index_embedder": "all-MiniLM-L6-v2"}, partial(reads_setting, "claire"))["differences_from_paper"])
     for expected in ("embedder all-MiniLM-L6-v2", "llm.model", "retrieval.mode", "agent.stop_on_report = false",
                      "agent.snippet_chars", "agent.finish_action", "the project's wording",
                      'prompts.variants.verifier = "lenient"', 'prompts.variants.controller = "practical"',
@@ -237,10 +240,10 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
                      'prompts.variants.fact_extraction = "practical"'):
         assert expected in found, expected
     ablation = load_config(None, {"agent.tools": ["search"], "prompts.set": "/my/prompts"}, environ={}).public_dict()
-    found = " ".join(describe_setup(ablation, "claire")["differences_from_paper"])
+    found = " ".join(describe_setup(ablation, partial(reads_setting, "claire"))["differences_from_paper"])
     assert 'agent.tools = ["search", "report_inconsistency"]' in found and 'prompts.set = "/my/prompts"' in found
     metrics = compute_metrics(TIES, threshold=0.5, system="claire")
-    metrics["setup"] = describe_setup(practical, "claire")
+    metrics["setup"] = describe_setup(practical, partial(reads_setting, "claire"))
     report = render_report(metrics, TIES)
     assert "**Differs from the paper's method in:**" in report and "a score above it means *inconsistent*" in report
     assert "agent.finish_action = true" in report and "the project's wording of the paper's prompts" in report

@@ -10,8 +10,8 @@ import pytest
 
 from claire.errors import ClaireError
 from claire.testing.wiki_doubles import change_event
-from claire.workflows.job_store import JobStore
-from claire.workflows.recentchanges import parse_change, stream_changes
+from claire.jobs.store import JobStore
+from claire.livewiki.recentchanges import parse_change, stream_changes
 
 
 def test_an_event_whose_meta_or_revision_is_not_an_object_is_a_bad_event():

@@ -15,7 +15,7 @@ from rich.console import Console
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
 from claire.evals.thresholds import resolve_threshold
-from claire.evals.predictions import load_predictions
+from claire.runs.predictions import load_predictions
 from claire.evals.reporting import compare_runs, comparison_rows
 from claire.testing.fake_system import FakeSystem, score_for
 from claire.evals.runner import pending_claims, run_eval, score_run
@@ -214,7 +214,7 @@ def test_compare_runs_side_by_side(tmp_path, mini_claims):
 
 def test_a_run_directory_is_used_by_one_process_at_a_time(tmp_path):
     from claire.errors import ConfigError
-    from claire.evals.predictions import PredictionLog
+    from claire.runs.predictions import PredictionLog
 
     first = PredictionLog(tmp_path / "run")
     with pytest.raises(ConfigError, match="in use by another claire process"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from claire.workflows.spans import locate, paragraphs, sentences
+from claire.jobs.spans import locate, paragraphs, sentences
 
 ROOT = Path(__file__).resolve().parents[2]
 

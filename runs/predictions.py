@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from claire.domain import recorded_outcome
 from claire.tasks.measures import PREDICTIONS
 from claire.tasks.records import Prediction
 from claire.errors import ConfigError, DatasetError, redact
@@ -289,3 +290,47 @@ def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:
     path = Path(run_dir) / CONFIG
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+@dataclass
+class ScanRow:
+    """One fact of a scanned passage with its verdict."""
+    claim_id: str
+    fact: str
+    score: float | None
+    verdict: str | None
+    key_evidence: str | None
+    error: str | None
+    reasoning: str | None
+    passages: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        """``flagged``, ``consistent`` or ``failed``: a check that met an error is failed whatever
+        score its research reached (the verdict already applied the threshold)."""
+        return recorded_outcome(self)
+
+
+def _passages(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[Any, dict[str, Any]] = {}
+    for item in trace:
+        if item.get("action_name") == "search" and isinstance(item.get("action_output"), list):
+            for passage in item["action_output"]:
+                seen.setdefault(passage.get("n"), passage)
+    return [seen[n] for n in sorted(seen, key=lambda n: (n is None, n))]
+
+
+def row_from_prediction(prediction: dict[str, Any]) -> ScanRow:
+    """A predictions line as people read a checked fact: its verdict, the passage it mostly rests on
+    and the passages its analysis cites (a scan, an estimate, an audit and a review show facts so)."""
+    passages = _passages(prediction.get("trace") or [])
+    reasoning = prediction.get("reasoning") or ""
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", reasoning)]
+    by_n = {p.get("n"): p for p in passages}
+    key = next((by_n[n] for n in cited if n in by_n), passages[0] if passages else None)
+    return ScanRow(
+        claim_id=prediction["claim_id"], fact=prediction.get("claim_text", ""), score=prediction.get("score"),
+        verdict=prediction.get("verdict"), key_evidence=key.get("document_title") if key else None,
+        error=prediction.get("error"), reasoning=reasoning or None,
+        passages=[by_n[n] for n in dict.fromkeys(cited) if n in by_n],
+    )

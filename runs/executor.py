@@ -4,7 +4,8 @@ result handed to a sink the moment it is ready.
 Everything that checks claims submits to an :class:`Executor` — a batch evaluation and each cell
 of a sweep (their sink is the run directory's ``predictions.jsonl``), a scan, the web app's
 checks and scans and the patrol's edits (their sink is the job store,
-:mod:`claire.workflows.job_store`). A work item is a record with a key (its claim id); a sink says
+:mod:`claire.jobs.store`), and the commands that check one claim (``claire check``,
+``claire cite``, ``claire bench prompts``: :meth:`Executor.check`, then :meth:`Outcome.answer`). A work item is a record with a key (its claim id); a sink says
 which keys it already holds, so running the same items again checks only the rest (resumable),
 and a key is checked at most once per run (idempotent). One executor's slots are shared by every
 run submitted to it: the web app's jobs and the patrol's edits together never check more than its
@@ -49,6 +50,13 @@ class Outcome:
     def failed(self) -> bool:
         """Whether the check ended without an answer, or with an answer that is an error."""
         return self.error is not None or getattr(self.result, "error", None) is not None
+
+    def answer(self) -> Any:
+        """The system's answer (which may carry its own error); a :class:`ClaireError` saying why
+        when the check broke before the system could answer (for a command that checks one claim)."""
+        if self.result is None:
+            raise ClaireError(self.error or "the check ended without an answer")
+        return self.result
 
 
 class Sink(Protocol):
@@ -102,19 +110,21 @@ class Executor:
             yield
 
     async def check(self, system: Any, record: Any, *, key: str | None = None,
-                    on_step: StepListener | None = None) -> Outcome:
-        """Check one record with ``system`` under a slot; never raises for a failed check (only
-        cancellation goes through)."""
+                    on_step: StepListener | None = None, **options: Any) -> Outcome:
+        """Check one record with ``system`` under a slot, its steps to ``on_step`` and ``options``
+        to the system's ``assess`` (an interactive check's thread id); never raises for a failed
+        check (only cancellation goes through)."""
         async with self._slots:
-            return await self._check(system, record, key=key, on_step=on_step)
+            return await self._check(system, record, key=key, on_step=on_step, options=options)
 
     @staticmethod
-    async def _check(system: Any, record: Any, *, key: str | None, on_step: StepListener | None) -> Outcome:
+    async def _check(system: Any, record: Any, *, key: str | None, on_step: StepListener | None,
+                     options: dict[str, Any] | None = None) -> Outcome:
         outcome = Outcome(key=key if key is not None else str(getattr(record, "claim_id", "")), record=record)
         start = time.perf_counter()
         with track_usage() as usage, steps_to(on_step):
             try:
-                outcome.result = await system.assess(record)
+                outcome.result = await system.assess(record, **(options or {}))
             except asyncio.CancelledError:
                 raise
             except ClaireError as error:

@@ -3,7 +3,7 @@
 ``run_estimate`` draws blocks (or articles) uniformly from an index with a seed, extracts the
 atomic facts of each sampled block, draws the wanted number of facts uniformly from all of them,
 checks each with the configured system (excluding its own article from search), and writes the
-report (:func:`claire.workflows.rate_runs.summarise`). Every stage is kept in the run directory —
+report (:func:`claire.studies.rate_runs.summarise`). Every stage is kept in the run directory —
 ``sample.jsonl`` (the drawn blocks), ``facts.jsonl`` (extraction, one line per block),
 ``claims.jsonl`` (the drawn facts), ``predictions.jsonl`` — so a killed run resumes where it
 stopped and a finished one re-reports from its files alone.
@@ -30,11 +30,11 @@ from claire.agent.runtime import open_retrieval, open_system, prompt_library
 from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
-from claire.evals.executor import resumable_step
+from claire.runs.executor import resumable_step
 from claire.evals.runner import run_eval
 from claire.indexes.sampling import Unit, sample_index
 from claire.files import read_log, write_jsonl
-from claire.workflows.rate_runs import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan
+from claire.studies.rate_runs import CLAIMS, FACTS, check_plan, job_lock, summarise, write_plan
 from claire.agent.runtime import run_settings
 
 SAMPLE = "sample.jsonl"

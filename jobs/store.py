@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from claire.config import data_dir
+from claire.domain import recorded_outcome
 from claire.files import valid_text
 
 SCHEMA = """
@@ -37,7 +38,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE TABLE IF NOT EXISTS facts (
     job_id TEXT NOT NULL, idx INTEGER NOT NULL, claim_id TEXT NOT NULL, fact TEXT NOT NULL,
     claim TEXT NOT NULL, span_start INTEGER, span_end INTEGER, status TEXT NOT NULL,
-    score REAL, verdict TEXT, assessment TEXT, error TEXT, PRIMARY KEY (job_id, idx));
+    score REAL, verdict TEXT, assessment TEXT, error TEXT, outcome TEXT, PRIMARY KEY (job_id, idx));
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, kind TEXT NOT NULL, data TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, seq);
@@ -55,9 +56,11 @@ UNFINISHED = ("queued", "running")
 MAX_INTERRUPTIONS = 3
 """Times a job may be interrupted (found running when a process starts) before it ends as an error."""
 
-ADDED_COLUMNS = {  # columns of jobs added after the first release, for stores written before them
-    "interruptions": "INTEGER NOT NULL DEFAULT 0", "retries": "INTEGER NOT NULL DEFAULT 0", "retry_at": "REAL",
-    "notes": "TEXT"}
+ADDED_COLUMNS = {  # columns added after the first release, for stores written before them
+    "jobs": {"interruptions": "INTEGER NOT NULL DEFAULT 0", "retries": "INTEGER NOT NULL DEFAULT 0", "retry_at": "REAL",
+             "notes": "TEXT"},
+    "facts": {"outcome": "TEXT"},  # flagged / consistent / failed, as claire.domain decided it when the fact was kept
+}
 
 
 def default_store_path(folder: Path | None = None) -> Path:
@@ -86,10 +89,21 @@ class JobStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
-            present = {row["name"] for row in self._db.execute("PRAGMA table_info(jobs)")}
-            for column, kind in ADDED_COLUMNS.items():
-                if column not in present:
-                    self._db.execute(f"ALTER TABLE jobs ADD COLUMN {column} {kind}")
+            for table, columns in ADDED_COLUMNS.items():
+                present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                for column, kind in columns.items():
+                    if column not in present:
+                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            self._decide_outcomes()
+
+    def _decide_outcomes(self) -> None:
+        """Give each finished fact of a store written before the outcome column its outcome (once)."""
+        rows = self._db.execute("SELECT job_id, idx, status, verdict, error, assessment FROM facts "
+                                "WHERE outcome IS NULL AND status IN ('done', 'error')").fetchall()
+        for row in rows:
+            kept = {**(json.loads(row["assessment"]) if row["assessment"] else {}), **dict(row)}
+            self._db.execute("UPDATE facts SET outcome = ? WHERE job_id = ? AND idx = ?",
+                             (recorded_outcome(kept), row["job_id"], row["idx"]))
 
     def close(self) -> None:
         """Close the database."""
@@ -211,7 +225,7 @@ class JobStore:
             for job_id in ended:  # its unchecked facts fail with it, so a re-check reaches them
                 db.execute("UPDATE jobs SET status = 'error', error = ?, updated = ? WHERE id = ?",
                            (reason, time.time(), job_id))
-                db.execute("UPDATE facts SET status = 'error', error = ? WHERE job_id = ? AND status IN ('pending', 'running')",
+                db.execute("UPDATE facts SET status = 'error', outcome = 'failed', error = ? WHERE job_id = ? AND status IN ('pending', 'running')",
                            (reason, job_id))
         return self.unfinished_jobs(kind)
 
@@ -222,7 +236,7 @@ class JobStore:
         with self._transaction() as db:
             for index, fact in enumerate(facts):
                 db.execute(
-                    "INSERT OR IGNORE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL, NULL)",
+                    "INSERT OR IGNORE INTO facts VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', NULL, NULL, NULL, NULL, NULL)",
                     _clean((job_id, index, fact["claim_id"], fact["fact"], _dumps(fact["claim"]), fact.get("start"),
                             fact.get("end"))),
                 )
@@ -232,7 +246,7 @@ class JobStore:
         rows = self._rows(
             "SELECT j.id, j.status, j.request, j.error, j.created, COUNT(f.idx) AS facts,"
             " SUM(f.status IN ('done', 'error')) AS finished, SUM(f.status = 'error') AS errors,"
-            " SUM(f.status = 'done' AND f.verdict = 'inconsistent') AS flagged"
+            " SUM(f.outcome = 'flagged') AS flagged"
             " FROM jobs j LEFT JOIN facts f ON f.job_id = j.id WHERE j.kind = 'scan'"
             " GROUP BY j.id ORDER BY j.created DESC LIMIT ?", limit)
         return [{"id": row["id"], "title": json.loads(row["request"]).get("title"), "status": row["status"],
@@ -264,7 +278,7 @@ class JobStore:
         with self._transaction() as db:
             db.execute("DELETE FROM reviews WHERE job_id = ? AND claim_id IN (SELECT claim_id FROM facts WHERE job_id = ?"
                        f" AND status = 'error'{wanted})", (job_id, job_id, *(indexes or ())))
-            return db.execute("UPDATE facts SET status = 'pending', score = NULL, verdict = NULL, assessment = NULL, "
+            return db.execute("UPDATE facts SET status = 'pending', score = NULL, verdict = NULL, outcome = NULL, assessment = NULL, "
                               f"error = NULL WHERE job_id = ? AND status = 'error'{wanted}",
                               (job_id, *(indexes or ()))).rowcount
 
@@ -275,10 +289,12 @@ class JobStore:
         failed = assessment is None or error is not None
         score = None if failed else assessment.get("score")
         verdict = None if failed else assessment.get("verdict")
+        decided = "failed" if failed else recorded_outcome(assessment)
         self._write(
-            "UPDATE facts SET status = ?, score = ?, verdict = ?, assessment = ?, error = ? WHERE job_id = ? AND idx = ?",
+            "UPDATE facts SET status = ?, score = ?, verdict = ?, assessment = ?, error = ?, outcome = ? "
+            "WHERE job_id = ? AND idx = ?",
             "error" if failed else "done", score, verdict, _dumps(assessment) if assessment is not None else None,
-            error, job_id, index,
+            error, decided, job_id, index,
         )
 
     # -- events ----------------------------------------------------------------------------
@@ -331,7 +347,7 @@ class JobStore:
         """Checked facts of patrolled edits, newest edit first (flagged ones only, by default),
         each with its edit's request and notes, its claim (the block the edit wrote into), its assessment
         and its review."""
-        flagged = " AND f.verdict = 'inconsistent'" if flagged_only else ""
+        flagged = " AND f.outcome = 'flagged'" if flagged_only else ""
         rows = self._rows(
             "SELECT j.id AS job_id, j.request, j.notes, j.created, f.idx, f.claim_id, f.fact, f.claim, f.score, f.verdict,"
             " f.assessment, r.decision, r.comment, r.created AS reviewed FROM jobs j JOIN facts f ON f.job_id = j.id"

@@ -1,12 +1,12 @@
 """Stored jobs: single-fact checks, whole-article scans and the patrol's edits, checked by the
-one executor (:mod:`claire.evals.executor`) into the job store.
+one executor (:mod:`claire.runs.executor`) into the job store.
 
 Jobs run as asyncio tasks on the loop, independent of the request that created them (a client of
 the web app may disconnect), with at most ``concurrency`` facts being checked at once across all
-jobs — the executor's slots. Facts are extracted with ``workflows.scan.extract_located_claims``; each job's
+jobs — the executor's slots. Facts are extracted with ``jobs.scan.extract_located_claims``; each job's
 facts are submitted to the executor with the job's facts in the store as the sink
 (:class:`JobSink`), so every step a system reports, each finished fact and each status change is
-written to the :class:`~claire.workflows.job_store.JobStore` and wakes whoever listens for the
+written to the :class:`~claire.jobs.store.JobStore` and wakes whoever listens for the
 job's events. One system per system name serves every job, over one shared LLM client and
 retriever. On start the runner picks up the jobs a previous run left queued or running: facts
 already checked are kept, the rest are checked.
@@ -24,12 +24,12 @@ from claire.agent.system import StepListener, System
 from claire.config import Config
 from claire.domain import Claim, Passage
 from claire.errors import ClaireError
-from claire.evals.executor import Executor, Outcome
+from claire.runs.executor import Executor, Outcome
 from claire.indexes.registry import Searcher
 from claire.llm.client import ChatClient
-from claire.workflows.job_store import JobStore
-from claire.workflows.scan import extract_located_claims
-from claire.workflows.spans import utf16_index
+from claire.jobs.store import JobStore
+from claire.jobs.scan import extract_located_claims
+from claire.jobs.spans import utf16_index
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
 

@@ -23,31 +23,10 @@ from claire.agent.runtime import open_retrieval, open_system, prompt_library
 from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError, NothingToCheck
-from claire.evals.predictions import load_predictions
+from claire.runs.predictions import ScanRow, load_predictions, row_from_prediction
 from claire.evals.runner import run_eval
 from claire.agent.runtime import run_settings
-from claire.workflows.spans import locate
-
-
-@dataclass
-class ScanRow:
-    """One fact of a scanned passage with its verdict."""
-    claim_id: str
-    fact: str
-    score: float | None
-    verdict: str | None
-    key_evidence: str | None
-    error: str | None
-    reasoning: str | None
-    passages: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def outcome(self) -> str:
-        """``flagged``, ``consistent`` or ``failed``: a check that met an error is failed whatever
-        score its research reached (the verdict already applied the threshold)."""
-        if self.error is not None or self.verdict is None:
-            return "failed"
-        return "flagged" if self.verdict == "inconsistent" else "consistent"
+from claire.jobs.spans import locate
 
 
 @dataclass
@@ -80,30 +59,6 @@ def default_out_dir(title: str) -> Path:
     return Path("runs") / f"scan-{slug}"
 
 
-def _passages(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: dict[Any, dict[str, Any]] = {}
-    for item in trace:
-        if item.get("action_name") == "search" and isinstance(item.get("action_output"), list):
-            for passage in item["action_output"]:
-                seen.setdefault(passage.get("n"), passage)
-    return [seen[n] for n in sorted(seen, key=lambda n: (n is None, n))]
-
-
-def _row(prediction: dict[str, Any]) -> ScanRow:
-    passages = _passages(prediction.get("trace") or [])
-    reasoning = prediction.get("reasoning") or ""
-    cited = [int(n) for n in re.findall(r"\[(\d+)\]", reasoning)]
-    by_n = {p.get("n"): p for p in passages}
-    key = next((by_n[n] for n in cited if n in by_n), passages[0] if passages else None)
-    return ScanRow(
-        claim_id=prediction["claim_id"], fact=prediction.get("claim_text", ""), score=prediction.get("score"),
-        verdict=prediction.get("verdict"), key_evidence=key.get("document_title") if key else None,
-        error=prediction.get("error"), reasoning=reasoning or None,
-        passages=[by_n[n] for n in dict.fromkeys(cited) if n in by_n],
-    )
-
-
-row_from_prediction = _row  # public name: estimates, audits and reviews show flagged facts the same way
 
 
 def render_scan_report(result: ScanResult, system: str) -> str:
@@ -200,7 +155,7 @@ async def run_scan(
         retriever.close()
         await llm.aclose()
     wanted = {claim.claim_id for claim in claims}
-    rows = [_row(p) for p in load_predictions(out_dir) if p["claim_id"] in wanted]
+    rows = [row_from_prediction(p) for p in load_predictions(out_dir) if p["claim_id"] in wanted]
     rows.sort(key=lambda row: (row.score is None, -(row.score or 0.0)))
     result = ScanResult(out_dir=out_dir, title=title, title_in_index=title_in_index, rows=rows)
     (out_dir / "scan.md").write_text(render_scan_report(result, name), encoding="utf-8")

@@ -4,7 +4,7 @@
 FEVEROUS ``SUPPORTS`` claims, AmbigQA questions with their gold answer (turned into a statement
 by the LLM, prompt ``qa_to_statement``), WikiCollide claims labelled ``consistent`` — checks
 each against the corpus with the configured system, and reports the share contradicted with its
-intervals, most suspicious first (:func:`claire.workflows.rate_runs.summarise`, ``audit.json`` and
+intervals, most suspicious first (:func:`claire.studies.rate_runs.summarise`, ``audit.json`` and
 ``audit.md``). A FEVEROUS claim's evidence page is treated as its own article, so search looks
 at the rest of the corpus, as for any fact. The run directory resumes like every other;
 AmbigQA statements are kept in ``statements.jsonl`` so they are made once.
@@ -27,14 +27,14 @@ from claire.agent.runtime import open_system, prompt_library
 from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ConfigError, DatasetError
-from claire.workflows.ambigqa import QAItem, load_ambigqa, qa_pairs
+from claire.studies.ambigqa import QAItem, load_ambigqa, qa_pairs
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.tasks.feverous.dataset import load_feverous
-from claire.evals.executor import resumable_step
+from claire.runs.executor import resumable_step
 from claire.evals.runner import run_eval
 from claire.files import write_jsonl
-from claire.workflows.rate_statistics import cochran_sample_size
-from claire.workflows.rate_runs import CLAIMS, check_plan, job_lock, summarise, write_plan
+from claire.studies.rate_statistics import cochran_sample_size
+from claire.studies.rate_runs import CLAIMS, check_plan, job_lock, summarise, write_plan
 from claire.agent.runtime import run_settings
 
 AuditFormat = Literal["feverous", "ambigqa", "wikicollide"]

@@ -1,16 +1,16 @@
 """The patrol: new edits of a live wiki checked as they happen, flagged facts queued for editors.
 
 :class:`Patrol` reads change events (the EventStreams ``recentchange`` stream, or a recording),
-keeps what its :class:`~claire.workflows.recentchanges.ChangeFilter` asks for, and turns each kept
+keeps what its :class:`~claire.livewiki.recentchanges.ChangeFilter` asks for, and turns each kept
 edit into a ``patrol`` job of the web app's store, under the id ``WIKI:REVISION`` — so an edit
 delivered twice is one job. Only once the job is stored is the event's position saved: killed at
 any moment, a restarted patrol goes on after the last saved event, re-delivered edits are
 recognised, and queued ones are picked up, so no edit is lost or checked twice.
 
 Each edit (at most ``edits_in_flight`` at once) fetches its old and new revision over the
-MediaWiki Action API, finds the sentences the edit added or changed (:mod:`~claire.workflows.edit_diff`),
+MediaWiki Action API, finds the sentences the edit added or changed (:mod:`~claire.livewiki.edit_diff`),
 extracts their atomic facts and checks each with the configured system — through the same
-:class:`~claire.workflows.jobs.JobRunner` as the web app's scans, so the LLM concurrency, cache, retries
+:class:`~claire.jobs.runner.JobRunner` as the web app's scans, so the LLM concurrency, cache, retries
 and budget are shared — against the index without the edited article (its title is the facts'
 context). The new revision then waits in the store until it is stored in the index (an index
 built from a dump; see :mod:`claire.ingestion.live_update`), a batch every ``index_every`` seconds,
@@ -42,15 +42,15 @@ from claire.domain import recorded_outcome
 from claire.errors import ClaireError, ConfigError, LLMUnavailable, redact
 from claire.ingestion.dumps.pages import DumpPage
 from claire.ingestion.live_update import can_take_edits, update_pages
-from claire.workflows.jobs import JobRunner
-from claire.workflows.job_store import JobStore
-from claire.workflows.edit_diff import changed_passages, page_blocks
-from claire.workflows.mediawiki import USER_AGENT, MediaWikiClient, WikiUnavailable
-from claire.workflows.recentchanges import (
+from claire.jobs.runner import JobRunner
+from claire.jobs.store import JobStore
+from claire.livewiki.edit_diff import changed_passages, page_blocks
+from claire.livewiki.mediawiki import USER_AGENT, MediaWikiClient, WikiUnavailable
+from claire.livewiki.recentchanges import (
     Change, ChangeFilter, describe_event, parse_change, pause, replay_changes, replay_position, stream_changes,
     without_credentials,
 )
-from claire.workflows.scan import extract_claims
+from claire.jobs.scan import extract_claims
 
 log = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """The files an estimate or an audit run directory shares, and its report from them alone.
 
-An estimate (``workflows.estimate``) and an audit (``workflows.audit``) are ordinary run
+An estimate (``studies.estimate``) and an audit (``studies.audit``) are ordinary run
 directories (``config.json``, ``predictions.jsonl``, metrics) plus:
 
 - ``plan.json`` — what the run is: ``kind`` (estimate | audit), its settings, corpus sizes;
 - ``claims.jsonl`` — the facts it checks, one a line: ``claim_id``, ``fact``, the source
   passage (``document_title``, ``section_title``, ``content``), ``categories`` when known;
-- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.workflows.reviews`).
+- ``reviews.jsonl`` — people's decisions on flagged facts (:mod:`claire.studies.reviews`).
 
 :func:`summarise` turns these into ``estimate.json`` + ``estimate.md`` (or ``audit.json`` +
 ``audit.md``): facts checked, flagged, reviewed, confirmed, each rate with its normal and Wilson
@@ -27,11 +27,11 @@ from typing import Any
 
 from claire.domain import recorded_outcome
 from claire.errors import ConfigError
-from claire.workflows.rate_statistics import RateEstimate, estimate_rate, extrapolate
-from claire.evals.predictions import PREDICTIONS, load_predictions
+from claire.studies.rate_statistics import RateEstimate, estimate_rate, extrapolate
+from claire.runs.predictions import PREDICTIONS, load_predictions
 from claire.files import read_log, write_atomically
-from claire.workflows.reviews import Decisions, load_decisions
-from claire.workflows.scan import row_from_prediction
+from claire.studies.reviews import Decisions, load_decisions
+from claire.runs.predictions import row_from_prediction
 
 PLAN = "plan.json"
 CLAIMS = "claims.jsonl"
