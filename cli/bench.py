@@ -6,10 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, DatasetOpt, ModelOpt, SetOpt,
-    common, console, resolve,
-)
+from claire.cli.options import DatasetOpt, Settings, console, with_settings
 from claire.errors import ConfigError
 
 
@@ -52,14 +49,13 @@ def bench_retrieval(
     run_retrieval_bench(n, queries=queries, baseline_n=baseline_n, console=console)
 
 
+@with_settings("model", "base_url", "config_file", "sets")
 def bench_retrieval_quality(
     dataset: DatasetOpt,
     k: Annotated[int, typer.Option("-k", min=1)] = 15,
     rerank: Annotated[bool, typer.Option("--rerank", help="Also hybrid + RankGPT (needs an LLM).")] = False,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Recall@k and MRR of dense, BM25, hybrid (and hybrid + RankGPT) on a WikiCollide file's traces."""
     import threading
@@ -73,7 +69,7 @@ def bench_retrieval_quality(
 
     reranker = None
     if rerank:
-        config = resolve(config_file, sets, **common(model, base_url, False, False, None))
+        config = settings.resolve()
         loop = asyncio.new_event_loop()
         threading.Thread(target=loop.run_forever, daemon=True).start()
         llm = ChatClient.from_config(config.llm)

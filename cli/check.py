@@ -13,13 +13,13 @@ from rich.text import Text
 
 from claire.cli.terminal import StatusLine
 from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, ModelOpt, NoCacheOpt, NoRerankOpt,
-    PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
-    check_writable, common, console, err, passage_text, require_api_key, resolve, run,
+    DocsPerQueryOpt, MaxStepsOpt, NoRerankOpt, Settings, SystemOpt, ToolsOpt, check_writable, console, err,
+    passage_text, require_api_key, run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
 
 
+@with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def check_command(
     fact: Annotated[Optional[str], typer.Argument(help="The fact to check.")] = None,
     title: Annotated[Optional[str], typer.Option("--title", help="The fact's article (excluded from search).")] = None,
@@ -37,14 +37,8 @@ def check_command(
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
-    index: IndexOpt = None,
-    preset: PresetOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    refresh_cache: RefreshOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Check one fact against the corpus. Exit code: 0 consistent, 1 inconsistent (--task feverous: REFUTES; your review decides when you gave one), 2 error."""
     started = time.monotonic()
@@ -59,8 +53,7 @@ def check_command(
     interactive = sys.stdin.isatty() and not no_review
     shown = err if as_json else console  # where the status line, the steps and the review go (--json: stderr)
     with StatusLine(shown, "reading the configuration…") as status:
-        config = resolve(
-            config_file, sets, **common(model, base_url, no_cache, refresh_cache, index),
+        config = settings.resolve(
             **{
                 "agent.system": system,
                 "agent.max_steps": max_steps,
@@ -70,7 +63,6 @@ def check_command(
                 "agent.report": False if no_report else None,
                 "agent.review": interactive,
                 "agent.task": task,
-                "preset": preset,
             },
         )
         require_api_key(config)

@@ -5,15 +5,13 @@ from typing import Annotated
 
 import typer
 
-from claire.cli.options import (
-    ConfigOpt, PresetOpt, SetOpt,
-    console, resolve,
-)
+from claire.cli.options import Settings, console, with_settings
 
 
-def config_show(config_file: ConfigOpt = None, sets: SetOpt = None, preset: PresetOpt = None, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+@with_settings("preset", "config_file", "sets")
+def config_show(as_json: Annotated[bool, typer.Option("--json")] = False, *, settings: Settings) -> None:
     """Print the resolved configuration (secrets masked)."""
-    config = resolve(config_file, sets, preset=preset)
+    config = settings.resolve()
     data = config.public_dict()
     if as_json:
         print(json.dumps(data, indent=2))

@@ -7,18 +7,15 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, JsonOpt, ModelOpt, NoCacheOpt, PathOpt, SetOpt, SystemOpt,
-    console, err, eval_config, run,
-)
+from claire.cli.options import ConcurrencyOpt, JsonOpt, Settings, SystemOpt, console, err, run, with_settings
 from claire.errors import ConfigError
 
 
+@with_settings("index", "path", "model", "base_url", "no_cache", "config_file", "sets")
 def estimate_command(
     sample_size: Annotated[bool, typer.Option("--sample-size", help="Print Cochran's sample size for --confidence, --margin, --p.")] = False,
     confirmed: Annotated[Optional[int], typer.Option("--confirmed", help="Facts confirmed inconsistent (with --total): print the rate.")] = None,
     total: Annotated[Optional[int], typer.Option("--total", help="Facts checked (with --confirmed).")] = None,
-    index: IndexOpt = None,
     sample: Annotated[Optional[int], typer.Option("--sample", help="Facts to check (with --index).")] = None,
     seed: Annotated[int, typer.Option("--seed", help="Random seed of the sample.")] = 0,
     blocks: Annotated[Optional[int], typer.Option("--blocks", help="Blocks (or articles) to draw before sampling facts (default: --sample).")] = None,
@@ -33,17 +30,13 @@ def estimate_command(
     as_json: JsonOpt = False,
     system: SystemOpt = None,
     concurrency: ConcurrencyOpt = None,
-    path: PathOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """How inconsistent is a corpus: sample sizes, rates with intervals, and sampled estimates."""
     from claire.studies.rate_statistics import cochran_sample_size, estimate_rate
 
-    modes = [sample_size, confirmed is not None or total is not None, index is not None or sample is not None or out is not None,
+    modes = [sample_size, confirmed is not None or total is not None, settings.index is not None or sample is not None or out is not None,
              from_dir is not None]
     if sum(modes) != 1:
         raise ConfigError("choose one: --sample-size, --confirmed K --total N, --index NAME --sample K --out DIR, or --from DIR")
@@ -73,12 +66,11 @@ def estimate_command(
     else:
         from claire.studies.estimate import run_estimate
 
-        if index is None or sample is None or out is None:
+        if settings.index is None or sample is None or out is None:
             raise ConfigError("an estimate needs --index NAME, --sample K and --out DIR")
         if unit not in ("block", "article"):
             raise ConfigError(f"--unit must be block or article, got {unit!r}")
-        config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
-        config = config.with_overrides({"retrieval.path": str(path)}) if path else config
+        config = settings.batch(system, concurrency)
         summary = run(run_estimate(config=config, sample=sample, seed=seed, out_dir=out, units=blocks, unit=unit,  # type: ignore[arg-type]
                                    confidence=level, decision_files=decisions or [], console=err))
         from_dir = out
@@ -108,6 +100,7 @@ def print_rates(summary: dict[str, Any], out: Path, as_json: bool) -> None:
     console.print(f"wrote {out}/{summary['kind']}.json and {summary['kind']}.md")
 
 
+@with_settings("index", "path", "model", "base_url", "no_cache", "config_file", "sets")
 def audit_command(
     dataset: Annotated[Path, typer.Option("--dataset", help="The benchmark file in its published format.")],
     fmt: Annotated[str, typer.Option("--format", help="feverous (JSONL), ambigqa (JSON) or wikicollide.")],
@@ -121,19 +114,13 @@ def audit_command(
     as_json: JsonOpt = False,
     system: SystemOpt = None,
     concurrency: ConcurrencyOpt = None,
-    index: IndexOpt = None,
-    path: PathOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Check the claims a benchmark takes as true against the corpus; the share contradicted."""
     from claire.studies.audit import run_audit
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency)
-    config = config.with_overrides({"retrieval.path": str(path)}) if path else config
+    config = settings.batch(system, concurrency)
     summary = run(run_audit(dataset=dataset, fmt=fmt, config=config, out_dir=out, limit=limit, sample=sample, seed=seed,
                             margin=margin, confidence=confidence, decision_files=decisions or [], console=err))
     print_rates(summary, out, as_json)

@@ -8,12 +8,12 @@ from rich.markup import escape
 
 from claire.errors import ConfigError, ExitCode
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, DatasetOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, ModelOpt, NoCacheOpt,
-    NoRerankOpt, PresetOpt, RefreshOpt, SetOpt, SystemOpt, ToolsOpt,
-    console, err, eval_config, require_index, run,
+    ConcurrencyOpt, DatasetOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, NoRerankOpt, Settings, SystemOpt,
+    ToolsOpt, console, err, require_index, run, with_settings,
 )
 
 
+@with_settings("preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def eval_command(
     dataset: DatasetOpt,
     out: Annotated[Path, typer.Option("--out", help="Run directory (re-running the same command resumes it).")],
@@ -33,13 +33,8 @@ def eval_command(
     tools: ToolsOpt = None,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), or citations (WAFER-style records; --index names the sources index).")] = None,
     index: IndexOpt = None,
-    preset: PresetOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    refresh_cache: RefreshOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
     from claire.agent.runtime import open_system, run_settings
@@ -48,7 +43,7 @@ def eval_command(
     from claire.tasks.registry import get_task
 
     chosen = get_task(task)
-    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, None, system, concurrency, preset,
+    config = settings.batch(system, concurrency,
                          **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools,
                             chosen.index_setting: index, **({"agent.task": task} if task else {}),
@@ -128,6 +123,7 @@ def compare_command(run_dirs: Annotated[list[Path], typer.Argument(help="Run dir
     console.print(compare_runs(run_dirs))
 
 
+@with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def sweep_command(
     sweep_file: Annotated[Path, typer.Argument(help="A sweep YAML (see evals/sweeps/).")],
     dataset: DatasetOpt,
@@ -136,20 +132,14 @@ def sweep_command(
     concurrency: ConcurrencyOpt = None,
     retry_errors: Annotated[bool, typer.Option("--retry-errors")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List the cells without running them.")] = False,
-    index: IndexOpt = None,
-    preset: PresetOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    refresh_cache: RefreshOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Run a grid of configurations (systems, tools, steps x docs, rerank, prompt variants, models)."""
     from claire.agent.runtime import open_system
     from claire.evals.sweep import plan_sweep, run_sweep
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, refresh_cache, index, None, concurrency, preset)
+    config = settings.batch(None, concurrency)
     plan = plan_sweep(sweep_file, config)
     if dry_run:
         console.print(f"sweep {plan.name}: {len(plan.cells)} cells")
@@ -157,7 +147,7 @@ def sweep_command(
             console.print(f"  {out / cell.dir_name}  ({cell.name})")
         return
     for cell in plan.cells:  # the sweep file's base or cells may name the index
-        require_index(cell.config, index is not None, f"sweeping over {dataset.name}")
+        require_index(cell.config, settings.index is not None, f"sweeping over {dataset.name}")
     summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
                             limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
     console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")

@@ -7,16 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 from rich.markup import escape
 
-from claire.cli.options import (
-    BaseUrlOpt, ConfigOpt, IndexOpt, JsonOpt, ModelOpt, PathOpt, SetOpt, UrlOpt,
-    common, console, err, passage_text, resolve, run,
-)
+from claire.cli.options import JsonOpt, Settings, console, err, passage_text, run, with_settings
 from claire.errors import ConfigError
 
 if TYPE_CHECKING:
     from claire.config import Config
 
 
+@with_settings("path", "url", "config_file", "sets")
 def index_build(
     corpus: Annotated[Optional[Path], typer.Argument(help="Corpus JSONL (one block per line).")] = None,
     name: Annotated[str, typer.Option("--name", help="Index name.")] = ...,
@@ -27,22 +25,20 @@ def index_build(
     from_web_docs: Annotated[Optional[Path], typer.Option("--from-web-docs", help="Web documents (JSONL: url, title, text), split into passages: a sources index for `claire cite`.")] = None,
     skip_invalid: Annotated[bool, typer.Option("--skip-invalid", help="Skip bad corpus lines (counted) instead of stopping.")] = False,
     replace: Annotated[bool, typer.Option("--replace", help="Rebuild an existing index of that name.")] = False,
-    path: PathOpt = None,
-    url: UrlOpt = None,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
     from_dump: Annotated[Optional[Path], typer.Option("--from-dump", help="A Wikipedia dump: MediaWiki XML (.xml, .xml.bz2) or Enterprise HTML (.ndjson, .json.gz, .tar.gz). Re-run to resume.")] = None,
     limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Dump builds: stop after N pages (for trials).")] = None,
     workers: Annotated[Optional[int], typer.Option("--workers", help="Dump builds: parsing processes (default: cores - 1 on a GPU; on a CPU cores/4, none on 2 cores; 0 parses inline).")] = None,
     device: Annotated[str, typer.Option("--device", help="Dump builds: encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Dump builds on CPU: encoding processes.")] = 1,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Dump builds: passages per encode batch (default 1024 on a GPU, 256 on a CPU).")] = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
     from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus
     from claire.indexes.retriever import build_index
 
-    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    config = settings.resolve()
     if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages, from_web_docs, from_dump)) != 1:
         raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE, "
                           "--from-feverous-pages PAGES.jsonl, --from-web-docs FILE.jsonl or --from-dump DUMP")
@@ -126,6 +122,7 @@ def _qdrant_key(config: "Config") -> str | None:
     return key.get_secret_value() if key else None
 
 
+@with_settings("path", "url", "config_file", "sets")
 def index_update(
     name: Annotated[str, typer.Argument(help="The index to update (built with --from-dump).")],
     from_dump: Annotated[Path, typer.Option("--from-dump", help="The newer dump (same formats as build).")] = ...,
@@ -134,28 +131,27 @@ def index_update(
     device: Annotated[str, typer.Option("--device", help="Encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Encoding processes on CPU.")] = 1,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Passages per encode batch (default 1024 on a GPU, 256 on a CPU).")] = None,
-    path: PathOpt = None,
-    url: UrlOpt = None,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Re-index pages whose revision changed in a newer dump, add new ones, delete vanished ones."""
     from claire.ingestion.dump_build import update_from_dump
 
-    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    config = settings.resolve()
     summary = update_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
                                api_key=_qdrant_key(config),
                                options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size))
     _print_ingest(summary)
 
 
-def index_list(path: PathOpt = None, url: UrlOpt = None, config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
+@with_settings("path", "url", "config_file", "sets")
+def index_list(*, settings: Settings) -> None:
     """List the indexes (embedded ones under the index folder, or on the Qdrant server)."""
     from rich.table import Table
 
     from claire.indexes.catalog import list_indexes
 
-    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    config = settings.resolve()
     metas = list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))
     if not metas:
         where = config.retrieval.url or config.retrieval.index_root()
@@ -167,12 +163,15 @@ def index_list(path: PathOpt = None, url: UrlOpt = None, config_file: ConfigOpt 
     console.print(table)
 
 
-def index_info(name: Annotated[str, typer.Argument()], path: PathOpt = None, url: UrlOpt = None,
-               config_file: ConfigOpt = None, sets: SetOpt = None) -> None:
+@with_settings("path", "url", "config_file", "sets")
+def index_info(name: Annotated[str, typer.Argument()],
+    *,
+    settings: Settings,
+) -> None:
     """Show what an index records: embedder, corpus stats, build time, size."""
     from claire.indexes.catalog import list_indexes
 
-    config = resolve(config_file, sets, **{"retrieval.path": str(path) if path else None, "retrieval.url": url})
+    config = settings.resolve()
     metas = {m.name: m for m in list_indexes(config.retrieval.index_root(), config.retrieval.url, api_key=_qdrant_key(config))}
     if name not in metas:
         raise ConfigError(f"unknown index '{name}'; available: {', '.join(metas) or 'none'}")
@@ -180,6 +179,7 @@ def index_info(name: Annotated[str, typer.Argument()], path: PathOpt = None, url
         console.print(f"[bold]{key}[/]: {value}")
 
 
+@with_settings("index", "path", "url", "model", "base_url", "config_file", "sets")
 def search_command(
     query: Annotated[str, typer.Argument(help="What to search for.")],
     k: Annotated[int, typer.Option("-k", min=1, help="Number of results.")] = 10,
@@ -187,13 +187,8 @@ def search_command(
     rerank: Annotated[bool, typer.Option("--rerank", help="Rerank with RankGPT through the LLM (search never reranks otherwise).")] = False,
     mode: Annotated[Optional[str], typer.Option("--mode", help="dense, hybrid or bm25 (default: retrieval.mode, dense as in the paper).")] = None,
     as_json: JsonOpt = False,
-    index: IndexOpt = None,
-    path: PathOpt = None,
-    url: UrlOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Search an index and print the ranked blocks."""
     from claire.agent.runtime import open_retrieval, prompt_library, search_engine
@@ -201,7 +196,7 @@ def search_command(
 
     if not query.strip():
         raise ConfigError("the query is empty")
-    config = resolve(config_file, sets, **common(model, base_url, False, False, index, path, url),
+    config = settings.resolve(
                      **{"retrieval.rerank": rerank, "retrieval.mode": mode})
 
     async def go() -> list[Any]:

@@ -1,6 +1,8 @@
-"""What the commands share: the consoles, the option types most commands take, resolving the
-configuration from defaults, ``claire.toml``, the environment and the flags, running a command's
-coroutine, and small checks of command-line input.
+"""What the commands share: the consoles, the option types commands take, the options many of them
+share (each defined once in :data:`SHARED_OPTIONS`; :func:`with_settings` gives a command those it
+names, and they reach it as one :class:`Settings`, which resolves the configuration from defaults,
+``claire.toml``, the environment and the flags), running a command's coroutine, and small checks
+of command-line input.
 
 Every ``cli`` module imports only Typer, Rich and the light parts of CLAIRE at its top, and the
 rest inside the command that needs it: ``claire --help`` and a mistyped option answer without
@@ -8,7 +10,11 @@ loading the configuration model, LangChain or the embedder (``claire bench start
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -47,6 +53,15 @@ MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=1, help="
 DocsPerQueryOpt = Annotated[Optional[int], typer.Option("--docs-per-query", min=1, help="Passages per search (agent.docs_per_query).")]
 NoRerankOpt = Annotated[bool, typer.Option("--no-rerank", help="Turn RankGPT reranking off.")]
 ToolsOpt = Annotated[Optional[str], typer.Option("--tools", help="Enabled tools, e.g. search,clarify_entity,explain (agent.tools).")]
+StreamUrlOpt = Annotated[Optional[str], typer.Option("--stream-url", help="The recentchange event stream (watch.stream_url; default: Wikimedia's).")]
+ReplayOpt = Annotated[Optional[Path], typer.Option("--replay", help="Read recorded events (JSONL, the stream's own shape) instead of the stream.")]
+ApiUrlOpt = Annotated[Optional[str], typer.Option("--api-url", help="The MediaWiki Action API for every wiki (default: from each event).")]
+WikiOpt = Annotated[Optional[list[str]], typer.Option("--wiki", help="A wiki to check, e.g. enwiki (repeatable; watch.wikis).")]
+NamespaceOpt = Annotated[Optional[list[int]], typer.Option("--namespace", help="A namespace to check (repeatable; default 0, articles).")]
+BotsOpt = Annotated[bool, typer.Option("--include-bots", help="Check bot edits too.")]
+TitleOpt = Annotated[Optional[list[str]], typer.Option("--title", help="Only titles matching this regular expression (repeatable).")]
+CategoryOpt = Annotated[Optional[list[str]], typer.Option("--category", help="Only pages in this category (repeatable).")]
+EditsOpt = Annotated[Optional[int], typer.Option("--edits-in-flight", min=1, help="Edits checked at once (watch.edits_in_flight).")]
 ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
 
 
@@ -78,18 +93,93 @@ def common(model: str | None, base_url: str | None, no_cache: bool, refresh: boo
     }
 
 
-def eval_config(config_file: Path | None, sets: list[str] | None, model: str | None, base_url: str | None,
-                no_cache: bool, refresh_cache: bool, index: str | None, system: str | None = None,
-                concurrency: int | None = None, preset: str | None = None, **more: Any) -> Config:
-    """The configuration of a batch command, with a note when the LLM limit is below the claims in flight."""
-    flags = {**common(model, base_url, no_cache, refresh_cache, index), "agent.system": system,
-             "eval.concurrency": concurrency, "preset": preset}
-    flags.update(more)  # a later setting wins (e.g. --index naming cite.index for the citations task)
-    config = resolve(config_file, sets, **flags)
-    if config.llm.max_concurrency < config.eval.concurrency:
-        err.print(f"[yellow]note:[/] {config.eval.concurrency} claims in flight but at most {config.llm.max_concurrency} "
-                  "LLM calls at once (llm.max_concurrency); raise it if your endpoint allows")
-    return config
+@dataclass
+class Settings:
+    """The configuration flags commands share, as one value (None or False: the flag was not
+    given); :meth:`resolve` turns them, with a command's own settings, into its configuration."""
+
+    config_file: Path | None = None
+    sets: list[str] | None = None
+    preset: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    no_cache: bool = False
+    refresh_cache: bool = False
+    index: str | None = None
+    path: Path | None = None
+    url: str | None = None
+    stream_url: str | None = None  # the patrol's flags (claire watch, claire serve --watch)
+    replay: Path | None = None
+    api_url: str | None = None
+    wiki: list[str] | None = None
+    namespace: list[int] | None = None
+    include_bots: bool = False
+    title: list[str] | None = None
+    category: list[str] | None = None
+    edits_in_flight: int | None = None
+
+    def resolve(self, **settings: Any) -> Config:
+        """defaults < claire.toml < environment < --set < these flags < ``settings`` (a command's own
+        flags, by dotted key; None means not given)."""
+        flags = {**common(self.model, self.base_url, self.no_cache, self.refresh_cache, self.index, self.path, self.url),
+                 "preset": self.preset, **self._patrol()}
+        flags.update({key: value for key, value in settings.items() if value is not None})
+        return resolve(self.config_file, self.sets, **flags)
+
+    def _patrol(self) -> dict[str, Any]:
+        return {"watch.stream_url": self.stream_url, "watch.replay": str(self.replay) if self.replay else None,
+                "watch.api_url": self.api_url, "watch.wikis": self.wiki or None, "watch.namespaces": self.namespace or None,
+                "watch.include_bots": True if self.include_bots else None, "watch.titles": self.title or None,
+                "watch.categories": self.category or None, "watch.edits_in_flight": self.edits_in_flight}
+
+    def batch(self, system: str | None = None, concurrency: int | None = None, **settings: Any) -> Config:
+        """The configuration of a batch command, with a note when the LLM limit is below the claims
+        in flight."""
+        config = self.resolve(**{"agent.system": system, "eval.concurrency": concurrency, **settings})
+        if config.llm.max_concurrency < config.eval.concurrency:
+            err.print(f"[yellow]note:[/] {config.eval.concurrency} claims in flight but at most {config.llm.max_concurrency} "
+                      "LLM calls at once (llm.max_concurrency); raise it if your endpoint allows")
+        return config
+
+
+SHARED_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "index": (IndexOpt, None), "path": (PathOpt, None), "url": (UrlOpt, None), "preset": (PresetOpt, None),
+    "model": (ModelOpt, None), "base_url": (BaseUrlOpt, None), "no_cache": (NoCacheOpt, False),
+    "refresh_cache": (RefreshOpt, False), "config_file": (ConfigOpt, None), "sets": (SetOpt, None),
+    "stream_url": (StreamUrlOpt, None), "replay": (ReplayOpt, None), "api_url": (ApiUrlOpt, None), "wiki": (WikiOpt, None),
+    "namespace": (NamespaceOpt, None), "include_bots": (BotsOpt, False), "title": (TitleOpt, None),
+    "category": (CategoryOpt, None), "edits_in_flight": (EditsOpt, None),
+}
+"""The options many commands take, each defined once: its Typer type and default, by parameter name."""
+
+
+PATROL_OPTIONS = ("stream_url", "replay", "api_url", "wiki", "namespace", "include_bots", "title", "category",
+                  "edits_in_flight")
+"""The flags that configure a patrol, taken by ``claire watch`` and ``claire serve`` (for ``--watch``)."""
+
+
+def with_settings(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the shared options ``names`` (after its own, in :data:`SHARED_OPTIONS`' order);
+    they reach it together as its ``settings`` parameter, a :class:`Settings`."""
+    unknown = set(names) - set(SHARED_OPTIONS)
+    if unknown:
+        raise ValueError(f"no shared option {sorted(unknown)}")
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command, eval_str=True)
+        own = [parameter for name, parameter in signature.parameters.items() if name != "settings"]
+        shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+                  for name, (kind, default) in SHARED_OPTIONS.items() if name in names]
+
+        @functools.wraps(command)
+        def run_command(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in names if name in kwargs}
+            return command(*args, settings=Settings(**given), **kwargs)
+
+        run_command.__signature__ = signature.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
+        return run_command
+
+    return decorate
 
 
 def require_api_key(config: Config) -> None:

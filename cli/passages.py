@@ -7,24 +7,21 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, FileOpt, IndexOpt, JsonOpt, ModelOpt, NoCacheOpt, PathOpt, PresetOpt,
-    SectionOpt, SetOpt, SystemOpt, TextOpt, UrlOpt,
-    common, console, err, eval_config, passage_text, resolve, run,
+    ConcurrencyOpt, FileOpt, JsonOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text,
+    run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
 
 
+@with_settings("model", "base_url", "no_cache", "config_file", "sets")
 def extract_command(
     title: Annotated[str, typer.Option("--title", help="The article the passage is from.")],
     section: SectionOpt = "",
     text: TextOpt = None,
     file: FileOpt = None,
     as_json: JsonOpt = False,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Split a passage into atomic, self-contained facts. Exit 0, or 3 when it holds no checkable fact."""
     from claire.agent.extraction import extract_facts
@@ -32,7 +29,7 @@ def extract_command(
     from claire.agent.runtime import prompt_library
 
     passage = passage_text(text, file)
-    config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None))
+    config = settings.resolve()
 
     async def go():
         llm = ChatClient.from_config(config.llm)
@@ -52,6 +49,7 @@ def extract_command(
         console.print(f"{number:>3}. {fact.text}")
 
 
+@with_settings("index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def scan_command(
     title: Annotated[str, typer.Option("--title", help="The article the passage is from (excluded from search).")],
     section: SectionOpt = "",
@@ -61,13 +59,8 @@ def scan_command(
     max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts.")] = None,
     out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
     concurrency: ConcurrencyOpt = None,
-    index: IndexOpt = None,
-    preset: PresetOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Extract every fact of a passage and check each one; flagged facts first. Exit 0 none flagged, 1 some flagged, 2 some could not be checked (none flagged), 3 no checkable fact."""
     from rich.table import Table
@@ -75,7 +68,7 @@ def scan_command(
     from claire.jobs.scan import run_scan
 
     passage = passage_text(text, file)
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset)
+    config = settings.batch(system, concurrency)
     result = run(run_scan(title=title, section=section, text=passage, config=config, out_dir=out,
                           max_facts=max_facts, console=err))
     table = Table(title=f"facts of {title}, most suspicious first", title_justify="left", expand=True)
@@ -93,6 +86,7 @@ def scan_command(
     raise typer.Exit(ExitCode.FLAGGED if result.flagged else ExitCode.ERROR if result.failed else ExitCode.OK)
 
 
+@with_settings("path", "url", "model", "base_url", "no_cache", "config_file", "sets")
 def cite_command(
     claim: Annotated[str, typer.Argument(help="The claim that carries the citation.")],
     source: Annotated[Optional[Path], typer.Option("--source", help="The cited source as a text file.")] = None,
@@ -104,13 +98,8 @@ def cite_command(
     expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="Let the LLM write extra search queries (cite.expand_queries).")] = None,
     as_json: JsonOpt = False,
     index: Annotated[Optional[str], typer.Option("--index", help="The sources index (cite.index; default: the bundled example sources).")] = None,
-    path: PathOpt = None,
-    url: UrlOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not (or a better source found), 2 error."""
     from claire.agent.runtime import open_system
@@ -121,7 +110,7 @@ def cite_command(
         raise ConfigError("the claim is empty: give the sentence that carries the citation")
     if (source is None) == (source_text is None):
         raise ConfigError("give the cited source with either --source FILE or --source-text TEXT")
-    config = resolve(config_file, sets, **common(model, base_url, no_cache, False, None, path, url),
+    config = settings.resolve(
                      **{"cite.index": index, "cite.expand_queries": expand, "agent.task": "citations",
                         "agent.system": "cite"})
     limit = config.cite.max_source_bytes

@@ -8,17 +8,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from claire.cli.options import ConfigOpt, JsonOpt, PresetOpt, SetOpt, console, resolve
+from claire.cli.options import JsonOpt, Settings, console, with_settings
 
 _ROLE = {"system": "system", "human": "user", "ai": "assistant"}
 
 
-def prompts_list(config_file: ConfigOpt = None, sets: SetOpt = None, preset: PresetOpt = None,
-                 as_json: JsonOpt = False) -> None:
+@with_settings("preset", "config_file", "sets")
+def prompts_list(as_json: JsonOpt = False, *, settings: Settings) -> None:
     """List every prompt template: the file the configuration renders, its variants, inputs and answer."""
     from claire.agent.runtime import prompt_library
 
-    config = resolve(config_file, sets, preset=preset)
+    config = settings.resolve()
     prompts = prompt_library(config)
     rows = []
     for name in prompts.names():
@@ -39,6 +39,7 @@ def prompts_list(config_file: ConfigOpt = None, sets: SetOpt = None, preset: Pre
     console.print("\n".join(lines), markup=False, highlight=False, soft_wrap=True)
 
 
+@with_settings("preset", "config_file", "sets")
 def prompts_show(
     name: Annotated[str, typer.Argument(help="The template, e.g. verifier (or verifier.lenient for a variant).")],
     variant: Annotated[Optional[str], typer.Option(
@@ -49,15 +50,14 @@ def prompts_show(
                          "record's id); default: the built-in example.")] = None,
     steps: Annotated[int, typer.Option(
         "--steps", min=0, help="Research steps of the record (or example) shown as the controller's history.")] = 0,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
-    preset: PresetOpt = None,
     as_json: JsonOpt = False,
+    *,
+    settings: Settings,
 ) -> None:
     """Show a prompt template filled in: its file, declared inputs, answer format and messages by role."""
     from claire.agent.prompt_preview import record_sample, render_preview
 
-    config = resolve(config_file, sets, preset=preset)
+    config = settings.resolve()
     sample = record_sample(record, passages_per_source=config.cite.passages_per_source,
                            passage_words=config.cite.passage_words) if record else None
     preview = render_preview(name, config, variant=variant, sample=sample, steps=steps)

@@ -5,15 +5,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from claire.cli.watch import (
-    ApiUrlOpt, BotsOpt, CategoryOpt, EditsOpt, NamespaceOpt, ReplayOpt, StreamUrlOpt, TitleOpt, WikiOpt, watch_settings,
-)
-from claire.cli.options import (
-    SystemOpt, BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt,
-    err, eval_config,
-)
+from claire.cli.options import PATROL_OPTIONS, ConcurrencyOpt, Settings, SystemOpt, err, with_settings
 
 
+@with_settings(*PATROL_OPTIONS, "index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def serve_command(
     host: Annotated[str, typer.Option("--host", help="Address to listen on (a non-loopback one needs --token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8000,
@@ -25,31 +20,15 @@ def serve_command(
     max_body: Annotated[int, typer.Option("--max-body", help="Largest request body in bytes.")] = 1_000_000,
     system: SystemOpt = None,
     watch: Annotated[bool, typer.Option("--watch", help="Also patrol a live wiki's new edits (the Patrol view); configured as for `claire watch`.")] = False,
-    stream_url: StreamUrlOpt = None,
-    replay: ReplayOpt = None,
-    api_url: ApiUrlOpt = None,
-    wiki: WikiOpt = None,
-    namespace: NamespaceOpt = None,
-    include_bots: BotsOpt = False,
-    title: TitleOpt = None,
-    category: CategoryOpt = None,
-    edits_in_flight: EditsOpt = None,
-    index: IndexOpt = None,
-    preset: PresetOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """The web app and REST API for editors: paste an article, see flagged facts, review them."""
     from claire.web.settings import ServeSettings
     from claire.web.serve import serve
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,
-                         **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,
-                                          edits_in_flight))
-    settings = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
+    config = settings.batch(system, concurrency)
+    serving = ServeSettings(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
                              data_dir=data_dir, cors_origins=cors_origin or [], max_body_bytes=max_body,
                              allowed_hosts=allowed_host or [], watch=watch)
-    serve(config, settings, console=err)
+    serve(config, serving, console=err)

@@ -10,31 +10,7 @@ from rich.live import Live
 from rich.text import Text
 
 from claire.errors import redact
-from claire.cli.options import (
-    BaseUrlOpt, ConcurrencyOpt, ConfigOpt, IndexOpt, ModelOpt, NoCacheOpt, PresetOpt, SetOpt, SystemOpt,
-    console, err, eval_config, run,
-)
-
-StreamUrlOpt = Annotated[Optional[str], typer.Option("--stream-url", help="The recentchange event stream (watch.stream_url; default: Wikimedia's).")]
-ReplayOpt = Annotated[Optional[Path], typer.Option("--replay", help="Read recorded events (JSONL, the stream's own shape) instead of the stream.")]
-ApiUrlOpt = Annotated[Optional[str], typer.Option("--api-url", help="The MediaWiki Action API for every wiki (default: from each event).")]
-WikiOpt = Annotated[Optional[list[str]], typer.Option("--wiki", help="A wiki to check, e.g. enwiki (repeatable; watch.wikis).")]
-NamespaceOpt = Annotated[Optional[list[int]], typer.Option("--namespace", help="A namespace to check (repeatable; default 0, articles).")]
-BotsOpt = Annotated[bool, typer.Option("--include-bots", help="Check bot edits too.")]
-TitleOpt = Annotated[Optional[list[str]], typer.Option("--title", help="Only titles matching this regular expression (repeatable).")]
-CategoryOpt = Annotated[Optional[list[str]], typer.Option("--category", help="Only pages in this category (repeatable).")]
-EditsOpt = Annotated[Optional[int], typer.Option("--edits-in-flight", min=1, help="Edits checked at once (watch.edits_in_flight).")]
-
-
-def watch_settings(stream_url: str | None, replay: Path | None, api_url: str | None, wiki: list[str] | None,
-                   namespace: list[int] | None, include_bots: bool, title: list[str] | None, category: list[str] | None,
-                   edits_in_flight: int | None) -> dict:
-    """The ``watch.*`` settings the patrol flags stand for (None where a flag was not given)."""
-    return {"watch.stream_url": stream_url, "watch.replay": str(replay) if replay else None, "watch.api_url": api_url,
-            "watch.wikis": wiki or None, "watch.namespaces": namespace or None,
-            "watch.include_bots": True if include_bots else None, "watch.titles": title or None,
-            "watch.categories": category or None, "watch.edits_in_flight": edits_in_flight}
-
+from claire.cli.options import PATROL_OPTIONS, ConcurrencyOpt, Settings, SystemOpt, console, err, run, with_settings
 
 def watch_line(stats: Any, width: int) -> str:
     """The live line of a patrol's counts, cut to ``width``: the events read and what became of
@@ -91,36 +67,21 @@ def flagged_in(store_path: Path, edits: list[str]) -> list[dict[str, Any]]:
              "fact": row["fact"], "diff_url": row["request"].get("diff_url")} for row in rows]
 
 
+@with_settings(*PATROL_OPTIONS, "index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def watch_command(
-    stream_url: StreamUrlOpt = None,
-    replay: ReplayOpt = None,
-    api_url: ApiUrlOpt = None,
-    wiki: WikiOpt = None,
-    namespace: NamespaceOpt = None,
-    include_bots: BotsOpt = False,
-    title: TitleOpt = None,
-    category: CategoryOpt = None,
-    edits_in_flight: EditsOpt = None,
     max_events: Annotated[Optional[int], typer.Option("--max-events", min=1, help="Stop after reading this many events.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="First queue once more the edits that failed after watch.retry_tries tries.")] = False,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where results are kept (the web app's store; default: web/ in the user data folder).")] = None,
     concurrency: ConcurrencyOpt = None,
     system: SystemOpt = None,
-    index: IndexOpt = None,
-    preset: PresetOpt = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    no_cache: NoCacheOpt = False,
-    config_file: ConfigOpt = None,
-    sets: SetOpt = None,
+    *,
+    settings: Settings,
 ) -> None:
     """Check new edits of a live wiki as they happen; flagged facts wait in the web app's Patrol view."""
     from claire.jobs.store import default_store_path
     from claire.livewiki.patrol import patrol_source, run_patrol
 
-    config = eval_config(config_file, sets, model, base_url, no_cache, False, index, system, concurrency, preset,
-                         **watch_settings(stream_url, replay, api_url, wiki, namespace, include_bots, title, category,
-                                          edits_in_flight))
+    config = settings.batch(system, concurrency)
     patrol_source(config)  # no stream or no such recording: said before anything is loaded
     store_path = default_store_path(data_dir)
     source = f"the recording {config.watch.replay}" if config.watch.replay else redact(config.watch.stream_url or "")
