@@ -25,6 +25,8 @@ from typing import Any, Iterable, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, field_validator
 
+from claire.validation import not_blank
+
 Consistency = Literal["consistent", "inconsistent"]
 """A verdict: whether the corpus contradicts the claim."""
 
@@ -126,12 +128,6 @@ def known_elements(documents: Iterable[Any]) -> list[str]:
     return list(dict.fromkeys(element.id for document in documents for element in (document.elements or [])))
 
 
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty")
-    return value
-
-
 class Passage(BaseModel):
     """A passage of a Wikipedia article: where it stands (title, section, URL), its text, and —
     when it comes from an index — the block it is (id, type, citable elements, the article's
@@ -183,7 +179,7 @@ class Block(Passage):
     @field_validator("id", "document_title", "content")
     @classmethod
     def _required(cls, value: str) -> str:
-        return _not_blank(value)
+        return not_blank(value)
 
 
 class Evidence(Passage):

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from claire.errors import DatasetError
+from claire.validation import NonBlank, RecordId, quoted, validated_record
 
 
 def _answers(value: list[str]) -> list[str]:
@@ -57,21 +58,10 @@ Annotation = Annotated[Union[SingleAnswer, MultipleQAs], Field(discriminator="ty
 
 class AmbigQARecord(BaseModel):
     """One AmbigQA record as published."""
-    id: str
-    question: str
+    id: RecordId
+    question: NonBlank
     annotations: list[Annotation] = Field(min_length=1)
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    @field_validator("id", "question")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
 
 
 class QAItem(BaseModel):
@@ -95,13 +85,6 @@ def qa_pairs(record: AmbigQARecord) -> list[QAItem]:
             for n, pair in enumerate(annotation.qaPairs)]
 
 
-def _describe(error: ValidationError) -> str:
-    item = error.errors()[0]
-    where = ".".join(str(part) for part in item["loc"]) or "record"
-    problem = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
-    return f"field '{where}' {problem}"
-
-
 def load_ambigqa(path: str | Path) -> list[AmbigQARecord]:
     """Every record of an AmbigQA JSON file; the whole file or an error."""
     path = Path(path)
@@ -119,12 +102,7 @@ def load_ambigqa(path: str | Path) -> list[AmbigQARecord]:
     seen: set[str] = set()
     for index, raw in enumerate(data):
         where = f"{path}: record {index}" + (f" (id {raw.get('id')})" if isinstance(raw, dict) and raw.get("id") else "")
-        if not isinstance(raw, dict):
-            raise DatasetError(f"{where}: expected a JSON object")
-        try:
-            record = AmbigQARecord.model_validate(raw)
-        except ValidationError as error:
-            raise DatasetError(f"{where}: {_describe(error)}") from None
+        record = validated_record(AmbigQARecord, raw, where, problem=quoted)
         if record.id in seen:
             raise DatasetError(f"{where}: duplicate id")
         seen.add(record.id)

@@ -22,42 +22,21 @@ from claire.jobs.store import JobStore
 from claire.web.views import RenderedScans
 
 
-async def get_config(request: Request) -> Config:
-    """The configuration checks follow."""
-    return request.app.state.config
+def _from_app_state(name: str) -> Any:
+    """A dependency that gives a route ``app.state.<name>`` (a coroutine, so FastAPI calls it on the loop)."""
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    dependency.__name__ = f"app_state_{name}"
+    return Depends(dependency)
 
 
-async def get_settings(request: Request) -> ServeSettings:
-    """How the server listens and guards itself."""
-    return request.app.state.settings
-
-
-async def get_store(request: Request) -> JobStore:
-    """The job store opened for the server's life."""
-    return request.app.state.store
-
-
-async def get_runner(request: Request) -> JobRunner:
-    """The runner that checks facts in the background."""
-    return request.app.state.runner
-
-
-async def get_retriever(request: Request) -> Searcher:
-    """The index the server searches."""
-    return request.app.state.retriever
-
-
-async def get_rendered_scans(request: Request) -> RenderedScans:
-    """The app's cache of scan views, so that polling an unchanged scan is cheap."""
-    return request.app.state.rendered_scans
-
-
-ConfigDep = Annotated[Config, Depends(get_config)]
-SettingsDep = Annotated[ServeSettings, Depends(get_settings)]
-StoreDep = Annotated[JobStore, Depends(get_store)]
-RunnerDep = Annotated[JobRunner, Depends(get_runner)]
-RetrieverDep = Annotated[Searcher, Depends(get_retriever)]
-RenderedScansDep = Annotated[RenderedScans, Depends(get_rendered_scans)]
+ConfigDep = Annotated[Config, _from_app_state("config")]  # the configuration checks follow
+SettingsDep = Annotated[ServeSettings, _from_app_state("settings")]  # how the server listens and guards itself
+StoreDep = Annotated[JobStore, _from_app_state("store")]  # the job store opened for the server's life
+RunnerDep = Annotated[JobRunner, _from_app_state("runner")]  # the runner that checks facts in the background
+RetrieverDep = Annotated[Searcher, _from_app_state("retriever")]  # the index the server searches
+RenderedScansDep = Annotated[RenderedScans, _from_app_state("rendered_scans")]  # scan views, so polling is cheap
 
 
 def job_or_404(store: JobStore, job_id: str, kind: str) -> dict[str, Any]:

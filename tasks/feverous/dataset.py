@@ -16,11 +16,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError, field_validator
+from pydantic import BaseModel, field_validator
 
 from claire.domain import Claim
 from claire.errors import DatasetError
 from claire.files import read_jsonl
+from claire.validation import NonBlank, RecordId, quoted, validated_record
 
 FeverousLabel = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
 FEVEROUS_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -29,23 +30,11 @@ FEVEROUS_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 class FeverousRecord(BaseModel):
     """One FEVEROUS claim: its gold label and its evidence sets as lists of ``content`` ids."""
 
-    id: str
-    claim: str
+    id: RecordId
+    claim: NonBlank
     label: FeverousLabel
     evidence: list[list[str]]
     challenge: str | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-    @field_validator("id", "claim")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -83,15 +72,6 @@ def _is_header(record: Any) -> bool:
     return isinstance(record, dict) and not record.get("claim") and not record.get("label")
 
 
-def _problem(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "record"
-        message = "is missing" if item["type"] == "missing" else item["msg"].removeprefix("Value error, ")
-        parts.append(f"field '{field}' {message}")
-    return "; ".join(parts)
-
-
 def load_feverous(path: str | Path) -> list[FeverousRecord]:
     """Every record of a FEVEROUS JSONL file, validated; the leading empty header record skipped."""
     path = Path(path)
@@ -108,12 +88,7 @@ def load_feverous(path: str | Path) -> list[FeverousRecord]:
             seen_any = True
             continue
         seen_any = True
-        if not isinstance(raw, dict):
-            raise DatasetError(f"{where}: expected a JSON object, got {type(raw).__name__}")
-        try:
-            record = FeverousRecord.model_validate(raw)
-        except ValidationError as error:
-            raise DatasetError(f"{where}: {_problem(error)}") from None
+        record = validated_record(FeverousRecord, raw, where, problem=quoted)
         if record.id in first_line:
             raise DatasetError(f"{where}: field 'id' repeats '{record.id}' (first on line {first_line[record.id]})")
         first_line[record.id] = number

@@ -17,12 +17,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field
 
 from claire.errors import DatasetError
 from claire.files import json_records
 from claire.domain import Claim, Passage, TraceItem, titled_passage
-from claire.validation import describe
+from claire.validation import NonBlank, validated_record
 
 Split = Literal["validation", "test"]
 SPLITS: tuple[str, ...] = ("validation", "test")
@@ -35,16 +35,9 @@ ContextPassage = Annotated[Passage, AfterValidator(titled_passage)]
 class ClaimRecord(BaseModel):
     """A record's ``claim``: its id, its text and the passage it was taken from."""
 
-    claim_id: str
-    claim_text: str
+    claim_id: NonBlank
+    claim_text: NonBlank
     claim_context_block: ContextPassage
-
-    @field_validator("claim_id", "claim_text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return value
 
 
 class WikiCollideRecord(BaseModel):
@@ -82,12 +75,7 @@ def load_records(path: str | Path) -> list[WikiCollideRecord]:
         claim = value.get("claim") if isinstance(value, dict) else None
         claim_id = claim.get("claim_id") if isinstance(claim, dict) else None
         label = f"{where} (claim_id {claim_id})" if isinstance(claim_id, str) else where
-        if not isinstance(value, dict):
-            raise DatasetError(f"{path}: {label}: expected a JSON object, got {type(value).__name__}")
-        try:
-            record = WikiCollideRecord.model_validate(value)
-        except ValidationError as error:
-            raise DatasetError(f"{path}: {label}: {describe(error)}") from None
+        record = validated_record(WikiCollideRecord, value, f"{path}: {label}")
         if record.claim.claim_id in first_index:
             raise DatasetError(
                 f"{path}: {label}: field claim.claim_id: duplicate of {first_index[record.claim.claim_id]}"

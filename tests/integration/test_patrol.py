@@ -350,11 +350,24 @@ async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_
         store.close()
 
 
+async def _patrol_one_edit_of_paris(answer, store, wiki_index, **settings):
+    """Patrol a stream holding one edit of Paris (revision 21 to 22), the model answering with
+    ``answer``, until the edit is done; the patrol's counts. ``settings``: ``system``."""
+    from claire.livewiki.patrol import ChangeSource
+
+    with MockOpenAIServer(answer) as llm, WikiApiServer(REVISIONS) as api, \
+            EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
+        config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
+        if "system" in settings:
+            config = config.with_overrides({"agent.system": settings["system"]})
+        return await patrol_once(config, store, ChangeSource(url=stream.url),
+                                 until=lambda: (store.job("enwiki:22") or {}).get("status") == "done")
+
+
 async def test_an_edit_met_by_a_failing_llm_endpoint_is_tried_again_not_skipped_or_failed(tmp_path, wiki_index):
     """The LLM endpoint answers 503 to the edit's extraction, then for a while to every check: the
     edit is put back in the queue each time (never 'skipped: no checkable fact' or an error), and
     once the endpoint is back its facts are checked and the planted date is flagged."""
-    from claire.livewiki.patrol import ChangeSource
 
     failing = {"extract": 2, "checks_until": None}  # one extraction call (two tries), then checks for 1.5 s
 
@@ -371,11 +384,7 @@ async def test_an_edit_met_by_a_failing_llm_endpoint_is_tried_again_not_skipped_
 
     store = JobStore(tmp_path / "jobs.sqlite")
     try:
-        with MockOpenAIServer(flaky) as llm, WikiApiServer(REVISIONS) as api, \
-                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
-            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
-            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
-                                      until=lambda: (store.job("enwiki:22") or {}).get("status") == "done")
+        stats = await _patrol_one_edit_of_paris(flaky, store, wiki_index)
         job = store.job("enwiki:22")
         facts = store.facts("enwiki:22")
         assert job["status"] == "done" and job["retries"] >= 2 and stats.requeued == job["retries"]
@@ -496,7 +505,6 @@ async def test_research_cut_short_by_a_429_is_retried_never_published_as_a_verdi
     """The second controller call is answered 429 through every retry: the verifier still scores
     what was found, but that assessment is a failed fact, so the edit goes back to the queue (not
     'checked'), and once the endpoint answers its fact gets a real verdict (item 6)."""
-    from claire.livewiki.patrol import ChangeSource
 
     state: dict = {"until": None, "cut_short": 0}
 
@@ -513,12 +521,7 @@ async def test_research_cut_short_by_a_429_is_retried_never_published_as_a_verdi
 
     store = JobStore(tmp_path / "jobs.sqlite")
     try:
-        with MockOpenAIServer(flaky) as llm, WikiApiServer(REVISIONS) as api, \
-                EventStreamServer([change_event("Paris", 21, 22)], hold=60) as stream:
-            config = config_for(llm, wiki_index, stream_url=stream.url, api_url=api.api_url, retry_wait=0.2)
-            config = config.with_overrides({"agent.system": "claire"})
-            stats = await patrol_once(config, store, ChangeSource(url=stream.url),
-                                      until=lambda: (store.job("enwiki:22") or {}).get("status") == "done")
+        stats = await _patrol_one_edit_of_paris(flaky, store, wiki_index, system="claire")
         facts = store.facts("enwiki:22")
         assert state["cut_short"] >= 2 and stats.requeued >= 1 and stats.checked == 1
         assert [f["status"] for f in facts] == ["done"] and facts[0]["assessment"]["error"] is None
