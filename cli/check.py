@@ -1,11 +1,15 @@
 """``claire check``: one fact against the corpus, with a status line from the first moment, a live
-view of the research, and a review of a flagged verdict with its evidence in front of you."""
+view of the research, and a review of a flagged verdict with its evidence in front of you. The
+command (flags, exit status), and the check itself (:func:`research`: the index, the system, the
+executor); what the person sees is :class:`claire.cli.views.CheckView`'s."""
+
+from __future__ import annotations
 
 import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.markup import escape
@@ -17,6 +21,10 @@ from claire.cli.options import (
     passage_text, require_api_key, run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
+
+if TYPE_CHECKING:
+    from claire.cli.views import CheckView
+    from claire.domain import Assessment
 
 
 @with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
@@ -81,7 +89,7 @@ def check_command(
             claim = Claim(claim_id="cli", text=(fact or "").strip(),
                           context=Passage(document_title=title or "", section_title=section or "", content=(context or "").strip()))
         view = CheckView(shown, claim, config, quiet=as_json, resume=resume, status=status, started=started)
-        assessment = run(view.run())
+        assessment = run(research(view))
     if trace_out is not None:
         try:
             trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
@@ -105,3 +113,74 @@ def check_command(
     from claire.tasks.registry import get_task
 
     raise typer.Exit(get_task(config.agent.task).exit_code(assessment.verdict, assessment.label))
+
+
+# -- the check itself ---------------------------------------------------------------------------
+# The view says what happens; these open the index and the system and check the claim through the
+# executor (imported when a check runs: ``claire check --help`` loads none of it).
+
+async def research(view: CheckView) -> Assessment:
+    """Open what the check needs, saying so, then check the claim (or resume a saved check)."""
+    retriever = await _open_retrieval(view)
+    try:
+        return await _check(view, retriever)
+    finally:
+        retriever.close()
+
+
+async def _open_retrieval(view: CheckView) -> Any:
+    """The index, built first when it is the demo one and missing (with its progress on the status line)."""
+    import asyncio
+
+    from claire.agent.runtime import open_retrieval
+    from claire.errors import redact
+    from claire.indexes.retriever import demo_index_ready, ensure_demo_index
+
+    retrieval = view.config.retrieval
+    if retrieval.backend == "qdrant" and retrieval.index == "demo" and retrieval.url is None:
+        root = retrieval.index_root()
+        if not demo_index_ready(root):
+            view.say("building the demo index (first use): loading the embedder…")
+
+            def progress(done: int, total: int) -> None:
+                view.say(f"building the demo index (first use): {done}/{total} passages embedded")
+
+            await asyncio.to_thread(ensure_demo_index, root, retrieval.embedder or "minilm", "demo", progress)
+    where = redact(retrieval.url) if retrieval.url else retrieval.index
+    view.say(f"loading the embedder and opening the index {where}…" if retrieval.backend == "qdrant"
+             else "connecting to the search service…")
+    return await asyncio.to_thread(open_retrieval, view.config)
+
+
+async def _check(view: CheckView, retriever: Any) -> Assessment:
+    """Check the claim (or go on with a saved check) with the configured system, through the executor."""
+    import uuid
+
+    from claire.agent.runtime import open_system
+    from claire.domain import Claim
+    from claire.llm.usage import track_usage
+    from claire.runs.executor import Executor
+
+    reviewer = view.review if view.config.agent.review else None
+    on_step = None if view.quiet else view.on_step
+    async with open_system(view.config, reviewer=reviewer, retriever=retriever) as system:
+        if view.resume is not None:
+            if not hasattr(system, "resume"):
+                raise ConfigError(f"--resume works with the claire system, not {system.name}")
+            view.say("going on with the saved check…")
+            assessment = await system.resume(view.resume)
+            view.claim = Claim(claim_id=assessment.claim_id, text=assessment.claim_text)
+            return assessment
+        assert view.claim is not None
+        kwargs: dict[str, Any] = {}
+        if reviewer is not None and hasattr(system, "resume"):
+            kwargs["thread_id"] = f"check-{uuid.uuid4().hex[:8]}"
+            view.console.print(Text("progress is saved; if interrupted, go on with:", style="dim"))
+            view.console.print(Text(f"  claire check --resume {kwargs['thread_id']}", style="dim"), soft_wrap=True)
+        if not view.quiet:
+            view.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {view.claim.text}", "")))
+        view.say("researching…")
+        with track_usage() as usage:  # the running total the status line shows
+            view.llm_total = usage
+            outcome = await Executor(1).check(system, view.claim, key=view.claim.claim_id, on_step=on_step, **kwargs)
+        return outcome.answer()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from typing import Any
 
 from rich.console import Console, Group
@@ -17,13 +16,9 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
-from claire.agent.runtime import open_retrieval, open_system
 from claire.domain import Assessment, Claim
-from claire.llm.usage import Usage, track_usage
+from claire.llm.usage import Usage
 from claire.config import Config
-from claire.errors import ConfigError, redact
-from claire.runs.executor import Executor
-from claire.indexes.retriever import demo_index_ready, ensure_demo_index
 
 
 def one_line(value: Any, limit: int = 90) -> str:
@@ -75,9 +70,10 @@ def evidence_blocks(passages: list[Any], width: int) -> list[Any]:
 
 
 class CheckView:
-    """Runs one check: says what it is doing from the start (reading the configuration, loading
-    the agent, building the demo index, opening the index), prints each step as it happens, puts
-    a flagged verdict to the person with its case, then renders the result."""
+    """What a person sees of one check: what the command is doing from the start (reading the
+    configuration, loading the agent, building the demo index, opening the index), each step as it
+    happens, a flagged verdict put to the person with its case, then the result. The check itself
+    runs in :mod:`claire.cli.check`, through the executor."""
 
     def __init__(self, console: Console, claim: Claim | None, config: Config, *, quiet: bool = False,
                  resume: str | None = None, status: Any = None, started: float | None = None):
@@ -154,56 +150,6 @@ class CheckView:
         if self.status:
             self.status.start()
         return {"decision": decision, "comment": comment.strip() or None}
-
-    async def run(self) -> Assessment:
-        """Open what the check needs, saying so, then check the claim (or resume a saved check)."""
-        retriever = await self._open_retrieval()
-        try:
-            return await self._check(retriever)
-        finally:
-            retriever.close()
-
-    async def _open_retrieval(self) -> Any:
-        """The index, built first when it is the demo one and missing (with its progress on the status line)."""
-        retrieval = self.config.retrieval
-        if retrieval.backend == "qdrant" and retrieval.index == "demo" and retrieval.url is None:
-            root = retrieval.index_root()
-            if not demo_index_ready(root):
-                self.say("building the demo index (first use): loading the embedder…")
-
-                def progress(done: int, total: int) -> None:
-                    self.say(f"building the demo index (first use): {done}/{total} passages embedded")
-
-                await asyncio.to_thread(ensure_demo_index, root, retrieval.embedder or "minilm", "demo", progress)
-        where = redact(retrieval.url) if retrieval.url else retrieval.index
-        self.say(f"loading the embedder and opening the index {where}…" if retrieval.backend == "qdrant"
-                 else "connecting to the search service…")
-        return await asyncio.to_thread(open_retrieval, self.config)
-
-    async def _check(self, retriever: Any) -> Assessment:
-        reviewer = self.review if self.config.agent.review else None
-        on_step = None if self.quiet else self.on_step
-        async with open_system(self.config, reviewer=reviewer, retriever=retriever) as system:
-            if self.resume is not None:
-                if not hasattr(system, "resume"):
-                    raise ConfigError(f"--resume works with the claire system, not {system.name}")
-                self.say("going on with the saved check…")
-                assessment = await system.resume(self.resume)
-                self.claim = Claim(claim_id=assessment.claim_id, text=assessment.claim_text)
-                return assessment
-            assert self.claim is not None
-            kwargs: dict[str, Any] = {}
-            if reviewer is not None and hasattr(system, "resume"):
-                kwargs["thread_id"] = f"check-{uuid.uuid4().hex[:8]}"
-                self.console.print(Text("progress is saved; if interrupted, go on with:", style="dim"))
-                self.console.print(Text(f"  claire check --resume {kwargs['thread_id']}", style="dim"), soft_wrap=True)
-            if not self.quiet:
-                self.console.print(Text.assemble(("checking with ", "dim"), (system.name, "bold"), (f": {self.claim.text}", "")))
-            self.say("researching…")
-            with track_usage() as usage:  # the running total the status line shows
-                self.llm_total = usage
-                outcome = await Executor(1).check(system, self.claim, key=self.claim.claim_id, on_step=on_step, **kwargs)
-            return outcome.answer()
 
     def final(self, a: Assessment) -> None:
         """Print the result of an assessment: the verdict (the reviewer's, when there was a review,
