@@ -14,13 +14,13 @@ string is the gold answer, the others are its accepted variants. A malformed rec
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, Field, field_validator
 
 from claire.errors import DatasetError
+from claire.files import json_records
 from claire.validation import NonBlank, RecordId, quoted, validated_record
 
 
@@ -86,22 +86,16 @@ def qa_pairs(record: AmbigQARecord) -> list[QAItem]:
 
 
 def load_ambigqa(path: str | Path) -> list[AmbigQARecord]:
-    """Every record of an AmbigQA JSON file; the whole file or an error."""
+    """Every record of an AmbigQA file (its published JSON array, or JSONL), read as every data file
+    is (:func:`claire.files.json_records`: a regular file, within the size limit); the whole file or
+    an error naming the record."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DatasetError(f"AmbigQA file {path} not found") from None
-    except json.JSONDecodeError as error:
-        raise DatasetError(f"{path}: invalid JSON at line {error.lineno} ({error.msg})") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(f"cannot read AmbigQA file {path}: {error}") from None
-    if not isinstance(data, list):
-        raise DatasetError(f"{path}: expected a JSON array of AmbigQA records")
+    entries = json_records(path, what="AmbigQA", hint="an AmbigQA file: a JSON array of records, or one record a line")
     records: list[AmbigQARecord] = []
     seen: set[str] = set()
-    for index, raw in enumerate(data):
-        where = f"{path}: record {index}" + (f" (id {raw.get('id')})" if isinstance(raw, dict) and raw.get("id") else "")
+    for entry in entries:
+        raw = entry.value
+        where = f"{path}: {entry.where}" + (f" (id {raw.get('id')})" if isinstance(raw, dict) and raw.get("id") else "")
         record = validated_record(AmbigQARecord, raw, where, problem=quoted)
         if record.id in seen:
             raise DatasetError(f"{where}: duplicate id")

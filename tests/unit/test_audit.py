@@ -76,7 +76,7 @@ def test_ambigqa_loader_reads_both_annotation_types():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"id": "1"}, "expected a JSON array"),
+    ({"id": "1"}, r"line 1 \(id 1\): field 'question' is missing"),  # one record a line (JSONL) is read too
     ([{"id": "1", "question": "q?", "annotations": [{"type": "singleAnswer", "answer": []}]}],
      r"record 0 \(id 1\): field 'annotations.0.singleAnswer.answer'"),
     ([{"id": "1", "question": "q?", "annotations": [{"type": "guess", "answer": ["a"]}]}], "record 0 .*annotations.0"),
@@ -90,8 +90,10 @@ def test_malformed_ambigqa_files_name_the_record_and_field(tmp_path, data, messa
     with pytest.raises(DatasetError, match=message):
         load_ambigqa(path)
     path.write_text('[{"id": "1",')
-    with pytest.raises(DatasetError, match="invalid JSON at line 1"):
+    with pytest.raises(DatasetError, match=r"not valid JSON \(line 1"):
         load_ambigqa(path)
+    with pytest.raises(DatasetError, match="not a regular file"):  # read as every data file is: never a device
+        load_ambigqa(Path("/dev/zero"))
 
 
 def test_statements_are_read_from_tags_or_a_lone_line():
