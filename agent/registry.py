@@ -1,7 +1,8 @@
 """Every system by name, looked up in one place: ``claire`` (the agent), ``rav``
 (retrieve-and-verify), ``nli`` (the NLI pipeline), ``cascade`` and ``cite`` (the citation checker,
-which answers the citations task) — and any system written outside CLAIRE, named
-``package.module:Class`` (in ``--system``, ``[agent] system`` or a sweep).
+which answers the citations task) — and any system written outside CLAIRE: named
+``package.module:Class`` (in ``--system``, ``[agent] system`` or a sweep), or by the name an
+installed package gives it in the ``claire.systems`` entry-point group.
 
 A system declares itself on its class: its ``name``, what its scores are (``score_kind``: a
 probability-like score in [0, 1], or a count, so a threshold is read the same way wherever the
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 from functools import cache
 from importlib import import_module
+from importlib.metadata import entry_points
 from typing import Any
 
 import claire.tasks.registry  # noqa: F401  (with this registry, the task and tool registries check their names too)
@@ -39,17 +41,43 @@ EXTERNAL = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*:[A-Za-z_]\w*$")
 """A system written outside CLAIRE: ``package.module:Class``."""
 
 
+ENTRY_POINTS = "claire.systems"
+"""The entry-point group through which an installed package names its systems: in its
+pyproject.toml, ``[project.entry-points."claire.systems"] my_method = "my_package.module:Class"``."""
+
+
+def installed_systems() -> dict[str, str]:
+    """The systems installed packages name in the ``claire.systems`` entry-point group (name ->
+    ``module:Class``); a built-in name is never taken over."""
+    return {point.name: point.value for point in entry_points(group=ENTRY_POINTS) if point.name not in SYSTEMS}
+
+
+def _where(name: str) -> str | None:
+    """The ``module:Class`` of the system called ``name`` (None: no system has that name)."""
+    if name in SYSTEMS:
+        return SYSTEMS[name]
+    if EXTERNAL.match(name):
+        return name
+    return installed_systems().get(name)  # looked up only for a name that is neither of the above
+
+
 def is_system_name(name: str) -> bool:
     """Whether ``name`` names a system: a built-in one, or one written outside CLAIRE (its module is
     loaded only when the system is built)."""
-    return name in SYSTEMS or bool(EXTERNAL.match(name))
+    return _where(name) is not None
+
+
+def _unknown(name: str) -> str:
+    installed = ", ".join(installed_systems())
+    return (f"unknown system '{name}'; allowed: {', '.join(SYSTEM_NAMES)}"
+            + (f", the installed {installed}" if installed else "")
+            + ", or package.module:Class for a system of your own")
 
 
 def _check_system_setting(value: str) -> str:
     """``agent.system`` names a system (see :func:`is_system_name`)."""
     if not is_system_name(value):
-        raise ValueError(f"unknown system {value!r}; allowed: {', '.join(SYSTEM_NAMES)}, or package.module:Class "
-                         "for a system of your own")
+        raise ValueError(_unknown(value))
     return value
 
 
@@ -58,12 +86,13 @@ register_name_check("agent.system", _check_system_setting)
 
 @cache
 def system_class(name: str) -> Any:
-    """The class of the system called ``name`` (a built-in name, or ``package.module:Class``); a
-    clear error naming the choices, or saying what is wrong with an outside system, otherwise."""
-    if name not in SYSTEMS and not EXTERNAL.match(name):
-        raise ConfigError(f"unknown system '{name}'; allowed: {', '.join(SYSTEMS)}, or package.module:Class for "
-                          "a system of your own")
-    module, _, cls = SYSTEMS.get(name, name).partition(":")
+    """The class of the system called ``name`` (a built-in name, ``package.module:Class``, or an
+    installed package's name for it); a clear error naming the choices, or saying what is wrong with
+    an outside system, otherwise."""
+    where = _where(name)
+    if where is None:
+        raise ConfigError(_unknown(name))
+    module, _, cls = where.partition(":")
     try:
         found = getattr(import_module(module), cls)
     except ImportError as error:

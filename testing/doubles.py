@@ -1,9 +1,11 @@
-"""Test doubles for unit tests: a keyword retriever over hand-written blocks and a scripted
-model that answers each CLAIRE prompt kind (controller, verifier, rankgpt, ...) by rule."""
+"""Test doubles for unit tests: a keyword retriever over hand-written blocks, a scripted model
+that answers each CLAIRE prompt kind (controller, verifier, rankgpt, ...) by rule, and a package
+installed the way pip installs one, naming systems in CLAIRE's entry-point group."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -199,3 +201,13 @@ def citation_responder(expansions: list[str] | None = None):
                            f"<support_score>{score}</support_score>"}
 
     return respond
+
+
+def installed_package(site: Path, name: str, systems: dict[str, str]) -> Path:
+    """A package installed in ``site`` (its dist-info, as pip writes it) whose entry points name
+    ``systems`` in the claire.systems group; ``site`` is returned, for sys.path."""
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[claire.systems]\n" + "".join(f"{k} = {v}\n" for k, v in systems.items()))
+    return site

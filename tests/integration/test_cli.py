@@ -11,7 +11,7 @@ import pytest
 
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.testing.cli import run_claire
-from claire.testing.doubles import http_responder, kind_of
+from claire.testing.doubles import http_responder, installed_package, kind_of
 
 
 @pytest.fixture(scope="session")
@@ -199,6 +199,11 @@ def test_a_system_written_outside_claire_runs_through_check_and_eval(server, dem
     assert metrics["system"] == "number_check" and metrics["counts"]["total"] == 10 and metrics["auroc"] is not None
     bad = run_claire("check", "A fact.", "--system", "no_such_module:Thing", cache=demo_cache, env=env)
     assert bad.returncode == 2 and "cannot import no_such_module" in bad.stderr and "Traceback" not in bad.stderr
+    # the same system installed by a package of its own, which names it in the claire.systems entry points
+    monkeypatch.syspath_prepend(str(installed_package(tmp_path / "site", "claire_numbers", {"numbers": "number_check:NumberCheck"})))
+    named = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system", "numbers",
+                       "--no-rerank", "--json", "--base-url", server.base_url, "--no-cache", cache=demo_cache, env=env)
+    assert json.loads(named.stdout)["system"] == "number_check" and named.returncode in (0, 1), named.stderr
 
 
 def test_no_checkable_fact_has_its_own_exit_status(demo_cache, tmp_path):

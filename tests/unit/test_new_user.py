@@ -86,3 +86,25 @@ def test_a_system_of_ones_own_is_named_package_module_class_and_bad_names_are_on
                           ("nowhere.at_all:Thing", "cannot import nowhere.at_all"), ("not a name", "unknown system")):
         with pytest.raises(ConfigError, match=problem):
             system_class(name)
+
+
+def test_a_system_an_installed_package_names_is_found_by_that_name(tmp_path, monkeypatch):
+    """A researcher's package registers its system in the claire.systems entry-point group and it
+    is named like a built-in one (issue 41); a built-in name cannot be taken over."""
+    from claire.agent.registry import installed_systems, system_class
+    from claire.config import load_config
+    from claire.errors import ConfigError
+    from claire.testing.doubles import installed_package
+
+    examples = Path(__file__).resolve().parents[2] / "docs" / "examples"
+    site = installed_package(tmp_path / "site", "claire_numbers",
+                             {"numbers": "number_check:NumberCheck", "claire": "number_check:NumberCheck"})
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(examples))
+    found = installed_systems()
+    assert found["numbers"] == "number_check:NumberCheck" and "claire" not in found
+    assert system_class("numbers").name == "number_check"
+    assert system_class("claire").name == "claire"
+    assert load_config(None, {"agent.system": "numbers"}, environ={}).agent.system == "numbers"
+    with pytest.raises(ConfigError, match="the installed .*numbers"):
+        load_config(None, {"agent.system": "nonesuch"}, environ={})
