@@ -4,11 +4,14 @@ Precedence, lowest first: built-in defaults < ``claire.toml`` (the working direc
 given with ``--config``) < environment (``CLAIRE_SECTION__FIELD``, plus ``OPENAI_API_KEY`` /
 ``OPENAI_BASE_URL`` as the OpenAI SDK reads them) < command-line flags and ``--set key=value``;
 a preset (``paper``, the defaults, or ``practical``) sits just above the defaults.
-A leaf module: every layer may import it, and it imports no CLAIRE package but ``errors``, ``files``
-and ``validation``. The settings that name an entry of a registry (``agent.system``, ``agent.task``,
-``agent.tools``) are checked by that registry: each registers its check here on import
-(:func:`register_name_check`), and the command line, the web app and every system builder import
-the registries before they resolve a configuration. It is longer than the project's other modules on
+A leaf module: every layer may import it, and it imports no CLAIRE module but ``errors`` and
+``validation``. The settings that name an entry of a registry (``agent.system``, ``agent.task``,
+``agent.tools``) are checked by that registry: each registers its check here when it is imported
+(:func:`register_name_check`; importing ``claire.agent.registry`` brings all three). The command
+line imports them before it resolves a configuration; code that resolves one without them gets
+the names unchecked until a system is opened, where the registries refuse an unknown name the
+same way, and a run directory records its settings re-validated with them
+(:func:`claire.agent.runtime.run_settings`). It is longer than the project's other modules on
 purpose: every setting, with its type, limits and description, stands in this one place, which is
 what ``claire config show`` and the README's configuration reference read.
 """
@@ -23,6 +26,7 @@ import shutil
 import sys
 import tomllib
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
@@ -30,8 +34,6 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
-
-from collections.abc import Callable
 
 from claire.errors import ConfigError, mask, redact, register_secret
 from claire.validation import problems

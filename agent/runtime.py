@@ -43,8 +43,9 @@ def prompt_library(config: Config) -> PromptLibrary:
 def run_settings(config: Config) -> dict:
     """What a run directory records of its configuration: the resolved settings (secrets masked)
     and, for an embedded index, the embedder the index was built with (the one setting the paper's
-    method cannot follow offline: it embeds with mGTE)."""
-    settings = config.public_dict()
+    method cannot follow offline: it embeds with mGTE). The settings are validated again here, with
+    the registries loaded, so a configuration resolved before them is recorded the same way."""
+    settings = config.with_overrides({}).public_dict()
     retrieval = config.retrieval
     if retrieval.backend == "qdrant" and retrieval.url is None:
         try:

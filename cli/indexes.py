@@ -164,10 +164,7 @@ def index_list(*, settings: Settings) -> None:
 
 
 @with_settings("path", "url", "config_file", "sets")
-def index_info(name: Annotated[str, typer.Argument()],
-    *,
-    settings: Settings,
-) -> None:
+def index_info(name: Annotated[str, typer.Argument()], *, settings: Settings) -> None:
     """Show what an index records: embedder, corpus stats, build time, size."""
     from claire.indexes.catalog import list_indexes
 

@@ -22,7 +22,7 @@ from claire.agent.runtime import open_retrieval, open_system, prompt_library
 from claire.domain import Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError, NothingToCheck
-from claire.runs.predictions import ScanRow, load_predictions, row_from_prediction
+from claire.runs.predictions import FactRow, load_predictions, row_from_prediction
 from claire.evals.runner import run_eval
 from claire.agent.runtime import run_settings
 from claire.jobs.spans import locate
@@ -34,15 +34,15 @@ class ScanResult:
     out_dir: Path
     title: str
     title_in_index: bool | None
-    rows: list[ScanRow]
+    rows: list[FactRow]
 
     @property
-    def flagged(self) -> list[ScanRow]:
+    def flagged(self) -> list[FactRow]:
         """The facts the scan flagged."""
         return [row for row in self.rows if row.outcome == "flagged"]
 
     @property
-    def failed(self) -> list[ScanRow]:
+    def failed(self) -> list[FactRow]:
         """The facts that could not be checked (to be checked again)."""
         return [row for row in self.rows if row.outcome == "failed"]
 
@@ -56,8 +56,6 @@ def default_out_dir(title: str) -> Path:
     """The run directory a scan of this title and text uses unless told otherwise."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "article"
     return Path("runs") / f"scan-{slug}"
-
-
 
 
 def render_scan_report(result: ScanResult, system: str) -> str:

@@ -293,8 +293,9 @@ def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:
 
 
 @dataclass
-class ScanRow:
-    """One fact of a scanned passage with its verdict."""
+class FactRow:
+    """One checked fact as people read it (a scan, an estimate, an audit, a review): its verdict,
+    the passage it mostly rests on and the passages its analysis cites."""
     claim_id: str
     fact: str
     score: float | None
@@ -320,7 +321,7 @@ def _passages(trace: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [seen[n] for n in sorted(seen, key=lambda n: (n is None, n))]
 
 
-def row_from_prediction(prediction: dict[str, Any]) -> ScanRow:
+def row_from_prediction(prediction: dict[str, Any]) -> FactRow:
     """A predictions line as people read a checked fact: its verdict, the passage it mostly rests on
     and the passages its analysis cites (a scan, an estimate, an audit and a review show facts so)."""
     passages = _passages(prediction.get("trace") or [])
@@ -328,7 +329,7 @@ def row_from_prediction(prediction: dict[str, Any]) -> ScanRow:
     cited = [int(n) for n in re.findall(r"\[(\d+)\]", reasoning)]
     by_n = {p.get("n"): p for p in passages}
     key = next((by_n[n] for n in cited if n in by_n), passages[0] if passages else None)
-    return ScanRow(
+    return FactRow(
         claim_id=prediction["claim_id"], fact=prediction.get("claim_text", ""), score=prediction.get("score"),
         verdict=prediction.get("verdict"), key_evidence=key.get("document_title") if key else None,
         error=prediction.get("error"), reasoning=reasoning or None,

@@ -63,7 +63,6 @@ class AmbigQARecord(BaseModel):
     annotations: list[Annotation] = Field(min_length=1)
 
 
-
 class QAItem(BaseModel):
     """One question with its gold answer, as an audit checks it."""
 

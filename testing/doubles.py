@@ -120,8 +120,6 @@ class ScriptedModel:
         return [request for k, request in self.seen if k == kind]
 
 
-
-
 def http_responder(verifier_score: float = 0.9, search_query: str = "Eiffel Tower completed 1889"):
     """A MockOpenAIServer responder playing a small, sensible model: search once, then report
     (or finish, in text mode, when no tools are offered), and judge with ``verifier_score``."""

@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 from claire.config import register_name_check
+from claire.errors import ConfigError
 
 if TYPE_CHECKING:
     from langchain_core.tools import BaseTool
@@ -29,16 +30,24 @@ OPTIONAL_TOOLS: tuple[str, ...] = ("clarify_entity", "explain")
 
 def enabled_tools(names: list[str] | None) -> list[str]:
     """The tools a run uses, in their fixed order: those ``names`` enables (None: every tool), and
-    always search and report_inconsistency, the core of the method; an unknown name is a ValueError."""
+    always search and report_inconsistency, the core of the method; an unknown name is a ConfigError."""
     if names is None:
         return list(TOOL_NAMES)
     unknown = [name for name in names if name not in TOOL_NAMES]
     if unknown:
-        raise ValueError(f"unknown tool(s) {unknown}; allowed: {', '.join(TOOL_NAMES)}")
+        raise ConfigError(f"unknown tool(s) {unknown}; allowed: {', '.join(TOOL_NAMES)}")
     return [name for name in TOOL_NAMES if name in names or name not in OPTIONAL_TOOLS]
 
 
-register_name_check("agent.tools", enabled_tools)
+def _check_tools_setting(names: list[str] | None) -> list[str]:
+    """``agent.tools``, as :func:`enabled_tools` reads it (a ValueError, for the configuration's message)."""
+    try:
+        return enabled_tools(names)
+    except ConfigError as error:
+        raise ValueError(str(error)) from None
+
+
+register_name_check("agent.tools", _check_tools_setting)
 
 
 @cache

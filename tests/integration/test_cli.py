@@ -5,6 +5,9 @@ server: the real boundary end to end, and clear messages for bad input."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -368,3 +371,29 @@ def test_a_check_against_an_endpoint_that_never_answers_waits_one_timeout(demo_c
     assert result.returncode == 2, result.stdout + result.stderr
     assert "no verdict for this fact" in result.stderr and "no answer within 1 s" in result.stderr
     assert server.calls == 1  # one timeout, not llm.max_attempts (6) of them, and nothing after it
+
+
+def test_the_configuration_is_a_leaf_and_a_run_records_its_names_checked_all_the_same(tmp_path):
+    """claire.config loads no registry (issue 41); a configuration resolved before the registries
+    are loaded keeps its names unchecked, and a run records it re-validated with them, so a run
+    directory reads the same whichever was imported first; then an unknown name is refused."""
+    script = "\n".join([
+        "import sys",
+        "from claire.config import load_config",
+        "print(sorted(name for name in sys.modules if name.startswith('claire.') and name.count('.') > 1))",
+        "config = load_config(None, {'agent.tools': 'search', 'retrieval.path': sys.argv[1]}, environ={})",
+        "print(config.agent.tools)",
+        "from claire.agent.runtime import run_settings",
+        "print(run_settings(config)['agent']['tools'])",
+        "try:",
+        "    load_config(None, {'agent.system': 'nonesuch'}, environ={})",
+        "except Exception as error:",
+        "    print(type(error).__name__, 'unknown system' in str(error))",
+    ])
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "idx")], capture_output=True, text=True,
+                            timeout=120, env={**os.environ, "CLAIRE_DATA_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    loaded, given, recorded, refused = result.stdout.splitlines()
+    assert loaded == "[]"  # no claire.<package>.<module> came with the configuration
+    assert given == "['search']" and recorded == "['search', 'report_inconsistency']"
+    assert refused == "ConfigError True"

@@ -570,6 +570,9 @@ def test_a_failed_fact_is_never_painted_fine_and_a_recheck_runs_at_once(stack, b
                 wait(browser, 30).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done · 2 of 2 facts checked"))
                 mark = browser.find_element(By.CSS_SELECTOR, "#article mark")
                 assert "claire-ok" in mark.get_attribute("class") or "claire-low" in mark.get_attribute("class")
+                widths = browser.execute_script("return [document.getElementById('result').getBoundingClientRect().width,"
+                                                "document.querySelector('main.layout').clientWidth]")
+                assert widths[0] > 0.9 * (widths[1] - 32), widths  # a narrow window's results take its whole width
                 browser.save_screenshot(str(shots / "web-rechecked-900.png"))
         finally:
             browser.set_window_size(1400, 950)

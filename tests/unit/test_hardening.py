@@ -151,8 +151,6 @@ def test_set_values_that_look_like_dates_or_numbers():
         load_config(environ={}, overrides=dict([parse_assignment("llm.model=4")]))
 
 
-
-
 # -- round two (issue 28) ---------------------------------------------------------------------
 
 

@@ -105,6 +105,29 @@ def test_the_store_keeps_a_cut_short_assessment_as_a_failed_fact_without_a_verdi
     store.close()
 
 
+def test_the_store_keeps_the_outcome_it_decided_and_gives_older_stores_theirs(tmp_path):
+    """Issue 41: the store saves flagged / consistent / failed as claire.domain decides it, and its
+    counts read that; a store written before the outcome column gets each finished fact's outcome
+    once, when it is opened."""
+    import sqlite3
+
+    store = JobStore(tmp_path / "jobs.sqlite")
+    job = store.create_job("scan", {"title": "Paris"})
+    store.add_facts(job, [_fact("a", "It opened in 1889."), _fact("b", "It is 330 m tall."), _fact("c", "It is grey.")])
+    store.finish_fact(job, 0, {"score": 0.9, "verdict": "inconsistent"}, None)
+    store.finish_fact(job, 1, {"score": 0.1, "verdict": "consistent"}, None)
+    store.finish_fact(job, 2, None, "the endpoint kept failing")
+    assert [f["outcome"] for f in store.facts(job)] == ["flagged", "consistent", "failed"]
+    assert store.recent_scans()[0]["flagged"] == 1
+    store.close()
+    with sqlite3.connect(tmp_path / "jobs.sqlite") as db:  # as an older release left it: no outcomes
+        db.execute("UPDATE facts SET outcome = NULL")
+    reopened = JobStore(tmp_path / "jobs.sqlite")
+    assert [f["outcome"] for f in reopened.facts(job)] == ["flagged", "consistent", "failed"]
+    assert reopened.recent_scans()[0]["flagged"] == 1
+    reopened.close()
+
+
 # -- 10. a review belongs to the verdict it reviewed ----------------------------------------------
 
 def test_a_review_of_a_failed_fact_goes_when_the_fact_is_checked_again(tmp_path):
