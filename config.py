@@ -398,6 +398,26 @@ class WatchConfig(_Section):
         return value if value is None else http_url(value)
 
 
+class ResolveConfig(_Section):
+    """Which side of a contradiction is right (``claire resolve``, the ``sides`` task): reading each
+    side's cited sources and rating where they come from."""
+
+    sources: Path | None = Field(None, description="a web-docs file (JSONL: url, title?, text, date?) whose pages are read "
+                                                   "instead of fetching them")
+    fetch: bool = Field(True, description="fetch cited pages that no sources file or cache holds, over HTTP")
+    cache_dir: Path | None = Field(None, description="where fetched pages are kept, with the date fetched (default: "
+                                                     "sources/ in the cache directory)")
+    allow_private: bool = Field(False, description="fetch from private, loopback and link-local addresses too")
+    fetch_timeout: float = Field(15.0, gt=0, le=300, description="seconds one fetch may take in all")
+    max_bytes: int = Field(3_000_000, ge=1000, le=100_000_000, description="largest cited page read, in bytes")
+    max_redirects: int = Field(5, ge=0, le=20, description="redirects a fetch follows")
+    max_sources: int = Field(4, ge=1, le=50, description="cited sources read per side")
+    reliability: Path | None = Field(None, description="a Perennial sources snapshot (JSON) instead of the shipped one "
+                                                       "(`claire sources refresh` writes one)")
+    agreement_search: bool = Field(True, description="search the index once per side's value for other passages that give it")
+    explain: bool = Field(True, description="let the LLM write the decision's explanation and recognise 'both can stand'")
+
+
 PRESETS: dict[str, dict[str, Any]] = {
     # The paper's method: the built-in defaults themselves (only the embedder differs offline:
     # MiniLM instead of mGTE, which needs a model hub; `--embedder mgte` at index build time).
@@ -434,6 +454,7 @@ class Config(_Section):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     cite: CiteConfig = Field(default_factory=CiteConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
+    resolve: ResolveConfig = Field(default_factory=ResolveConfig)
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved config as plain data with every secret masked (for show and run dirs)."""

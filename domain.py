@@ -5,6 +5,9 @@
   evidence (:class:`Evidence`, the same passage with its number [n] and search score) are all
   Passages; a table or an infobox is a passage whose ``block_type`` says so, and its citable
   pieces are :class:`BlockElement` s;
+- :class:`Reference` — a source a passage cites (url, title, site or publisher, date, kind): a
+  block and each of its elements carry the references that back them (``citations``); a passage
+  from an old index has none (``None``);
 - :class:`Claim` — one fact to check, with the passage it came from;
 - :class:`TraceItem` — one step of research, in WikiCollide's ``agent_trace`` shape;
 - :class:`Assessment` — a system's answer for one claim;
@@ -83,14 +86,62 @@ ELEMENT_ID = re.compile(
 ``Page_table_caption_0``, ``Page_item_1_4``."""
 
 
+ReferenceKind = Literal["web", "news", "book", "journal", "other"]
+"""What a cited work is, as Wikipedia's citation templates name it ({{cite web}}, {{cite news}}, ...)."""
+
+
+class Reference(BaseModel):
+    """A source that a passage cites (a Wikipedia ``<ref>``): where it is (``url``, absent for most
+    books), what it is called, who published it (``site``: the website, newspaper, publisher or
+    journal), when (``date`` as written, ISO when it could be read) and what kind of work it is."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str | None = None
+    title: str = ""
+    site: str = ""
+    date: str | None = None
+    kind: ReferenceKind = "web"
+
+    @field_validator("url", "date", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("title", "site", mode="before")
+    @classmethod
+    def _none_is_blank(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, value: Any) -> Any:
+        return value if value in ("web", "news", "book", "journal") else "other"
+
+    def key(self) -> str:
+        """What makes two references the same work: the URL, else title and site."""
+        return (self.url or f"{self.title}|{self.site}").strip().lower()
+
+
+def merge_references(*groups: Iterable[Reference] | None) -> list[Reference] | None:
+    """The references of several groups, each work once, in order (None when there are none)."""
+    seen: dict[str, Reference] = {}
+    for group in groups:
+        for reference in group or []:
+            seen.setdefault(reference.key(), reference)
+    return list(seen.values()) or None
+
+
 class BlockElement(BaseModel):
     """A citable piece of a block (a sentence, table cell, caption or list item) with its
-    FEVEROUS-style id, e.g. ``Page_sentence_3`` or ``Page_cell_0_1_2``."""
+    FEVEROUS-style id, e.g. ``Page_sentence_3`` or ``Page_cell_0_1_2``, and the references that
+    back it when the source had them."""
 
     model_config = ConfigDict(frozen=True)
 
     id: str
     text: str
+    citations: list[Reference] | None = None
 
 
 class _Element(Protocol):
@@ -147,6 +198,7 @@ class Passage(BaseModel):
     categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
     page_id: int | None = None  # the wiki's page id (dump builds)
     revision_id: int | None = None  # the revision the passage was taken from (dump builds)
+    citations: list[Reference] | None = None  # the sources the passage cites (None: the index kept none)
 
     @field_validator("section_title", mode="before")
     @classmethod

@@ -91,6 +91,25 @@ def parse_queries(text: str, limit: int) -> list[str]:
     return queries[:limit]
 
 
+def quoted_in(quote: str, texts: list[str]) -> bool:
+    """Whether ``quote`` stands word for word in one of ``texts`` (whitespace and the quote's
+    surrounding quotation marks aside)."""
+    wanted = " ".join(quote.strip().strip("\"“”'").split())
+    return bool(wanted) and any(wanted in " ".join(text.split()) for text in texts)
+
+
+def stance_of(text: str, score: float | None, threshold: float) -> str | None:
+    """Where the source stands (states, silent, contradicts): the answer's ``<stance>``, else read
+    from its support score (states at the threshold or above, else silent)."""
+    raw = (tag_text(text, "stance") or "").strip().lower()
+    for stance in ("contradicts", "states", "silent"):
+        if raw.startswith(stance[:6]):
+            return stance
+    if score is None:
+        return None
+    return "states" if score >= threshold else "silent"
+
+
 def _best_passage_number(text: str, count: int) -> int:
     raw = tag_text(text, "best_passage") or ""
     match = re.search(r"\d+", raw)
@@ -190,24 +209,34 @@ class CitationChecker:
         return sorted(range(len(blocks)), key=lambda i: (-scores[i], i))
 
     # -- verification ------------------------------------------------------------------------
-    async def verify(self, citation: Citation, source: ScoredSource, passages: list[Block]) -> ScoredSource:
-        """Fill ``source`` with the verifier's support score, best passage and supporting sentence."""
+    async def verify(self, citation: Citation, source: ScoredSource, passages: list[Block], *,
+                     value: str | None = None, other_value: str | None = None) -> ScoredSource:
+        """Fill ``source`` with the verifier's support score, best passage, supporting sentence (kept
+        only when it stands word for word in the source's passages) and stance; ``value`` and
+        ``other_value``: the detail that sets the claim apart and what the other side of a
+        contradiction says instead (resolving one)."""
         view = [Evidence(n=n, block_id=block.id, document_title=block.document_title, content=block.content)
                 for n, block in enumerate(passages, start=1)]
         prompt = self.prompts.render(
             "cite_support", claim=citation.claim, title=citation.title, section=citation.section,
-            context=_truncate(citation.context, 1500), source=source, passages=view,
+            context=_truncate(citation.context, 1500), source=source, passages=view, value=value,
+            other_value=other_value,
         )
         asked = await self.llm.ask(
             prompt, lambda answer: tagged_score(answer, "support_score"),
             follow_up=lambda problem: self.prompts.render("follow_up", wanted="support_score", problem=problem))
         text, score = asked.text, asked.value
         sentence = tag_text(text, "supporting_sentence")
+        if sentence is not None and sentence.strip().strip(".").lower() in _NONE:
+            sentence = None
+        if sentence is not None and not quoted_in(sentence, [block.content for block in passages]):
+            sentence = None  # a quote the source does not hold word for word is never shown as the source's
         best = passages[_best_passage_number(text, len(passages)) - 1] if passages else None
         return source.model_copy(update={
             "score": score,
             "passage": best.content if best else None,
-            "sentence": None if sentence is None or sentence.strip().strip(".").lower() in _NONE else sentence,
+            "sentence": sentence,
+            "stance": stance_of(text, score, self.settings.threshold),
             "analysis": tag_text(text, "analysis"),
             "error": None if score is not None else "the verifier gave no usable <support_score> (asked twice)",
         })

@@ -238,6 +238,8 @@ def preview_values(name: str, inputs: tuple[str, ...], sample: PreviewSample, co
         "answer": "Paris",
         "wanted": "inconsistency_score",
         "problem": "unreadable",
+        "value": None,
+        "other_value": None,
     }
     if sample.documents:
         values["document"] = sample.documents[0]

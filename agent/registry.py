@@ -1,6 +1,6 @@
 """Every system by name, looked up in one place: ``claire`` (the agent), ``rav``
-(retrieve-and-verify), ``nli`` (the NLI pipeline), ``cascade`` and ``cite`` (the citation checker,
-which answers the citations task) — and any system written outside CLAIRE: named
+(retrieve-and-verify), ``nli`` (the NLI pipeline), ``cascade``, ``cite`` (the citation checker,
+which answers the citations task) and ``resolve`` (which side of a contradiction is right, the sides task) — and any system written outside CLAIRE: named
 ``package.module:Class`` (in ``--system``, ``[agent] system`` or a sweep), or by the name an
 installed package gives it in the ``claire.systems`` entry-point group.
 
@@ -32,6 +32,7 @@ SYSTEMS: dict[str, str] = {
     "nli": "claire.agent.baselines:NLIPipeline",
     "cascade": "claire.agent.cascade:Cascade",
     "cite": "claire.agent.citation_checker:CitationChecker",
+    "resolve": "claire.agent.resolver:Resolver",
 }
 """Each system's name and its class (``module:Class``)."""
 

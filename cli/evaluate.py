@@ -65,7 +65,7 @@ def eval_command(
     records = select_records(chosen.load_claims(dataset), ids=ids, limit=limit, source=dataset)
     for warning in chosen.input_warnings(records, config.agent.max_fact_chars, source=str(dataset)):
         err.print(f"[yellow]warning:[/] {escape(warning)}")
-    if chosen.index_setting == "retrieval.index":
+    if chosen.index_setting == "retrieval.index" and chosen.corpus_records:
         require_index(config, index is not None, f"evaluating {dataset.name}")
     refuse_if_in_use(out)
 

@@ -101,6 +101,11 @@ class Task(ABC):
     index_setting: ClassVar[str] = "retrieval.index"
     """The setting ``--index`` names for this task's runs."""
 
+    corpus_records: ClassVar[bool] = True
+    """Whether the records come from a corpus that the run must search (so the demo index, searched
+    because no index was named, would make the figures meaningless); False: the records carry
+    their own evidence."""
+
     threshold_setting: ClassVar[str | None] = None
     """The setting ``--threshold`` sets (None: the system's own threshold, agent.threshold or a REFUTES count)."""
 

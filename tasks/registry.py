@@ -1,5 +1,5 @@
-"""Every task by name, looked up in one place: ``wikicollide`` (the default), ``feverous`` and
-``citations``.
+"""Every task by name, looked up in one place: ``wikicollide`` (the default), ``feverous``,
+``citations`` and ``sides``.
 
 The names are listed here once (the configuration reads them at startup without loading any
 task); a task is loaded on first use by :func:`get_task`.
@@ -18,6 +18,7 @@ TASKS: dict[str, str] = {
     "wikicollide": "claire.tasks.wikicollide:WikiCollide",
     "feverous": "claire.tasks.feverous:Feverous",
     "citations": "claire.tasks.citations:Citations",
+    "sides": "claire.tasks.sides:Sides",
 }
 """Each task's name and the class that is it (``module:Class``)."""
 

@@ -87,6 +87,7 @@ _PHRASES = (
     (("atomic facts",), "fact_extraction"),
     (("You check citations",), "cite_support"),
     (("find sources for a claim",), "cite_queries"),
+    (("seem to contradict each other",), "resolve_explain"),
 )
 
 

@@ -9,7 +9,15 @@ sweeps) with judgements that are always right for the facts it knows.
 It extracts facts as the sentences of a passage (a sentence that states a known fact gives that
 fact), the controller searches for the fact, reports a contradiction for a gold-inconsistent fact
 (else explains a term, then finishes), the verifier scores 0.9 for gold-inconsistent facts and 0.1
-for the others (facts it does not know included), and every other prompt gets a short note. It
+for the others (facts it does not know included), and every other prompt gets a short note.
+
+Resolving a contradiction it answers from the text it is shown, never from a case's label, so it
+stands in on cases it has never seen: the citation verifier finds the source sentence that gives
+the side's distinguishing value (states), else the other side's (contradicts), else neither
+(silent); asked whether a fact changes over time it looks for words of figures that change
+(population, office holders, records…), and it lets both statements stand only when each names
+a different explicit scope (city proper against metropolitan area, with against without, as of
+different years). It
 prints its base URL and serves until interrupted. It is not a model: the figures of a run with it
 measure the pipeline, never a judgement.
 """
@@ -21,6 +29,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from claire.agent.resolver import gives_value
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.doubles import kind_of
 from claire.testing.http_server import serve_until_interrupted
@@ -50,6 +59,56 @@ def extracted_facts(passage: str, known: list[str]) -> list[tuple[str, str]]:
     return found
 
 
+def _between(text: str, tag: str) -> str | None:
+    found = re.search(f"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
+    return found.group(1).strip() if found else None
+
+
+def support_answer(user: str) -> str:
+    """The citation verifier's answer from the source text shown (see the module docstring): with a
+    distinguishing value, states / contradicts / silent by the sentence that gives it; without one
+    (``claire cite``), states when a sentence holds most of the claim's words."""
+    claim = _between(user, "claim") or ""
+    value, other = _between(user, "value"), _between(user, "other_value")
+    passages = re.findall(r'<passage n="(\d+)">\n(.*?)\n</passage>', user, re.DOTALL)
+    found: tuple[str, str, str] | None = None
+    for number, text in passages:
+        for start, end in sentences(text):
+            sentence = text[start:end].strip()
+            if value:
+                if gives_value(sentence, value) and not (other and gives_value(sentence, other)):
+                    found = found if found and found[0] == "states" else ("states", number, sentence)
+                elif other and gives_value(sentence, other) and found is None:
+                    found = ("contradicts", number, sentence)
+            elif _words(claim) and len(_words(claim) & _words(sentence)) >= 0.75 * len(_words(claim)):
+                found = found or ("states", number, sentence)
+    stance, number, sentence = found or ("silent", passages[0][0] if passages else "1", "none")
+    score = {"states": 0.9, "contradicts": 0.05, "silent": 0.1}[stance]
+    return (f"<analysis>The source was read for the claim's detail.</analysis>\n<best_passage>{number}</best_passage>\n"
+            f"<supporting_sentence>{sentence}</supporting_sentence>\n<stance>{stance}</stance>\n"
+            f"<support_score>{score}</support_score>")
+
+
+_CHANGING = re.compile(r"\b(population|inhabitants|residents|mayor|president|prime minister|chief executive|"
+                       r"head coach|record|members|employees|visitors a year|as of|currently|incumbent|leader)\b", re.I)
+_SCOPES = (r"city proper", r"metropolitan area", r"urban area", r"with its antenna", r"without its antenna",
+           r"including [a-z]+", r"excluding [a-z]+", r"as of \d{4}", r"at launch", r"at its peak", r"originally")
+
+
+def explain_answer(user: str) -> str:
+    """The resolver's explanation request answered from the two statements shown."""
+    statements = re.findall(r"<statement>(.*?)</statement>", user, re.DOTALL)
+    changes = any(_CHANGING.search(s) for s in statements)
+    scopes = [{m.group(0).lower() for pattern in _SCOPES for m in re.finditer(pattern, s, re.I)} for s in statements]
+    both = len(scopes) == 2 and all(scopes) and scopes[0] != scopes[1]
+    reason = ("each statement names a different scope: " + " / ".join(", ".join(sorted(s)) for s in scopes)
+              if both else "they give different values for the same thing")
+    return (f"<changes_over_time>{'yes' if changes else 'no'}</changes_over_time>\n"
+            f"<both_can_stand>{'yes' if both else 'no'}</both_can_stand>\n<reason>{reason}</reason>\n"
+            "<explanation>The sources of each side were read; the card lists which of them state which value "
+            "and how reliable they are rated.</explanation>")
+
+
 def oracle_responder(*datasets: Path):
     """A responder that knows every fact's gold label (matched by the fact's text) in ``datasets``
     (the tour's facts without any)."""
@@ -61,6 +120,10 @@ def oracle_responder(*datasets: Path):
 
     def respond(body: dict[str, Any]) -> dict[str, Any]:
         kind, fact = kind_of(body), fact_of(body)
+        if kind == "cite_support":
+            return {"content": support_answer(body["messages"][-1]["content"])}
+        if kind == "resolve_explain":
+            return {"content": explain_answer(body["messages"][-1]["content"])}
         if kind == "extract":
             prompt = body["messages"][-1]["content"]
             passage = prompt.split("<passage>", 1)[-1].split("</passage>", 1)[0]

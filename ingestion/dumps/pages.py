@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from claire.indexes.corpus import pack_paragraphs
 from claire.domain import Block
+from claire.ingestion.references import RefBook, split_marked
 
 SkipReason = Literal["redirect", "disambiguation", "namespace", "empty"]
 SKIP_REASONS: tuple[SkipReason, ...] = ("redirect", "disambiguation", "namespace", "empty")
@@ -85,9 +86,11 @@ def clean_line(text: str) -> str:
 class BlockWriter:
     """Collects one page's pieces in reading order and turns them into numbered blocks."""
 
-    def __init__(self, page: DumpPage, *, max_words: int = MAX_WORDS) -> None:
+    def __init__(self, page: DumpPage, *, max_words: int = MAX_WORDS, references: RefBook | None = None) -> None:
         self.page = page
         self.max_words = max_words
+        self.references = references or RefBook()  # the page's references; text carries their markers
+        self._cited: list[tuple[str, list[int]]] = []  # stretches of the pending prose and what they cite
         self.blocks: list[Block] = []
         self.categories: list[str] = list(page.categories or [])  # every block carries its article's categories
         self._path: list[tuple[int, str]] = []
@@ -113,10 +116,12 @@ class BlockWriter:
             self._path.append((level, title))
 
     def paragraph(self, text: str) -> None:
-        """Add a prose paragraph to the current section."""
+        """Add a prose paragraph (with reference markers) to the current section."""
+        text, cited = split_marked(text)
         text = clean_line(text)
         if text:
             self._paragraphs.append(text)
+            self._cited += cited
 
     def table(self, cells: list[list[Cell]], caption: str = "") -> None:
         """A table, given by its rows of cells as written (spans included), as markdown rows: cells
@@ -164,8 +169,11 @@ class BlockWriter:
         """Pack the prose gathered so far into text blocks of the current section."""
         if self._paragraphs:
             for passage in pack_paragraphs(self._paragraphs, self.max_words):
-                self._add(passage, "text")
+                flat = " ".join(passage.split())
+                numbers = [n for stretch, cited in self._cited if stretch[-60:].strip() in flat for n in cited]
+                self._add(passage, "text", numbers)
             self._paragraphs = []
+            self._cited = []
 
     def result(self) -> PageResult:
         """The page's blocks, numbered in reading order."""
@@ -175,7 +183,10 @@ class BlockWriter:
             return PageResult(page.page_id, page.revision_id, page.title, skipped="empty")
         return PageResult(page.page_id, page.revision_id, page.title, blocks=self.blocks)
 
-    def _add(self, content: str, kind: Literal["text", "table", "infobox"]) -> None:
+    def _add(self, content: str, kind: Literal["text", "table", "infobox"], numbers: list[int] | None = None) -> None:
+        """A block of the page; the references it cites are ``numbers``, or those marked in ``content``."""
+        content, cited = split_marked(content)
+        numbers = list(numbers or []) + [n for _, found in cited for n in found]
         page, section = self.page, self.section
         self.blocks.append(
             Block(
@@ -189,6 +200,7 @@ class BlockWriter:
                 page_id=page.page_id,
                 revision_id=page.revision_id,
                 categories=self.categories or None,
+                citations=self.references.cited(numbers),
             )
         )
 

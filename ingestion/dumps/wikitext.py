@@ -5,12 +5,15 @@ full path is kept), wikitables become markdown tables, ``{{Infobox …}}`` templ
 ``Field: value`` lines, and everything else is rendered to plain prose: references, comments,
 files, categories, interlanguage links and templates that render nothing are dropped; a few
 inline templates that do render text (``convert``, ``lang``, ``nowrap``, dates, lists) keep it.
+Each ``<ref>`` leaves a marker where it stands (:mod:`claire.ingestion.references`), so the block
+writer gives every block the references its sentences cite.
 Sections that hold only apparatus (References, External links, …) are left out.
 """
 
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (
@@ -28,6 +31,10 @@ from mwparserfromhell.nodes import (
 from mwparserfromhell.wikicode import Wikicode
 
 from claire.ingestion.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, skipped, span
+from claire.ingestion.references import RefBook
+
+_PAGE_REFS: ContextVar[RefBook | None] = ContextVar("page_refs", default=None)
+"""The references of the page being converted (its ``<ref>``s render as markers into it)."""
 
 DISAMBIGUATION_TEMPLATES = frozenset(
     ("disambiguation", "disambig", "dab", "disamb", "hndis", "geodis", "numberdis", "letter-number combination disambiguation",
@@ -71,8 +78,16 @@ def convert(page: DumpPage, *, max_words: int = 150) -> PageResult:
     code = mwparserfromhell.parse(page.body)
     if page.disambiguation or is_disambiguation(code):
         return skipped(page, "disambiguation")
-    writer = BlockWriter(page, max_words=max_words)
+    writer = BlockWriter(page, max_words=max_words, references=RefBook.of_page(code))
     writer.categories = writer.categories or _categories(code)
+    token = _PAGE_REFS.set(writer.references)
+    try:
+        return _convert(code, writer)
+    finally:
+        _PAGE_REFS.reset(token)
+
+
+def _convert(code: Wikicode, writer: BlockWriter) -> PageResult:
     prose: list[str] = []
     apparatus = False
 
@@ -183,6 +198,9 @@ def _render_node(node: Node) -> str:
         return _template_text(node)
     if isinstance(node, Tag):
         tag = str(node.tag).lower()
+        if tag == "ref":
+            book = _PAGE_REFS.get()
+            return book.mark(node) if book is not None else ""
         if tag in _DROP_TAGS or tag == "table":
             return ""
         if tag == "br":

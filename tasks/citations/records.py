@@ -143,7 +143,8 @@ class ScoredSource(BaseModel):
     rank: int | None = None  # among the original and the candidates, by support score (1 = best)
     retrieval_rank: int | None = None  # the document's rank in the search results (None: not retrieved)
     passage: str | None = None  # the passage the verifier found most supportive
-    sentence: str | None = None  # the supporting sentence it quoted
+    sentence: str | None = None  # the supporting sentence it quoted (kept only when the source holds it word for word)
+    stance: Literal["states", "silent", "contradicts"] | None = None  # where the source stands on the claim's detail
     analysis: str | None = None
     error: str | None = None
 

@@ -25,7 +25,7 @@ VALUES = {
     "report_inconsistent": dict(claim="c", context=CONTEXT, clarifications=[], explanations=[], documents=DOCS),
     "fact_extraction": dict(title="Paris", section="", text="Paris is in France."),
     "cite_support": dict(claim="c", title="Paris", section="", context="", source={"title": "t", "url": "https://x.example"},
-                         passages=[Evidence(n=1, block_id="s1", content="A passage.")]),
+                         passages=[Evidence(n=1, block_id="s1", content="A passage.")], value=None, other_value=None),
     "cite_queries": dict(claim="c", title="Paris", section="", context="", max_queries=3),
     "qa_to_statement": dict(question="When did it open?", answer="1932"),
     "follow_up": dict(wanted="inconsistency_score", problem="cut"),

@@ -1,0 +1,377 @@
+"""Which side of a contradiction is right: each side's evidence gathered, one documented rule, a
+card and a talk-page draft.
+
+:class:`Resolver` answers the ``sides`` task (a :class:`~claire.tasks.sides.records.SidesCase`: a
+fact, the passage that contradicts it, other passages, the cited pages) and is what ``claire
+resolve`` and every surface run after a flagged check. For each side it gathers:
+
+- **its cited sources, read** (:class:`~claire.sources.reading.SourceReader`: the case's own text,
+  a sources file, the cache or a guarded fetch) and **judged** by the citation verifier that
+  ``claire cite`` uses (:meth:`CitationChecker.verify`, told the side's distinguishing value and
+  the other side's): states it, silent or contradicts, with the sentence quoted — kept only when it
+  stands word for word in the source. A source without a URL (a book) is rated by its publisher
+  alone, its support ``unknown``; a page that cannot be read says why ("could not read: …");
+- **how reliable each source is**: its tier on the Perennial sources list;
+- **independent agreement**: the other passages that give the side's value, counted once per
+  distinct source (the domain they cite, else their article), so copies of one blog are one vote;
+- **recency**, only for facts that change over time (the case says so, else the model).
+
+Then :func:`decide` applies the rule (its weights are the module's constants, documented in
+``docs/resolve.md``), the LLM writes the explanation and says whether *both can stand*
+(``prompts/resolve_explain.j2``); it never picks a winner. A winner always has a verified
+supporting source; with none on either side the answer is *cannot tell*, saying what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any, ClassVar, Iterable
+from urllib.parse import quote, urlsplit
+
+from claire.agent.citation_checker import CitationChecker, normalise_url
+from claire.agent.system import SystemParts
+from claire.agent.talk_page import talk_page_draft
+from claire.config import ResolveConfig
+from claire.domain import Reference, ScoreKind
+from claire.indexes.registry import Searcher
+from claire.ingestion.web_docs import source_blocks
+from claire.llm.answers import tag_text, text_of
+from claire.llm.client import ChatClient
+from claire.llm.usage import track_usage
+from claire.prompts import PromptLibrary
+from claire.sources.reading import SourcePage, SourceReader
+from claire.sources.reliability import Perennial, Rating
+from claire.tasks.citations.records import Citation, CitedSource, ScoredSource
+from claire.tasks.sides.records import (
+    Decision, OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
+)
+
+# -- the rule's weights (docs/resolve.md explains each) ---------------------------------------------
+TIER_WEIGHT: dict[str, float] = {"generally reliable": 1.0, "no consensus": 0.5, "not listed": 0.4,
+                                 "generally unreliable": 0.15, "deprecated": 0.0, "blacklisted": 0.0}
+"""What a verified source is worth, by its tier on the Perennial sources list."""
+MIN_STANDING = 0.15
+"""A side is *verified* when a source worth at least this states its value (deprecated and
+blacklisted sources never verify anything)."""
+MORE_SOURCES = 0.15
+"""Each further distinct site that states the value (at most two count)."""
+AGREEMENT = 0.1
+"""Each distinct other source giving the side's value (at most three count)."""
+RECENCY = 0.3
+"""The side whose newest verified source is newer, for facts that change over time only."""
+MARGIN = 0.1
+"""Below this difference in strength between two verified sides, the rule cannot tell."""
+HIGH_CONFIDENCE = 0.8
+"""From this confidence on, a named winner counts as a confident one (the evaluation's measure)."""
+
+_TOKEN = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_][\w'’-]*", re.UNICODE)
+_STOP = frozenset("""a an the of in on at to for by with from and or but as is are was were be been being it its
+this that these those there their has have had not no he she they his her them who which what when where than then
+into over under about after before during also only some all any each most more many much one""".split())
+
+
+# -- values ---------------------------------------------------------------------------------------
+def _tokens(text: str) -> list[str]:
+    found = []
+    for token in _TOKEN.findall(text):
+        token = token.rstrip(".,").replace(",", "") if token[0].isdigit() else token
+        if token.casefold() not in _STOP:
+            found.append(token)
+    return found
+
+
+def distinguishing_values(a: str, b: str, limit: int = 4) -> tuple[str, str]:
+    """The details that set two statements apart: the words and numbers each has that the other
+    lacks — only the numbers when both differ in numbers — at most ``limit`` each, in order."""
+    ta, tb = _tokens(a), _tokens(b)
+    fa, fb = {t.casefold() for t in ta}, {t.casefold() for t in tb}
+    da = list(dict.fromkeys(t for t in ta if t.casefold() not in fb))
+    db = list(dict.fromkeys(t for t in tb if t.casefold() not in fa))
+    na, nb = [t for t in da if t[0].isdigit()], [t for t in db if t[0].isdigit()]
+    if na and nb:
+        da, db = na, nb
+    return " ".join(da[:limit]), " ".join(db[:limit])
+
+
+def gives_value(text: str, value: str) -> bool:
+    """Whether ``text`` gives ``value``: at least half of its words and numbers (all, for one or two)
+    stand in it as whole words."""
+    wanted = _tokens(value)
+    if not wanted:
+        return False
+    have = {t.casefold() for t in _tokens(text)}
+    found = sum(1 for t in wanted if t.casefold() in have)
+    return found >= (len(wanted) if len(wanted) <= 2 else (len(wanted) + 1) // 2)
+
+
+# -- links ----------------------------------------------------------------------------------------
+def article_link(side: Side) -> str | None:
+    """The side's article: a permanent link to its revision when known, else its URL or a link by title."""
+    if side.revision_id:
+        return f"https://en.wikipedia.org/w/index.php?oldid={side.revision_id}"
+    if side.url:
+        return side.url
+    if side.document_title:
+        return "https://en.wikipedia.org/wiki/" + quote(side.document_title.replace(" ", "_"), safe="/:(),'")
+    return None
+
+
+def source_key(reference: Reference | None, fallback: str) -> str:
+    """What makes a source one vote: the site of its URL (``www.`` aside), else its publisher, else ``fallback``."""
+    if reference is not None and reference.url:
+        host = (urlsplit(reference.url).hostname or "").lower().removeprefix("www.")
+        if host:
+            return host
+    if reference is not None and reference.site:
+        return reference.site.strip().lower()
+    return fallback.strip().lower()
+
+
+# -- the rule -------------------------------------------------------------------------------------
+def _newest(judgements: Iterable[SourceJudgement]) -> str | None:
+    dates = [j.date for j in judgements if j.date and re.match(r"\d{4}", j.date)]
+    return max(dates) if dates else None
+
+
+def side_strength(report: SideReport, supporting: list[SourceJudgement], *, recency: bool) -> float:
+    """A side's strength by the rule: the best verified source's tier weight, a little for more
+    distinct sites and for independent agreement, and the recency bonus when given."""
+    weights: dict[str, float] = {}
+    for judgement in supporting:
+        key = source_key(judgement.reference, judgement.reference.title)
+        weights[key] = max(weights.get(key, 0.0), TIER_WEIGHT.get(judgement.tier, 0.4))
+    ranked = sorted(weights.values(), reverse=True)
+    strength = ranked[0] if ranked else 0.0
+    strength += MORE_SOURCES * min(2, sum(1 for w in ranked[1:] if w >= MIN_STANDING))
+    strength += AGREEMENT * min(3, len(report.agreeing))
+    return round(strength + (RECENCY if recency else 0.0), 3)
+
+
+def decide(fact: SideReport, passage: SideReport, *, time_varying: bool, both_can_stand: bool = False,
+           both_reason: str | None = None) -> tuple[Decision, float, list[str], list[str]]:
+    """The rule: (decision, confidence, reasons, what is missing). See the module docstring."""
+    sides = {"fact": fact, "passage": passage}
+    other = {"fact": "passage", "passage": "fact"}
+    supporting: dict[str, list[SourceJudgement]] = {name: [] for name in sides}
+    for name, report in sides.items():
+        for judgement in report.sources:
+            if judgement.support == "states" and judgement.quote:
+                supporting[name].append(judgement)
+            elif judgement.support == "contradicts" and judgement.quote:
+                supporting[other[name]].append(judgement)  # a side's own source that gives the other value
+    newest = {name: _newest(found) for name, found in supporting.items()}
+    newer = None
+    if time_varying and newest["fact"] and newest["passage"] and newest["fact"] != newest["passage"]:
+        newer = "fact" if newest["fact"] > newest["passage"] else "passage"
+    reasons: list[str] = []
+    for name, report in sides.items():
+        verified = [j for j in supporting[name] if TIER_WEIGHT.get(j.tier, 0.4) >= MIN_STANDING]
+        report.verified = bool(verified)
+        report.strength = side_strength(report, supporting[name], recency=newer == name)
+        if verified:
+            best = max(verified, key=lambda j: TIER_WEIGHT.get(j.tier, 0.4))
+            reasons.append(f"the {name}'s value is stated by {best.reference.title or best.reference.url or 'a source'}"
+                           f" ({best.tier})" + (f" and {len(verified) - 1} more" if len(verified) > 1 else ""))
+        elif supporting[name]:
+            reasons.append(f"the {name}'s value is stated only by {supporting[name][0].tier} sources, which verify nothing")
+        if report.agreeing:
+            count = len(report.agreeing)
+            reasons.append(f"{count} other independent source{'s give' if count > 1 else ' gives'} the {name}'s value")
+    if newer is not None:
+        reasons.append(f"the fact changes over time and the {newer}'s source is newer ({newest[newer]})")
+    elif not time_varying and newest["fact"] and newest["passage"] and newest["fact"] != newest["passage"]:
+        reasons.append("the fact does not change over time, so a newer source counts for nothing")
+    missing = _missing(sides)
+    if both_can_stand:
+        return "both", 0.7, [both_reason or "the model found that both statements can stand"] + reasons, []
+    verified = [name for name, report in sides.items() if report.verified]
+    if not verified:
+        return "unknown", 0.0, reasons or ["neither side has a source that was read and states its value"], missing
+    if len(verified) == 1:
+        winner = verified[0]
+    else:
+        margin = fact.strength - passage.strength
+        if abs(margin) < MARGIN:
+            return ("unknown", 0.0, reasons + ["both sides have verified sources of about the same weight"],
+                    missing + ["a source that settles it: both values are stated by sources of similar standing"])
+        winner = "fact" if margin > 0 else "passage"
+    margin = sides[winner].strength - sides[other[winner]].strength
+    confidence = round(min(0.95, max(0.55, 0.5 + 0.5 * margin)), 2)
+    return winner, confidence, reasons, [m for m in missing if not m.startswith(f"the {winner}")]
+
+
+def _missing(sides: dict[str, SideReport]) -> list[str]:
+    missing = []
+    for name, report in sides.items():
+        if report.verified:
+            continue
+        if not report.sources:
+            missing.append(f"the {name} cites no source")
+            continue
+        unread = [j for j in report.sources if j.support == "could not read"]
+        unknown = [j for j in report.sources if j.support == "unknown"]
+        if unread:
+            why = (unread[0].note or "unreadable").removeprefix("could not read: ")
+            missing.append(f"the {name}'s sources could not be read ({why})")
+        if unknown:
+            missing.append(f"the {name}'s {len(unknown)} source{'s' if len(unknown) > 1 else ''} without a URL "
+                           "could not be checked (a book? check it by hand)")
+        if len(unread) + len(unknown) < len(report.sources):
+            missing.append(f"the {name}'s readable sources do not state its value")
+    return missing
+
+
+# -- the resolver -----------------------------------------------------------------------------------
+class Resolver:
+    """Resolves contradictions (see the module docstring). A System like the others
+    (``agent.system = "resolve"``) that answers the ``sides`` task."""
+
+    name = "resolve"
+    score_kind: ScoreKind = "probability"
+    answers_task: ClassVar[str] = "sides"
+    reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "cite.", "prompts.", "resolve.")
+
+    def __init__(self, *, llm: ChatClient, retriever: Searcher | None, prompts: PromptLibrary, checker: CitationChecker,
+                 settings: ResolveConfig, reader: SourceReader | None = None, perennial: Perennial | None = None,
+                 mode: str = "hybrid") -> None:
+        self.llm = llm
+        self.retriever = retriever
+        self.prompts = prompts
+        self.checker = checker
+        self.settings = settings
+        self.reader = reader or SourceReader(settings)
+        self.perennial = perennial or Perennial.load(settings.reliability)
+        self.mode = mode
+
+    @classmethod
+    def from_config(cls, parts: SystemParts) -> "Resolver":
+        """The resolver over the run's LLM and index, with the citation checker's verifier."""
+        return cls(llm=parts.llm, retriever=parts.retriever, prompts=parts.prompts,
+                   checker=CitationChecker.from_config(parts), settings=parts.config.resolve,
+                   mode=parts.config.retrieval.mode)
+
+    # -- each source ---------------------------------------------------------------------------
+    async def judge_source(self, side: Side, reference: Reference, given: dict[str, SourcePage], value: str,
+                           other_value: str) -> SourceJudgement:
+        """One cited source read, rated and judged."""
+        rating: Rating = self.perennial.rate(url=reference.url, site=reference.site)
+        judgement = SourceJudgement(reference=reference, tier=rating.tier, tier_detail=rating.label(),
+                                    date=reference.date)
+        if not reference.url:
+            return judgement.model_copy(update={"note": "no URL to read: rated by its publisher alone"})
+        page = given.get(normalise_url(reference.url) or "")
+        if page is None and given:  # a case that gives its pages reads no other
+            page = SourcePage(url=reference.url, error="could not read: the page is not among the case's sources")
+        page = page or await self.reader.read(reference.url)
+        judgement.date = judgement.date or page.date
+        if not page.readable:
+            return judgement.model_copy(update={"support": "could not read", "note": page.error or "could not read"})
+        blocks = source_blocks(page.text, url=reference.url, title=page.title or reference.title)
+        citation = Citation(claim_id="resolve", claim=side.text, title=side.document_title, section=side.section_title,
+                            context=side.content, source=CitedSource(text=page.text, title=page.title or reference.title,
+                                                                     url=reference.url))
+        passages = await asyncio.to_thread(self.checker.best_passages, f"{side.text} {value}", blocks)
+        scored = await self.checker.verify(citation, ScoredSource(url=reference.url, title=citation.source.title,
+                                                                  original=True), passages,
+                                           value=value or None, other_value=other_value or None)
+        if scored.score is None:
+            return judgement.model_copy(update={"note": scored.error or "the verifier gave no answer"})
+        support = scored.stance or "silent"
+        note = None
+        if support in ("states", "contradicts") and not scored.sentence:
+            note = "the verifier quoted no sentence that stands in the source: not counted"
+        return judgement.model_copy(update={"support": support, "quote": scored.sentence, "score": scored.score,
+                                            "note": note})
+
+    async def side_report(self, name: str, side: Side, given: dict[str, SourcePage], value: str,
+                          other_value: str) -> SideReport:
+        """One side's sources judged (at most ``resolve.max_sources``)."""
+        references = list({r.key(): r for r in side.citations}.values())[: self.settings.max_sources]
+        judgements = await asyncio.gather(*[self.judge_source(side, r, given, value, other_value) for r in references])
+        return SideReport(side=name, text=side.text, value=value, document_title=side.document_title,  # type: ignore[arg-type]
+                          section_title=side.section_title, link=article_link(side), sources=list(judgements))
+
+    # -- agreement -----------------------------------------------------------------------------
+    async def others(self, case: SidesCase, values: tuple[str, str]) -> list[OtherPassage]:
+        """The case's other passages, else one search per side's value (none from either side's article)."""
+        if case.others is not None or self.retriever is None or not self.settings.agreement_search:
+            return list(case.others or [])
+        found: dict[str, OtherPassage] = {}
+        own = {case.fact.document_title, case.passage.document_title}
+        for side, value in ((case.fact, values[0]), (case.passage, values[1])):
+            if not value:
+                continue
+            hits = await asyncio.to_thread(self.retriever.search, side.text, exclude_title=side.document_title,
+                                           k=10, mode=self.mode)  # type: ignore[arg-type]
+            for hit in hits:
+                block = hit.block
+                if block.document_title not in own:
+                    found.setdefault(block.id, OtherPassage(document_title=block.document_title, content=block.content,
+                                                            citations=list(block.citations or [])))
+        return list(found.values())
+
+    @staticmethod
+    def agreeing(value: str, other_value: str, others: list[OtherPassage]) -> list[str]:
+        """The distinct sources among ``others`` that give ``value`` (and not the other value)."""
+        keys: list[str] = []
+        for passage in others:
+            if gives_value(passage.content, value) and not gives_value(passage.content, other_value):
+                key = source_key(passage.citations[0] if passage.citations else None, passage.document_title)
+                if key not in keys:
+                    keys.append(key)
+        return keys
+
+    # -- the explanation -------------------------------------------------------------------------
+    async def explain(self, fact: SideReport, passage: SideReport) -> dict[str, Any]:
+        """The model's explanation and its two readings (changes over time, both can stand)."""
+        def view(report: SideReport, label: str) -> dict[str, Any]:
+            return {"label": label, "text": report.text, "document_title": report.document_title,
+                    "section_title": report.section_title, "value": report.value or report.text,
+                    "agreeing": len(report.agreeing),
+                    "sources": [{"title": j.reference.title or j.reference.url or "untitled", "site": j.reference.site,
+                                 "tier": j.tier, "support": j.support, "quote": j.quote} for j in report.sources]}
+
+        prompt = self.prompts.render("resolve_explain", fact=view(fact, "The fact"), passage=view(passage, "The passage"))
+
+        def read(text: str) -> dict[str, Any] | None:
+            both = (tag_text(text, "both_can_stand") or "").strip().lower()
+            changes = (tag_text(text, "changes_over_time") or "").strip().lower()
+            if not both.startswith(("yes", "no")):
+                return None
+            return {"both": both.startswith("yes"), "changes": changes.startswith("yes") if changes else None,
+                    "reason": tag_text(text, "reason"), "explanation": tag_text(text, "explanation")}
+
+        asked = await self.llm.ask(prompt, read, follow_up=lambda problem: self.prompts.render(
+            "follow_up", wanted="both_can_stand", problem=problem))
+        return asked.value or {}
+
+    # -- the whole resolve -----------------------------------------------------------------------
+    async def assess(self, case: SidesCase) -> Resolution:
+        """Gather each side's evidence, apply the rule, explain it and draft the talk-page note."""
+        started = time.perf_counter()
+        with track_usage() as usage:
+            values = distinguishing_values(case.fact.text, case.passage.text)
+            given = {normalise_url(s.url) or s.url: SourcePage(url=s.url, title=s.title, site=s.site, date=s.date,
+                                                                text=s.text, origin="file") for s in case.sources}
+            fact, passage = await asyncio.gather(
+                self.side_report("fact", case.fact, given, values[0], values[1]),
+                self.side_report("passage", case.passage, given, values[1], values[0]))
+            others = await self.others(case, values)
+            fact.agreeing = self.agreeing(values[0], values[1], others)
+            passage.agreeing = self.agreeing(values[1], values[0], others)
+            readings: dict[str, Any] = {}
+            if self.settings.explain:
+                readings = await self.explain(fact, passage)
+        time_varying = case.time_varying if case.time_varying is not None else bool(readings.get("changes"))
+        decision, confidence, reasons, missing = decide(
+            fact, passage, time_varying=time_varying, both_can_stand=bool(readings.get("both")),
+            both_reason=readings.get("reason"))
+        resolution = Resolution(
+            claim_id=case.claim_id, decision=decision, confidence=confidence, reasons=reasons, missing=missing,
+            explanation=readings.get("explanation"), both_reason=readings.get("reason") if readings.get("both") else None,
+            time_varying=time_varying, sides=[fact, passage], usage=usage.to_dict(),
+            latency_s=round(time.perf_counter() - started, 3))
+        resolution.talk_page_article, resolution.talk_page = talk_page_draft(case, resolution)
+        return resolution

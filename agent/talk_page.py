@@ -1,0 +1,63 @@
+"""The talk-page draft of a resolved contradiction: wikitext an editor can paste (never posted).
+
+:func:`talk_page_draft` renders ``talk_page.wiki.j2`` for the article that should change — the
+passage's when the fact is right, the fact's when the passage is right, both when both can stand
+or it cannot tell — with a section heading, both statements linked, the sources checked with their
+tiers, a neutral suggested fix or a request for a source, the inline template to place
+(``{{Contradictory inline}}`` on the statement found wrong, ``{{Contradict-other}}`` otherwise,
+naming the other article and the month), a line saying that a tool helped draft it, and ``~~~~``.
+Everything quoted from the articles or sources is kept from acting as markup (``<nowiki>``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+_MARKUP = re.compile(r"[\[\]{}<>|~]|''|^[=*#:;]|__")
+_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), undefined=jinja2.StrictUndefined,
+                          autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def as_wikitext(text: Any) -> str:
+    """Plain text that cannot act as wiki markup: kept as it is, or inside ``<nowiki>`` when it holds
+    link, template, tag, table or signature characters."""
+    text = " ".join(str(text or "").split())
+    if not _MARKUP.search(text):
+        return text
+    return "<nowiki>" + text.replace("</nowiki", "&lt;/nowiki").replace("<nowiki", "&lt;nowiki") + "</nowiki>"
+
+
+def as_link_target(title: Any) -> str:
+    """An article title usable inside ``[[…]]`` (characters a title cannot hold are dropped)."""
+    return re.sub(r"[\[\]{}|<>#~]", "", " ".join(str(title or "").split()))
+
+
+_ENV.filters["wiki"] = as_wikitext
+_ENV.filters["target"] = as_link_target
+
+
+def talk_page_draft(case: Any, resolution: Any, *, today: date | None = None) -> tuple[str, str]:
+    """(the article whose talk page the draft is for, the draft's wikitext)."""
+    today = today or date.today()
+    fact, passage = resolution.side("fact"), resolution.side("passage")
+    if resolution.decision == "fact":
+        target, wrong, right = passage, passage, fact
+    elif resolution.decision == "passage":
+        target, wrong, right = fact, fact, passage
+    else:
+        target, wrong, right = fact, None, None
+    other = passage if target is fact else fact
+    article = target.document_title or "the article"
+    month, named = today.strftime("%B %Y"), as_link_target(other.document_title)
+    inline = ("{{Contradictory inline|article=" + named + "|date=" + month + "}}" if wrong is not None
+              else "{{Contradict-other|" + named + "|date=" + month + "}}")
+    text = _ENV.get_template("talk_page.wiki.j2").render(
+        resolution=resolution, fact=fact, passage=passage, target=target, other=other, wrong=wrong, right=right,
+        inline=inline, both_articles=resolution.decision in ("both", "unknown"),
+    )
+    return article, text

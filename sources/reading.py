@@ -1,0 +1,210 @@
+"""Reading a cited page: from a local sources file, the disk cache, or a guarded fetch.
+
+:class:`SourceReader.read` answers a :class:`SourcePage` for a URL: its main text, title, site,
+publication date, where it came from (``file``, ``cache``, ``fetch``) and when it was fetched —
+or, when it could not be read, ``error`` saying why ("timed out", "HTTP 404", "a PDF", "larger
+than 3,000,000 bytes", "redirects to a private address", …). A page that cannot be read is a
+signal for the resolver, never an exception and never a verdict.
+
+The fetch is guarded: only http and https; every address a host name resolves to (and every
+redirect's) must be public unless ``allow_private``; at most ``max_redirects`` redirects, followed
+one by one; the body is read as a stream and cut off past ``max_bytes``; the whole fetch has one
+deadline. HTML goes through trafilatura for the main text and the publication date; plain text is
+taken as it is; anything else (PDF, images, binaries) is refused by its type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import ipaddress
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+from pydantic import BaseModel
+
+from claire.config import ResolveConfig, cache_dir
+from claire.errors import DatasetError
+from claire.files import read_jsonl, write_atomically
+
+USER_AGENT = "CLAIRE-source-reader/1 (checks Wikipedia citations; https://github.com/)"
+_TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "")
+_MIN_TEXT_CHARS = 40
+
+
+class SourcePage(BaseModel):
+    """One cited page as read: its text (empty when it could not be read, with ``error`` saying why)."""
+
+    url: str
+    title: str = ""
+    site: str = ""
+    date: str | None = None
+    text: str = ""
+    origin: Literal["file", "cache", "fetch", "none"] = "none"
+    fetched_at: str | None = None
+    error: str | None = None
+
+    @property
+    def readable(self) -> bool:
+        """Whether there is text to judge."""
+        return self.error is None and bool(self.text.strip())
+
+
+class FetchRefused(Exception):
+    """A fetch the guard or the page itself stopped (its message is the reason shown)."""
+
+
+def _public(host: str) -> bool:
+    """Whether every address ``host`` resolves to is a public one."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError as error:
+        raise FetchRefused(f"cannot resolve {host}") from error
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+        if not address.is_global or address.is_multicast:
+            return False
+    return True
+
+
+def local_pages(path: Path) -> dict[str, SourcePage]:
+    """The pages of a web-docs file (``{url, title?, text, date?, site?}`` a line), by URL; a bad
+    line is a DatasetError naming FILE:LINE."""
+    pages: dict[str, SourcePage] = {}
+    for line in read_jsonl(Path(path), what="sources", hint="a JSONL file with one page (url, title, text) a line"):
+        record, problem = line.value, line.problem
+        if problem is None and not (isinstance(record, dict) and isinstance(record.get("url"), str)
+                                    and isinstance(record.get("text"), str)):
+            problem = "expected an object with string fields url and text"
+        if problem is not None:
+            raise DatasetError(f"{path}:{line.number}: {problem}")
+        pages[record["url"].strip()] = SourcePage(
+            url=record["url"].strip(), title=str(record.get("title") or ""), site=str(record.get("site") or ""),
+            date=record.get("date") if isinstance(record.get("date"), str) else None, text=record["text"], origin="file")
+    return pages
+
+
+class SourceReader:
+    """Reads cited pages (see the module docstring); one per command, shared by every resolve."""
+
+    def __init__(self, settings: ResolveConfig, *, pages: dict[str, SourcePage] | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.settings = settings
+        self.pages = dict(pages or {})
+        if settings.sources is not None:
+            self.pages.update(local_pages(settings.sources))
+        self.cache = settings.cache_dir or cache_dir() / "sources"
+        self.transport = transport
+        self._inflight: dict[str, asyncio.Task[SourcePage]] = {}
+
+    def _cache_file(self, url: str) -> Path:
+        return self.cache / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.json"
+
+    def cached(self, url: str) -> SourcePage | None:
+        """The page kept from an earlier fetch, if any."""
+        try:
+            page = SourcePage.model_validate_json(self._cache_file(url).read_bytes())
+        except (OSError, ValueError):
+            return None
+        return page.model_copy(update={"origin": "cache"})
+
+    def _keep(self, page: SourcePage) -> None:
+        try:
+            self.cache.mkdir(parents=True, exist_ok=True)
+            write_atomically(self._cache_file(page.url), page.model_dump_json())
+        except OSError:
+            pass  # a cache that cannot be written only costs a fetch next time
+
+    async def read(self, url: str) -> SourcePage:
+        """The page at ``url``: the sources file's, else the cache's, else fetched (when allowed)."""
+        url = url.strip()
+        if url in self.pages:
+            return self.pages[url]
+        cached = self.cached(url)
+        if cached is not None:
+            return cached
+        if not self.settings.fetch:
+            return SourcePage(url=url, error="could not read: not in the sources file and fetching is off")
+        if url not in self._inflight:  # one fetch per URL, however many sides cite it
+            self._inflight[url] = asyncio.ensure_future(self._fetch(url))
+        return await asyncio.shield(self._inflight[url])
+
+    async def _fetch(self, url: str) -> SourcePage:
+        try:
+            page = await asyncio.wait_for(self._get(url), timeout=self.settings.fetch_timeout)
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            return SourcePage(url=url, error=f"could not read: timed out after {self.settings.fetch_timeout:g} s")
+        except FetchRefused as refused:
+            return SourcePage(url=url, error=f"could not read: {refused}")
+        except httpx.HTTPError as error:
+            return SourcePage(url=url, error=f"could not read: {type(error).__name__}")
+        page = page.model_copy(update={"fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+        if page.readable:
+            self._keep(page)
+        return page
+
+    def _check_target(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise FetchRefused(f"not an http(s) URL: {url[:80]}")
+        if not self.settings.allow_private and not _public(parts.hostname):
+            raise FetchRefused(f"{parts.hostname} is a private or loopback address (resolve.allow_private is off)")
+
+    async def _get(self, url: str) -> SourcePage:
+        settings = self.settings
+        async with httpx.AsyncClient(transport=self.transport, follow_redirects=False, timeout=settings.fetch_timeout,
+                                     headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.9"}) as client:
+            target = url
+            for _ in range(settings.max_redirects + 1):
+                await asyncio.to_thread(self._check_target, target)
+                async with client.stream("GET", target) as response:
+                    if response.is_redirect:
+                        location = response.headers.get("location")
+                        if not location:
+                            raise FetchRefused(f"HTTP {response.status_code} without a Location")
+                        target = urljoin(target, location)
+                        continue
+                    if response.status_code >= 400:
+                        raise FetchRefused(f"HTTP {response.status_code}")
+                    kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                    if kind not in _TEXT_TYPES:
+                        raise FetchRefused("a PDF" if kind == "application/pdf" else f"not a text page ({kind})")
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body += chunk
+                        if len(body) > settings.max_bytes:
+                            raise FetchRefused(f"larger than {settings.max_bytes:,} bytes")
+                    return page_from_body(url, bytes(body), kind, response.encoding)
+            raise FetchRefused(f"more than {settings.max_redirects} redirects")
+
+
+def page_from_body(url: str, body: bytes, kind: str, encoding: str | None) -> SourcePage:
+    """A fetched body as a page: HTML through trafilatura (main text, title, site, date), plain
+    text as it is; an empty, binary or undecodable body is a page that says so."""
+    if body[:5] == b"%PDF-":
+        raise FetchRefused("a PDF")
+    if b"\x00" in body[:4096]:
+        raise FetchRefused("a binary file")
+    try:
+        text = body.decode(encoding or "utf-8")
+    except (UnicodeDecodeError, LookupError):
+        text = body.decode("utf-8", errors="replace")
+        if text.count("\ufffd") > max(10, len(text) // 50):
+            raise FetchRefused("text in an encoding that cannot be read") from None
+    if kind == "text/plain":
+        page = SourcePage(url=url, text=text.strip(), origin="fetch")
+    else:
+        import trafilatura  # a heavy import, paid only when a page is fetched
+
+        found = trafilatura.bare_extraction(text, url=url, with_metadata=True, include_comments=False)
+        if found is None:
+            raise FetchRefused("no main text found on the page")
+        page = SourcePage(url=url, title=found.title or "", site=found.sitename or "", date=found.date,
+                          text=(found.text or "").strip(), origin="fetch")
+    if len(page.text) < _MIN_TEXT_CHARS:
+        raise FetchRefused("the page is empty (or behind a paywall or a script)")
+    return page

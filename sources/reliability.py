@@ -1,0 +1,198 @@
+"""How reliable a source is, by English Wikipedia's *Perennial sources* list.
+
+The list (``Wikipedia:Reliable sources/Perennial sources``) is a wikitext table, one row a source:
+its name, ``{{WP:RSPSTATUS|gr|nc|gu|d|m}}`` (with ``b=y`` when the source is also on the spam
+blacklist), ``{{WP:RSPLAST|year}}`` and ``{{WP:RSPUSES|domain|…}}``. :func:`parse_perennial`
+reads the rows with mwparserfromhell; :class:`Perennial` looks a citation up by the domain of its
+URL (a subdomain matches its parent) or, for a citation without one (a book), by its publisher's
+or site's name.
+
+The shipped snapshot ``data/perennial_sources.json`` holds only what is derived from the table —
+name, domains, status, last-discussed year — with its attribution; ``claire sources refresh``
+writes a new one from the live page through the Action API (``action=parse``, ``prop=wikitext``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import date
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Iterable, Literal
+from urllib.parse import urlsplit
+
+import httpx
+import mwparserfromhell
+from mwparserfromhell.nodes import Tag, Template, Wikilink
+
+from claire.errors import ConfigError, DatasetError
+
+Tier = Literal["generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted", "not listed"]
+TIERS: tuple[Tier, ...] = ("generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted",
+                           "not listed")
+_STATUS: dict[str, Tier] = {"gr": "generally reliable", "nc": "no consensus", "m": "no consensus",
+                            "gu": "generally unreliable", "d": "deprecated", "b": "blacklisted"}
+PAGE = "Wikipedia:Reliable sources/Perennial sources"
+ATTRIBUTION = (f"Derived from English Wikipedia's \"{PAGE}\" (https://en.wikipedia.org/wiki/"
+               "Wikipedia:Reliable_sources/Perennial_sources), by Wikipedia contributors, CC BY-SA 4.0: "
+               "source names, domains, status and last-discussed year only.")
+API_URL = "https://en.wikipedia.org/w/api.php"
+
+
+@dataclass(frozen=True)
+class ListedSource:
+    """One row of the list: the source's name, domains, tier and the year it was last discussed."""
+
+    name: str
+    domains: tuple[str, ...]
+    tier: Tier
+    last_discussed: int | None = None
+
+
+def _template(node: Template) -> str:
+    return " ".join(str(node.name).split()).upper()
+
+
+def _row(row: Tag) -> ListedSource | None:
+    cells = [node for node in row.contents.nodes if isinstance(node, Tag) and str(node.tag) in ("td", "th")]
+    templates = [t for cell in cells for t in cell.contents.filter_templates(recursive=True)]
+    status = next((t for t in templates if _template(t) == "WP:RSPSTATUS"), None)
+    if status is None or not cells:
+        return None
+    code = str(status.get(1).value).strip().lower() if status.has(1) else ""
+    blacklisted = status.has("b") and str(status.get("b").value).strip().lower() in ("y", "yes")
+    tier = "blacklisted" if blacklisted else _STATUS.get(code)
+    if tier is None:
+        return None
+    domains = tuple(dict.fromkeys(
+        str(p.value).strip().lower().removeprefix("www.")
+        for t in templates if _template(t) == "WP:RSPUSES" for p in t.params if not p.showkey and str(p.value).strip()))
+    last = next((t for t in templates if _template(t) == "WP:RSPLAST"), None)
+    year = re.search(r"\d{4}", str(last.get(1).value)) if last is not None and last.has(1) else None
+    first = cells[0].contents
+    link = next((n for n in first.nodes if isinstance(n, Wikilink)), None)
+    if link is not None:
+        name = str(link.text if link.text is not None else link.title)
+    else:
+        name = "".join(str(n) for n in first.nodes if not isinstance(n, Template))
+    name = " ".join(mwparserfromhell.parse(name).strip_code().split()) or (row.get("id").value.strip()
+                                                                            if row.has("id") else "")
+    return ListedSource(name=name, domains=domains, tier=tier, last_discussed=int(year.group()) if year else None)
+
+
+def parse_perennial(wikitext: str) -> list[ListedSource]:
+    """The rows of the Perennial sources table(s) in ``wikitext``, in order."""
+    code = mwparserfromhell.parse(wikitext)
+    rows = code.filter_tags(recursive=True, matches=lambda node: str(node.tag) == "tr")
+    found = [row for row in (_row(r) for r in rows) if row is not None]
+    return found
+
+
+def _host(url: str | None) -> str:
+    host = (urlsplit(url.strip()).hostname or "") if url and url.strip() else ""
+    return host.lower().removeprefix("www.")
+
+
+def _name_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", re.sub(r"\(.*?\)", "", name.lower())).removeprefix("the ").strip()
+
+
+@dataclass(frozen=True)
+class Rating:
+    """Where a source stands: its tier, the list's row it matched (None: not listed) and how."""
+
+    tier: Tier
+    source: ListedSource | None = None
+    matched: str | None = None  # the domain or name it matched
+
+    def label(self) -> str:
+        """The tier with the row it came from, for display."""
+        if self.source is None:
+            return "not listed"
+        year = f", last discussed {self.source.last_discussed}" if self.source.last_discussed else ""
+        return f"{self.tier} ({self.source.name}{year})"
+
+
+class Perennial:
+    """The list as a lookup by domain and by name."""
+
+    def __init__(self, sources: Iterable[ListedSource], *, retrieved: str | None = None) -> None:
+        self.sources = list(sources)
+        self.retrieved = retrieved
+        self.by_domain: dict[str, ListedSource] = {}
+        self.by_name: dict[str, ListedSource] = {}
+        for source in self.sources:
+            for domain in source.domains:
+                self.by_domain.setdefault(domain, source)
+            self.by_name.setdefault(_name_key(source.name), source)
+
+    def rate(self, *, url: str | None = None, site: str = "") -> Rating:
+        """The tier of a citation: by its URL's domain (a subdomain matches its parent), else by
+        its site or publisher's name; ``not listed`` when neither is on the list."""
+        host = _host(url)
+        while host:
+            if host in self.by_domain:
+                return Rating(self.by_domain[host].tier, self.by_domain[host], host)
+            host = host.split(".", 1)[1] if "." in host else ""
+        key = _name_key(site)
+        if key and key in self.by_name:
+            return Rating(self.by_name[key].tier, self.by_name[key], site)
+        return Rating("not listed")
+
+    # -- the snapshot --------------------------------------------------------------------------
+    def to_json(self) -> str:
+        """The snapshot file's text: attribution, date and the rows."""
+        return json.dumps({
+            "attribution": ATTRIBUTION, "retrieved": self.retrieved,
+            "sources": [{"name": s.name, "domains": list(s.domains), "status": s.tier, "last_discussed": s.last_discussed}
+                        for s in self.sources],
+        }, ensure_ascii=False, indent=0) + "\n"
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> "Perennial":
+        """The snapshot at ``path`` (None: the shipped one); a clear error for a file that is not one."""
+        target = path or Path(str(files("claire.sources") / "data" / "perennial_sources.json"))
+        try:
+            data: Any = json.loads(Path(target).read_text(encoding="utf-8"))
+            rows = [ListedSource(name=str(r["name"]), domains=tuple(r.get("domains") or ()), tier=r["status"],
+                                 last_discussed=r.get("last_discussed")) for r in data["sources"]]
+        except FileNotFoundError:
+            raise ConfigError(f"no Perennial sources snapshot at {target}") from None
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise DatasetError(f"{target} is not a Perennial sources snapshot ({type(error).__name__})") from None
+        if any(row.tier not in TIERS for row in rows):
+            raise DatasetError(f"{target} is not a Perennial sources snapshot (an unknown status)")
+        return cls(rows, retrieved=data.get("retrieved"))
+
+
+def fetch_live(api_url: str = API_URL, *, user_agent: str, timeout: float = 60.0,
+               transport: httpx.BaseTransport | None = None) -> str:
+    """The wikitext of the list's page and of the subpages it transcludes (the live list is split
+    into a few), fetched through the Action API and joined."""
+    with httpx.Client(timeout=timeout, headers={"User-Agent": user_agent}, transport=transport) as client:
+        def wikitext(title: str) -> str:
+            response = client.get(api_url, params={"action": "parse", "page": title, "prop": "wikitext",
+                                                   "format": "json", "formatversion": "2"})
+            response.raise_for_status()
+            data = response.json()
+            if "error" in data:
+                raise DatasetError(f"the wiki answered for {title!r}: {data['error'].get('info', data['error'])}")
+            return str(data["parse"]["wikitext"])
+
+        main = wikitext(PAGE)
+        parts = [main]
+        for template in mwparserfromhell.parse(main).filter_templates(recursive=False):
+            name = str(template.name).strip()
+            if name.startswith(("Wikipedia:Reliable sources/Perennial sources/", "/")):
+                parts.append(wikitext(PAGE + name if name.startswith("/") else name))
+        return "\n".join(parts)
+
+
+def snapshot_from(wikitext: str, *, retrieved: str | None = None) -> Perennial:
+    """A snapshot of the rows in ``wikitext`` (an error when it holds none: not the list's page)."""
+    rows = parse_perennial(wikitext)
+    if not rows:
+        raise DatasetError("no Perennial sources rows found in the page's wikitext")
+    return Perennial(rows, retrieved=retrieved or date.today().isoformat())
