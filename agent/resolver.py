@@ -52,9 +52,9 @@ from claire.tasks.sides.records import (
 TIER_WEIGHT: dict[str, float] = {"generally reliable": 1.0, "no consensus": 0.5, "not listed": 0.4,
                                  "generally unreliable": 0.15, "deprecated": 0.0, "blacklisted": 0.0}
 """What a verified source is worth, by its tier on the Perennial sources list."""
-MIN_STANDING = 0.15
-"""A side is *verified* when a source worth at least this states its value (deprecated and
-blacklisted sources never verify anything)."""
+MIN_STANDING = 0.3
+"""A side is *verified* when a source worth at least this states its value: a source that is not
+listed, or better (generally unreliable, deprecated and blacklisted sources never verify anything)."""
 MORE_SOURCES = 0.15
 """Each further distinct site that states the value (at most two count)."""
 AGREEMENT = 0.1
@@ -67,6 +67,7 @@ HIGH_CONFIDENCE = 0.8
 """From this confidence on, a named winner counts as a confident one (the evaluation's measure)."""
 
 _TOKEN = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_][\w'’-]*", re.UNICODE)
+_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _STOP = frozenset("""a an the of in on at to for by with from and or but as is are was were be been being it its
 this that these those there their has have had not no he she they his her them who which what when where than then
 into over under about after before during also only some all any each most more many much one""".split())
@@ -84,7 +85,8 @@ def _tokens(text: str) -> list[str]:
 
 def distinguishing_values(a: str, b: str, limit: int = 4) -> tuple[str, str]:
     """The details that set two statements apart: the words and numbers each has that the other
-    lacks — only the numbers when both differ in numbers — at most ``limit`` each, in order."""
+    lacks — only the numbers when both differ in numbers, only the years when both differ in years —
+    at most ``limit`` each, in order."""
     ta, tb = _tokens(a), _tokens(b)
     fa, fb = {t.casefold() for t in ta}, {t.casefold() for t in tb}
     da = list(dict.fromkeys(t for t in ta if t.casefold() not in fb))
@@ -92,6 +94,9 @@ def distinguishing_values(a: str, b: str, limit: int = 4) -> tuple[str, str]:
     na, nb = [t for t in da if t[0].isdigit()], [t for t in db if t[0].isdigit()]
     if na and nb:
         da, db = na, nb
+        ya, yb = [t for t in na if _YEAR.fullmatch(t)], [t for t in nb if _YEAR.fullmatch(t)]
+        if ya and yb:  # two dates that differ in their year: the year is the detail (not the day)
+            da, db = ya, yb
     return " ".join(da[:limit]), " ".join(db[:limit])
 
 
@@ -183,7 +188,7 @@ def decide(fact: SideReport, passage: SideReport, *, time_varying: bool, both_ca
         reasons.append(f"the fact changes over time and the {newer}'s source is newer ({newest[newer]})")
     elif not time_varying and newest["fact"] and newest["passage"] and newest["fact"] != newest["passage"]:
         reasons.append("the fact does not change over time, so a newer source counts for nothing")
-    missing = _missing(sides)
+    missing = _missing(sides, supporting)
     if both_can_stand:
         return "both", 0.7, [both_reason or "the model found that both statements can stand"] + reasons, []
     verified = [name for name, report in sides.items() if report.verified]
@@ -202,10 +207,13 @@ def decide(fact: SideReport, passage: SideReport, *, time_varying: bool, both_ca
     return winner, confidence, reasons, [m for m in missing if not m.startswith(f"the {winner}")]
 
 
-def _missing(sides: dict[str, SideReport]) -> list[str]:
+def _missing(sides: dict[str, SideReport], supporting: dict[str, list[SourceJudgement]]) -> list[str]:
     missing = []
     for name, report in sides.items():
         if report.verified:
+            continue
+        if supporting[name]:
+            missing.append(f"a reliable source for the {name}: only {supporting[name][0].tier} sources state its value")
             continue
         if not report.sources:
             missing.append(f"the {name} cites no source")
@@ -221,6 +229,75 @@ def _missing(sides: dict[str, SideReport]) -> list[str]:
         if len(unread) + len(unknown) < len(report.sources):
             missing.append(f"the {name}'s readable sources do not state its value")
     return missing
+
+
+# -- a case from a flagged check ----------------------------------------------------------------------
+_CITED = re.compile(r"\[(\d+)\]")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _sentence_score(sentence: str, fact: str) -> int:
+    """How well a sentence answers to a fact: the words they share, and two more when it holds a
+    number of the same kind (a year for a year, a number for a number) — a rival value."""
+    words = {t.casefold() for t in _tokens(fact) if not t[0].isdigit()}
+    numbers = [t for t in _tokens(fact) if t[0].isdigit()]
+    found = _tokens(sentence)
+    score = len(words & {t.casefold() for t in found if not t[0].isdigit()})
+    years = any(_YEAR.fullmatch(n) for n in numbers)
+    if numbers and any(t[0].isdigit() and (bool(_YEAR.fullmatch(t)) == years) for t in found):
+        score += 2
+    return score
+
+
+def closest_sentence(text: str, to: str) -> tuple[str, int]:
+    """The sentence (or line: a table row, an infobox field) of ``text`` that answers best to ``to``, and its score."""
+    pieces = [p.strip() for p in _SENTENCES.split(text) if p.strip()] or [text.strip()]
+    best = max(pieces, key=lambda p: (_sentence_score(p, to), -len(p)))
+    return best, _sentence_score(best, to)
+
+
+def contradicting_evidence(assessment: Any) -> Any | None:
+    """The passage a flagged assessment found in conflict with its fact: of the passages it read,
+    the one whose sentence answers best to the fact (a rival value, shared words), a passage its
+    reported contradiction or its reasoning cites ([n]) counting one more, prose before tables."""
+    cited = {int(n) for text in [*assessment.reported, assessment.reasoning or ""] for n in _CITED.findall(text or "")}
+    ranked = sorted(assessment.evidence, key=lambda e: (
+        -(closest_sentence(e.content, assessment.claim_text)[1] + (1 if e.n in cited else 0)),
+        e.block_type != "text", e.n))
+    return ranked[0] if ranked else None
+
+
+def own_block(claim: Any, retriever: Searcher | None) -> Any | None:
+    """The block of the fact's own article that states it (its citations are the fact's), when the
+    index holds the article."""
+    title = claim.context.document_title
+    if retriever is None or not title:
+        return None
+    hits = retriever.search(claim.text, k=30)
+    mine = [h.block for h in hits if h.block.document_title == title]
+    wanted = {t.casefold() for t in _tokens(claim.text)}
+    return max(mine, key=lambda b: len(wanted & {t.casefold() for t in _tokens(b.content)}), default=None)
+
+
+def case_from_check(claim: Any, assessment: Any, retriever: Searcher | None) -> SidesCase | None:
+    """The contradiction a flagged check found, as a case to resolve (None without a passage): the
+    fact with its own block's citations, the passage it conflicts with (its sentence closest to the
+    fact, its block's citations), the other passages the research read, and a search for more."""
+    evidence = contradicting_evidence(assessment)
+    if evidence is None:
+        return None
+    block = own_block(claim, retriever)
+    context = claim.context
+    fact = Side(text=claim.text, document_title=context.document_title, section_title=context.section_title,
+                content=context.content or (block.content if block else ""), url=(block.url if block else context.url),
+                revision_id=block.revision_id if block else None, citations=list((block.citations if block else None) or []))
+    passage = Side(text=closest_sentence(evidence.content, claim.text)[0], document_title=evidence.document_title,
+                   section_title=evidence.section_title, content=evidence.content, url=evidence.url,
+                   citations=list(evidence.citations or []))
+    read = [OtherPassage(document_title=e.document_title, content=e.content, citations=list(e.citations or []))
+            for e in assessment.evidence if e.id != evidence.id and e.document_title not in
+            (fact.document_title, passage.document_title)]
+    return SidesCase(id=assessment.claim_id, fact=fact, passage=passage, others=None, read=read)
 
 
 # -- the resolver -----------------------------------------------------------------------------------
@@ -295,10 +372,11 @@ class Resolver:
 
     # -- agreement -----------------------------------------------------------------------------
     async def others(self, case: SidesCase, values: tuple[str, str]) -> list[OtherPassage]:
-        """The case's other passages, else one search per side's value (none from either side's article)."""
+        """The case's other passages; for a case from a check, the passages its research read and
+        one search per side's value (none from either side's article)."""
         if case.others is not None or self.retriever is None or not self.settings.agreement_search:
-            return list(case.others or [])
-        found: dict[str, OtherPassage] = {}
+            return list(case.others if case.others is not None else case.read)
+        found: dict[str, OtherPassage] = {f"read-{n}": p for n, p in enumerate(case.read)}
         own = {case.fact.document_title, case.passage.document_title}
         for side, value in ((case.fact, values[0]), (case.passage, values[1])):
             if not value:
@@ -314,10 +392,15 @@ class Resolver:
 
     @staticmethod
     def agreeing(value: str, other_value: str, others: list[OtherPassage]) -> list[str]:
-        """The distinct sources among ``others`` that give ``value`` (and not the other value)."""
+        """The distinct sources among ``others`` that give ``value`` (and not the other value): a
+        passage counts by the source it cites (else by its article), and an article votes once."""
         keys: list[str] = []
+        articles: set[str] = set()
         for passage in others:
+            if passage.document_title in articles:
+                continue
             if gives_value(passage.content, value) and not gives_value(passage.content, other_value):
+                articles.add(passage.document_title)
                 key = source_key(passage.citations[0] if passage.citations else None, passage.document_title)
                 if key not in keys:
                     keys.append(key)

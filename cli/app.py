@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from claire import __version__
-from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, review, serve, watch
+from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, resolve, review, serve, sources_cmd, watch
 from claire.cli.options import console, err
 from claire.errors import ClaireError, ExitCode, redact
 from claire.files import is_text
@@ -32,10 +32,13 @@ index_app = typer.Typer(help="Build, list and inspect search indexes.", no_args_
 bench_app = typer.Typer(help="Benchmarks that print speed figures.", no_args_is_help=True)
 config_app = typer.Typer(help="Inspect the resolved configuration.", no_args_is_help=True)
 prompts_app = typer.Typer(help="List the prompt templates and show one filled in.", no_args_is_help=True)
+sources_app = typer.Typer(help="Cited sources: how reliable a source is (Perennial sources), reading a cited page.",
+                          no_args_is_help=True)
 app.add_typer(index_app, name="index")
 app.add_typer(bench_app, name="bench")
 app.add_typer(config_app, name="config")
 app.add_typer(prompts_app, name="prompts")
+app.add_typer(sources_app, name="sources")
 
 COMMANDS = [
     (config_app, "show", config_cmd.config_show),
@@ -54,6 +57,10 @@ COMMANDS = [
     (app, "extract", passages.extract_command),
     (app, "scan", passages.scan_command),
     (app, "cite", passages.cite_command),
+    (app, "resolve", resolve.resolve_command),
+    (sources_app, "refresh", sources_cmd.sources_refresh),
+    (sources_app, "rate", sources_cmd.sources_rate),
+    (sources_app, "read", sources_cmd.sources_read),
     (app, "estimate", estimate_audit.estimate_command),
     (app, "audit", estimate_audit.audit_command),
     (app, "review", review.review_command),

@@ -45,6 +45,7 @@ def check_command(
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default) or feverous: a three-way label with cited element ids (agent.task).")] = None,
     resume: Annotated[Optional[str], typer.Option("--resume", help="Go on with an interrupted interactive check (its thread id).")] = None,
     trace_out: Annotated[Optional[Path], typer.Option("--trace-out", help="Write the trace (WikiCollide agent_trace shape) here.")] = None,
+    resolve: Annotated[bool, typer.Option("--resolve", help="When the fact is flagged, say which side is right: each side's sources read and rated, and a talk-page draft (claire resolve).")] = False,
     *,
     settings: Settings,
 ) -> None:
@@ -99,10 +100,26 @@ def check_command(
     from claire.domain import recorded_outcome
 
     failed = recorded_outcome(assessment) == "failed"
-    if as_json:
+    resolution = None
+    if resolve and recorded_outcome(assessment) == "flagged" and claim is not None:
+        from claire.cli.resolve import resolve_check
+
+        with StatusLine(err, "resolving: reading and rating each side's sources…"):
+            resolution = run(resolve_check(config, claim, assessment))
+        if resolution is None:
+            err.print("[yellow]warning:[/] the check named no passage it conflicts with: nothing to resolve")
+    if as_json and resolve:
+        print(json.dumps({"assessment": assessment.model_dump(mode="json"),
+                          "resolution": resolution.model_dump(mode="json") if resolution else None}, indent=2,
+                         ensure_ascii=False))
+    elif as_json:
         print(assessment.model_dump_json(indent=2))
     elif not failed:
         view.final(assessment)
+        if resolution is not None:
+            from claire.cli.resolve import show_resolution
+
+            show_resolution(resolution)
     if failed:  # no verdict: the cause, on one line, where errors go
         reached = "" if assessment.score is None else f" (the score its cut-short research reached, {assessment.score:.2f}, is no verdict; check it again)"
         err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error or 'no score was produced'}{reached}"))

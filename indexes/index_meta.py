@@ -37,6 +37,7 @@ class IndexMeta:
     complete: bool = False
     format: int = FORMAT
     int8: bool = False  # dense vectors also kept as int8 (scalar quantization; searches rescore with the floats)
+    corpus_digest: str = ""  # a digest of the corpus file it was built from, when one build made it (the demo's)
 
     def to_dict(self) -> dict[str, Any]:
         """The description as plain data (what meta.json and a collection's metadata hold)."""

@@ -9,6 +9,8 @@ calls it through ``asyncio.to_thread``). :func:`build_index` embeds and stores a
 
 from __future__ import annotations
 
+import hashlib
+
 import logging
 import threading
 import time
@@ -180,13 +182,15 @@ def build_index(
     replace: bool = False,
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     on_progress: Callable[[int, int], None] | None = None,
+    corpus_digest: str = "",
 ) -> BuildSummary:
     """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
     Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
     fails or is interrupted leaves no index behind; an embedded index being replaced stays
     searchable, unchanged, until the new one is complete and swapped in. Another build of the
     same embedded index is waited for (up to ``lock_timeout`` s). ``on_progress(done, total)``, when
-    given, is told how many blocks are stored after each batch (instead of the progress bar)."""
+    given, is told how many blocks are stored after each batch (instead of the progress bar);
+    ``corpus_digest`` is recorded in the index's description (so a changed corpus file is noticed)."""
     check_name(name)
     if not blocks:
         raise DatasetError("no blocks to index")
@@ -204,7 +208,8 @@ def build_index(
         if url is not None:  # a server collection cannot be renamed: the old one goes first
             delete_index(name, root=root, url=url, api_key=api_key)
         # embedded: the new version is built beside the old one and swapped in by finalize
-    meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim)
+    meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim,
+                     corpus_digest=corpus_digest)
     started = time.monotonic()
     store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta, replace=replace,
                       lock_timeout=lock_timeout)
@@ -248,9 +253,15 @@ def build_index(
     )
 
 
+def demo_corpus_digest() -> str:
+    """A digest of the bundled demo corpus: an index built from an older version of it is rebuilt."""
+    return hashlib.sha256(demo_corpus_path().read_bytes()).hexdigest()[:16]
+
+
 def demo_index_ready(root: Path, name: str = "demo") -> bool:
-    """Whether the demo index ``name`` under ``root`` is built and complete."""
-    return any(m.name == name and m.complete for m in list_indexes(root))
+    """Whether the demo index ``name`` under ``root`` is built, complete and of today's demo corpus."""
+    digest = demo_corpus_digest()
+    return any(m.name == name and m.complete and m.corpus_digest == digest for m in list_indexes(root))
 
 
 def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "demo",
@@ -259,12 +270,13 @@ def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "de
     (an unfinished one is rebuilt), in small batches so that its progress moves (``on_progress``:
     see :func:`build_index`)."""
     existing = next((m for m in list_indexes(root) if m.name == name), None)
-    if existing is not None and existing.complete:
+    digest = demo_corpus_digest()
+    if existing is not None and existing.complete and existing.corpus_digest == digest:
         return
     blocks = read_corpus(demo_corpus_path()).blocks
     try:
         build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None, batch_size=32,
-                    on_progress=on_progress)
+                    on_progress=on_progress, corpus_digest=digest)
     except RetrievalError:
         # another process may have built it while this one waited for the build lock
         if not demo_index_ready(root, name):

@@ -11,6 +11,6 @@
   (``data/perennial_sources.json``, derived from the page, CC BY-SA 4.0) and its refresh through
   the MediaWiki Action API.
 
-May import ``domain``, ``config``, ``errors``, ``files`` and ``ingestion``; imported by ``agent``
+May import ``domain``, ``config``, ``errors``, ``files``, ``indexes`` (its shipped data) and ``ingestion``; imported by ``agent``
 (the resolver) and ``cli``.
 """

@@ -6,7 +6,8 @@ or, when it could not be read, ``error`` saying why ("timed out", "HTTP 404", "a
 than 3,000,000 bytes", "redirects to a private address", …). A page that cannot be read is a
 signal for the resolver, never an exception and never a verdict.
 
-The fetch is guarded: only http and https; every address a host name resolves to (and every
+Pages are looked for in this order: the shipped pages the demo corpus cites, a sources file
+(``resolve.sources``), the cache, then the web. The fetch is guarded: only http and https; every address a host name resolves to (and every
 redirect's) must be public unless ``allow_private``; at most ``max_redirects`` redirects, followed
 one by one; the body is read as a stream and cut off past ``max_bytes``; the whole fetch has one
 deadline. HTML goes through trafilatura for the main text and the publication date; plain text is
@@ -19,6 +20,8 @@ import asyncio
 import hashlib
 import ipaddress
 import socket
+from functools import lru_cache
+from importlib.resources import files
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
@@ -88,13 +91,24 @@ def local_pages(path: Path) -> dict[str, SourcePage]:
     return pages
 
 
+@lru_cache(maxsize=1)
+def bundled_pages() -> dict[str, SourcePage]:
+    """The pages the demo corpus and the example sources cite, shipped with CLAIRE
+    (``indexes/data/web_sources.jsonl`` and ``demo_sources.jsonl``), so the keyless tour reads them."""
+    data = files("claire.indexes") / "data"
+    pages: dict[str, SourcePage] = {}
+    for name in ("web_sources.jsonl", "demo_sources.jsonl"):
+        pages.update(local_pages(Path(str(data / name))))
+    return pages
+
+
 class SourceReader:
     """Reads cited pages (see the module docstring); one per command, shared by every resolve."""
 
     def __init__(self, settings: ResolveConfig, *, pages: dict[str, SourcePage] | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.settings = settings
-        self.pages = dict(pages or {})
+        self.pages = {**bundled_pages(), **(pages or {})}
         if settings.sources is not None:
             self.pages.update(local_pages(settings.sources))
         self.cache = settings.cache_dir or cache_dir() / "sources"

@@ -88,6 +88,7 @@ class SidesCase(BaseModel):
     fact: Side
     passage: Side
     others: list[OtherPassage] | None = None
+    read: list[OtherPassage] = Field(default_factory=list)  # a check's research passages (with others None)
     sources: list[GivenSource] = Field(default_factory=list)
     time_varying: bool | None = None
     label: Decision | None = None
