@@ -240,6 +240,15 @@ def preview_values(name: str, inputs: tuple[str, ...], sample: PreviewSample, co
         "problem": "unreadable",
         "value": None,
         "other_value": None,
+        "fact": {"label": "The fact", "text": claim.text, "document_title": claim.context.document_title,
+                 "section_title": claim.context.section_title, "value": claim.text, "agreeing": 0, "sources": []},
+        "passage": {"label": "The passage", "text": sample.documents[0].content if sample.documents else claim.text,
+                    "document_title": sample.documents[0].document_title if sample.documents else "",
+                    "section_title": sample.documents[0].section_title if sample.documents else "",
+                    "value": "", "agreeing": 0,
+                    "sources": [{"title": (sample.source or {}).get("title") or "a cited source", "site": "",
+                                 "tier": "not listed", "support": "states",
+                                 "quote": sample.source_passages[0].content if sample.source_passages else None}]},
     }
     if sample.documents:
         values["document"] = sample.documents[0]

@@ -95,7 +95,7 @@ def reference_from_wikitext(content: str | Wikicode | None) -> Reference | None:
     code = content if isinstance(content, Wikicode) else mwparserfromhell.parse(str(content or ""))
     for template in code.filter_templates(recursive=False):
         found = _from_template(template)
-        if found is not None:
+        if found is not None and (found.url or found.title or found.site):
             return found
     for link in code.filter_external_links(recursive=True):
         url = str(link.url).strip()
@@ -125,14 +125,15 @@ class RefBook:
             if name and not tag.self_closing and name not in book.named:
                 reference = reference_from_wikitext(tag.contents)
                 if reference is not None:
-                    book.named[name] = book._add(reference)
+                    book.named[name] = book.add(reference)
         return book
 
     @staticmethod
     def _name(tag: Tag) -> str:
         return str(tag.get("name").value).strip().strip("\"'") if tag.has("name") else ""
 
-    def _add(self, reference: Reference) -> int:
+    def add(self, reference: Reference) -> int:
+        """The number of ``reference`` in the book (added when it is new)."""
         for number, known in enumerate(self.references):
             if known.key() == reference.key():
                 return number
@@ -146,8 +147,13 @@ class RefBook:
             number: int | None = self.named[name]
         else:
             reference = None if tag.self_closing else reference_from_wikitext(tag.contents)
-            number = None if reference is None else self._add(reference)
-        return "" if number is None else f"{MARK_OPEN}{number}{MARK_CLOSE}"
+            number = None if reference is None else self.add(reference)
+        return "" if number is None else self.marker(number)
+
+    @staticmethod
+    def marker(number: int) -> str:
+        """The marker of reference ``number`` in converted text."""
+        return f"{MARK_OPEN}{number}{MARK_CLOSE}"
 
     def cited(self, numbers: list[int]) -> list[Reference] | None:
         """The references of some marker numbers, each once (None for none)."""

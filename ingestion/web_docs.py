@@ -18,7 +18,7 @@ from typing import Any
 from claire.errors import DatasetError
 from claire.files import read_bytes, read_jsonl
 from claire.indexes.corpus import CorpusLoad, block_id, blocks_from_article
-from claire.domain import Block
+from claire.domain import Block, Reference
 from claire.indexes.retriever import build_index
 from claire.indexes.catalog import list_indexes
 
@@ -37,12 +37,15 @@ def source_blocks(text: str, *, url: str | None, title: str = "", max_words: int
     """Split one source's text into passage blocks of at most ``max_words`` words.
 
     Paragraphs are packed together and long ones cut at sentence ends; ``## Heading`` lines, when
-    a page has them, become section titles. The title defaults to the URL.
+    a page has them, become section titles. The title defaults to the URL. Each block cites the
+    page itself (its URL and title).
     """
     title = (title or "").strip() or (url or "").strip() or "cited source"
     blocks = blocks_from_article(title, text, max_words=max_words)
     key = url or title
-    return [block.model_copy(update={"id": block_id(key, block.section_title, block.content), "url": url})
+    cites = [Reference(url=url, title=title, kind="web")] if url else None  # a web page's passages are backed by the page
+    return [block.model_copy(update={"id": block_id(key, block.section_title, block.content), "url": url,
+                                     "citations": cites})
             for block in blocks]
 
 

@@ -216,7 +216,7 @@ def page_from_body(url: str, body: bytes, kind: str, encoding: str | None) -> So
 
         found = trafilatura.bare_extraction(text, url=url, with_metadata=True, include_comments=False)
         if found is None:
-            raise FetchRefused("no main text found on the page")
+            raise FetchRefused("the page is empty: no main text found (behind a paywall or a script?)")
         page = SourcePage(url=url, title=found.title or "", site=found.sitename or "", date=found.date,
                           text=(found.text or "").strip(), origin="fetch")
     if len(page.text) < _MIN_TEXT_CHARS:

@@ -143,12 +143,11 @@ class Perennial:
 
     # -- the snapshot --------------------------------------------------------------------------
     def to_json(self) -> str:
-        """The snapshot file's text: attribution, date and the rows."""
-        return json.dumps({
-            "attribution": ATTRIBUTION, "retrieved": self.retrieved,
-            "sources": [{"name": s.name, "domains": list(s.domains), "status": s.tier, "last_discussed": s.last_discussed}
-                        for s in self.sources],
-        }, ensure_ascii=False, indent=0) + "\n"
+        """The snapshot file's text: attribution, date and the rows, one a line."""
+        rows = [json.dumps({"name": s.name, "domains": list(s.domains), "status": s.tier,
+                            "last_discussed": s.last_discussed}, ensure_ascii=False) for s in self.sources]
+        head = {"attribution": ATTRIBUTION, "retrieved": self.retrieved}
+        return (json.dumps(head, ensure_ascii=False)[:-1] + ', "sources": [\n' + ",\n".join(rows) + "\n]}\n")
 
     @classmethod
     def load(cls, path: Path | None = None) -> "Perennial":

@@ -2,18 +2,26 @@
 
 The article body is walked in document order: ``<h2>``–``<h6>`` open sections (full path kept),
 ``<p>``, list items and quotes are prose, ``table.infobox`` becomes ``Field: value`` lines and
-other tables (wikitables) markdown rows with the header kept. Reference markers, edit links,
-styles, maths, navigation boxes, hatnotes, maintenance boxes, figures and the apparatus sections
-(References, External links, …) never reach the text.
+other tables (wikitables) markdown rows with the header kept. Edit links, styles, maths,
+navigation boxes, hatnotes, maintenance boxes, figures and the apparatus sections (References,
+External links, …) never reach the text; a reference mark (``<sup class="reference">``) leaves a
+marker that the block writer turns into the block's references, read from the page's reference
+list (:func:`~claire.ingestion.references.reference_from_html`).
 """
 
 from __future__ import annotations
+
+from contextvars import ContextVar
 
 from lxml import html as lxml_html
 from lxml.etree import ParserError
 from lxml.html import HtmlElement
 
 from claire.ingestion.dumps.pages import BlockWriter, Cell, DumpPage, PageResult, clean_line, skipped, span
+from claire.ingestion.references import RefBook, reference_from_html
+
+_PAGE_NOTES: ContextVar[dict[str, int] | None] = ContextVar("page_notes", default=None)
+"""The page being converted: each reference-list entry's id (``cite_note-…``) and its number in the page's book."""
 
 _SKIP_TAGS = frozenset(("style", "script", "link", "meta", "figure", "math", "img", "audio", "video", "noscript",
                         "head", "title"))
@@ -43,11 +51,38 @@ def _skipped(el: HtmlElement) -> bool:
     return bool(_classes(el) & _SKIP_CLASSES) or el.get("role") == "note" or el.get("id") == "disambigbox"
 
 
+def _is_reference_mark(el: HtmlElement) -> bool:
+    return (isinstance(el.tag, str) and el.tag.lower() == "sup"
+            and ("reference" in _classes(el) or el.get("typeof", "").startswith("mw:Extension/ref")))
+
+
+def _marker(el: HtmlElement) -> str:
+    notes = _PAGE_NOTES.get() or {}
+    for link in el.iter("a"):
+        number = notes.get((link.get("href") or "").rpartition("#")[2])
+        if number is not None:
+            return RefBook.marker(number)
+    return ""
+
+
+def reference_list(root: HtmlElement) -> tuple[RefBook, dict[str, int]]:
+    """The page's references, read from its reference list(s), and each entry's id's number."""
+    book, notes = RefBook(), {}
+    for item in root.xpath('//ol[contains(concat(" ", normalize-space(@class), " "), " references ")]/li[@id]'):
+        reference = reference_from_html(item)
+        if reference is not None:
+            notes[item.get("id")] = book.add(reference)
+    return book, notes
+
+
 def text_of(el: HtmlElement) -> str:
-    """The visible text of ``el`` without reference markers, edit links and other apparatus."""
+    """The visible text of ``el`` without edit links and other apparatus; a reference mark leaves
+    its marker (when the page's reference list names it)."""
     parts = [el.text or ""]
     for child in el:
-        if not _skipped(child):
+        if _is_reference_mark(child):
+            parts.append(_marker(child))
+        elif not _skipped(child):
             parts.append(" " if isinstance(child.tag, str) and child.tag.lower() == "br" else text_of(child))
         parts.append(child.tail or "")
     return "".join(parts)
@@ -81,10 +116,15 @@ def convert(page: DumpPage, *, max_words: int = 150) -> PageResult:
         return skipped(page, "redirect")
     if page.disambiguation or is_disambiguation(root):
         return skipped(page, "disambiguation")
-    writer = BlockWriter(page, max_words=max_words)
-    body = root.find("body")
-    _walk(body if body is not None else root, writer)
-    return writer.result()
+    book, notes = reference_list(root)
+    writer = BlockWriter(page, max_words=max_words, references=book)
+    token = _PAGE_NOTES.set(notes)
+    try:
+        body = root.find("body")
+        _walk(body if body is not None else root, writer)
+        return writer.result()
+    finally:
+        _PAGE_NOTES.reset(token)
 
 
 def _walk(el: HtmlElement, writer: BlockWriter) -> None:

@@ -1,0 +1,181 @@
+"""Which side is right, across the real boundaries: cited pages fetched over real HTTP from a
+local server (the guard, the limits, trafilatura, the cache), the Perennial list refreshed from a
+local Action API, ``claire eval --task sides`` on the shipped cases and ``claire resolve`` /
+``claire check --resolve`` on the demo index, with the oracle behind a real OpenAI-compatible
+server."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import mwparserfromhell
+import pytest
+
+from claire.config import ResolveConfig
+from claire.sources.reading import SourceReader
+from claire.testing.cli import run_claire
+from claire.testing.http_server import BackgroundServer, QuietHandler
+from claire.testing.mock_openai import MockOpenAIServer
+from claire.testing.oracle import oracle_responder
+
+CASES = Path(__file__).resolve().parents[2] / "evals" / "data" / "sides_cases.jsonl"
+ARTICLE = ("<html><head><title>Bridge at 90</title><meta property='og:site_name' content='Example Roads'>"
+           "<meta property='article:published_time' content='2021-03-31'></head><body><article><h1>Bridge at 90</h1>"
+           "<p>The Halvorsen Bridge was opened in 1931 after three years of construction by the county.</p>"
+           "<p>It carries about four thousand vehicles a day across the Tarn, and it was restored in 2004.</p>"
+           "</article></body></html>")
+
+
+class Pages(QuietHandler):
+    hits: dict[str, int] = {}
+
+    def do_GET(self):  # noqa: N802
+        path = self.path
+        Pages.hits[path] = Pages.hits.get(path, 0) + 1
+        if path == "/article":
+            self.send_body(200, ARTICLE.encode(), content_type="text/html; charset=utf-8")
+        elif path == "/plain":
+            self.send_body(200, b"The bridge opened in 1931. " * 5, content_type="text/plain")
+        elif path == "/pdf":
+            self.send_body(200, b"%PDF-1.7 ...", content_type="application/pdf")
+        elif path == "/huge":
+            self.send_body(200, b"<html><body><p>" + b"word " * 400_000 + b"</p></body></html>", content_type="text/html")
+        elif path == "/empty":
+            self.send_body(200, b"<html><body></body></html>", content_type="text/html")
+        elif path == "/loop":
+            self.send_body(302, b"", headers={"Location": "/loop"})
+        elif path == "/moved":
+            self.send_body(301, b"", headers={"Location": "/article"})
+        elif path == "/slow":
+            time.sleep(3)
+            self.send_body(200, ARTICLE.encode(), content_type="text/html")
+        elif path == "/binary":
+            self.send_body(200, b"\x00\x01\x02" * 100, content_type="text/html")
+        else:
+            self.send_body(404, b"not here", content_type="text/html")
+
+
+@pytest.fixture(scope="module")
+def pages():
+    with BackgroundServer(Pages) as server:
+        yield f"http://127.0.0.1:{server.port}"
+
+
+async def test_cited_pages_are_read_over_http_within_the_guard(pages, tmp_path):
+    strict = SourceReader(ResolveConfig(cache_dir=tmp_path / "cache"))
+    refused = await strict.read(f"{pages}/article")
+    assert not refused.readable and "private or loopback" in refused.error  # the default guard
+    reader = SourceReader(ResolveConfig(cache_dir=tmp_path / "cache", allow_private=True, fetch_timeout=1.5,
+                                        max_bytes=200_000, max_redirects=3))
+    page = await reader.read(f"{pages}/article")
+    assert page.readable and page.origin == "fetch" and page.fetched_at
+    assert "opened in 1931" in page.text and page.title == "Bridge at 90" and page.date == "2021-03-31"
+    again = await SourceReader(ResolveConfig(cache_dir=tmp_path / "cache")).read(f"{pages}/article")
+    assert again.origin == "cache" and again.fetched_at == page.fetched_at  # kept with the date fetched
+    assert Pages.hits["/article"] == 1
+    assert (await reader.read(f"{pages}/moved")).readable
+    expected = {"/nothing": "HTTP 404", "/pdf": "a PDF", "/huge": "larger than 200,000 bytes",
+                "/empty": "empty", "/loop": "more than 3 redirects", "/slow": "timed out", "/binary": "a binary file"}
+    for path, reason in expected.items():
+        got = await reader.read(f"{pages}{path}")
+        assert not got.readable and reason in got.error, (path, got.error)
+    assert (await reader.read(f"{pages}/plain")).text.startswith("The bridge opened in 1931.")
+    assert "not an http(s) URL" in (await reader.read("file:///etc/passwd")).error
+    private = await strict.read("http://10.0.0.1/x")  # refused before any packet is sent
+    assert "private or loopback" in private.error
+
+
+def test_sources_read_and_rate_commands(pages, tmp_path):
+    result = run_claire("sources", "read", f"{pages}/article", cache=tmp_path)
+    assert result.returncode == 2 and "private or loopback" in result.stderr and "Traceback" not in result.stderr
+    result = run_claire("sources", "read", f"{pages}/article", "--allow-private", cache=tmp_path)
+    assert result.returncode == 0 and "opened in 1931" in result.stdout
+    result = run_claire("sources", "rate", "https://www.dailymail.co.uk/news/x", "--json", cache=tmp_path)
+    assert json.loads(result.stdout)["tier"] == "deprecated"
+
+
+class ActionApi(QuietHandler):
+    def do_GET(self):  # noqa: N802
+        page = parse_qs(urlsplit(self.path).query)["page"][0]
+        table = ('{| class="wikitable"\n|-\n| [[Example Times]]\n| {{WP:RSPSTATUS|gr}}\n| 1\n| {{WP:RSPLAST|2025}}\n'
+                 '| Fine.\n| {{WP:RSPUSES|times.example}}\n|}')
+        if page.endswith("/Perennial sources"):
+            text = "{{Wikipedia:Reliable sources/Perennial sources/Part two}}\n" + table
+        else:
+            text = table.replace("Example Times", "Example Gazette").replace("gr}}", "d}}").replace("times.", "gazette.")
+        self.send_body(200, {"parse": {"title": page, "wikitext": text}})
+
+
+def test_the_snapshot_is_refreshed_through_the_action_api(tmp_path):
+    with BackgroundServer(ActionApi) as api:
+        out = tmp_path / "perennial.json"
+        result = run_claire("sources", "refresh", "--api-url", f"http://127.0.0.1:{api.port}/w/api.php", "--out", str(out),
+                            cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())["sources"]
+    assert [(r["name"], r["status"]) for r in rows] == [("Example Times", "generally reliable"), ("Example Gazette", "deprecated")]
+    result = run_claire("sources", "rate", "https://gazette.example/a", "--set", f"resolve.reliability={out}", cache=tmp_path)
+    assert result.stdout.startswith("deprecated")
+
+
+@pytest.fixture
+def oracle():
+    with MockOpenAIServer(oracle_responder(), model="oracle") as server:
+        yield server
+
+
+def test_the_shipped_cases_resolve_keylessly_with_the_oracle(oracle, tmp_path):
+    out = tmp_path / "sides"
+    result = run_claire("eval", "--task", "sides", "--dataset", str(CASES), "--out", str(out), "--base-url",
+                        oracle.base_url, "--model", "oracle", cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["records"] >= 40 and metrics["errors"] == 0
+    assert metrics["accuracy_with_winner"] >= 0.9
+    assert metrics["wrong_high_confidence"] <= 0.05
+    assert metrics["cannot_tell_recall"] >= 0.9
+    assert metrics["support_agreement"] >= 0.9
+    cases = {case["id"]: case for case in map(json.loads, CASES.read_text().splitlines())}
+    quotes = 0
+    for line in map(json.loads, (out / "predictions.jsonl").read_text().splitlines()):
+        pages = {page["url"]: page["text"] for page in cases[line["claim_id"]]["sources"]}
+        for side in line["sides"]:
+            for source in side["sources"]:
+                if source["quote"]:  # every quote on a card stands word for word in its source
+                    assert source["quote"] in pages[source["reference"]["url"]]
+                    quotes += 1
+    assert quotes >= 40
+    assert "Which side is right" in (out / "report.md").read_text()
+
+
+def test_a_malformed_case_is_one_line(oracle, tmp_path):
+    bad = tmp_path / "cases.jsonl"
+    bad.write_text(CASES.read_text().splitlines()[0] + "\n{\"id\": \"x\", \"fact\": 3}\n")
+    result = run_claire("resolve", "--cases", str(bad), "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)
+    assert result.returncode == 2 and f"{bad}:2: fact" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_tour_resolves_the_planted_eiffel_case(oracle, tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
+    talk = tmp_path / "talk.wiki"
+    result = run_claire("resolve", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
+                        "--base-url", oracle.base_url, "--model", "oracle", "--talk-page", str(talk), cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "the passage is right" in result.stdout
+    assert "generally unreliable" in result.stdout and "How the Eiffel Tower was built" in result.stdout
+    code = mwparserfromhell.parse(talk.read_text())
+    assert "Eiffel Tower" in str(code.filter_headings()[0].title)  # a note for Talk:Paris, about the other article
+    links = {str(link.title) for link in code.filter_wikilinks()}
+    assert "Paris#Landmarks" in links and any(link.startswith("Eiffel Tower#") for link in links)
+    assert "Contradictory inline|article=Eiffel Tower" in talk.read_text()
+    result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
+                        "--resolve", "--json", "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["assessment"]["verdict"] == "inconsistent" and data["resolution"]["decision"] == "passage"
+    fact, passage = data["resolution"]["sides"]
+    assert passage["verified"] and not fact["verified"]
+    assert all(s["quote"] is None or s["support"] != "states" or s["quote"] for s in passage["sources"])
