@@ -1,8 +1,8 @@
 """The FastAPI app behind ``claire serve``: :func:`create_app` wires the server's services, its
 guards and its routers together.
 
-The routes live in ``*_routes.py`` by what they serve (checks and scans, reviews, the index, the
-page, health) and only validate, store and read: checking runs in
+The routes live in ``*_routes.py`` by what they serve (checks and scans, reviews, which side is
+right, the index, the page, health) and only validate, store and read: checking runs in
 :class:`~claire.jobs.runner.JobRunner` through the same ``open_system`` the CLI uses. What the
 routes share reaches them through ``web/deps.py`` from ``app.state``: the configuration and
 settings from the start, the job store, runner and retriever once the server has started.
@@ -33,6 +33,7 @@ from claire.jobs.runner import JobRunner, TooBusy
 from claire.web.page_routes import mount_files, pages
 from claire.web.patrol_routes import patrol as patrol_routes
 from claire.livewiki.patrol import patrol_from_config
+from claire.web.resolve_routes import resolving
 from claire.web.review_routes import reviews
 from claire.web.search_routes import index
 from claire.web.settings import ServeSettings
@@ -123,7 +124,7 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: Ch
                      hosts=settings.trusted_hosts())
     app.add_exception_handler(ClaireError, claire_error_response)
     app.add_exception_handler(RequestValidationError, invalid_request_response)
-    for router in (checks, scans, reviews, patrol_routes, index, server, pages):
+    for router in (checks, scans, reviews, resolving, patrol_routes, index, server, pages):
         app.include_router(router)
     mount_files(app)
     return app

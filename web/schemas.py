@@ -53,6 +53,15 @@ class ReviewRequest(BaseModel):
     comment: str | None = Field(None, max_length=4000)
 
 
+class ResolveRequest(BaseModel):
+    """Which side is right: a flagged fact of a job (its id and the fact's text, claim id or index),
+    or a whole case in the sides task's shape (``{fact, passage, others?, sources?, time_varying?}``)."""
+
+    job_id: str | None = Field(None, validation_alias=AliasChoices("job_id", "scan_id", "check_id", "id"), max_length=64)
+    fact: str | None = Field(None, min_length=1, max_length=2000)
+    case: dict | None = None
+
+
 class Created(BaseModel):
     """The id of a job just accepted for the background."""
 

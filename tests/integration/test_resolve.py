@@ -179,3 +179,39 @@ def test_the_tour_resolves_the_planted_eiffel_case(oracle, tmp_path, copy_demo_i
     fact, passage = data["resolution"]["sides"]
     assert passage["verified"] and not fact["verified"]
     assert all(s["quote"] is None or s["support"] != "states" or s["quote"] for s in passage["sources"])
+
+
+def test_the_web_api_resolves_a_flagged_check(oracle, tmp_path, copy_demo_index):
+    import httpx
+
+    from claire.agent.runtime import open_retrieval
+    from claire.config import load_config
+    from claire.web.app import create_app
+    from claire.web.serve import ServerThread
+    from claire.web.settings import ServeSettings
+
+    root = copy_demo_index(tmp_path / "indexes")
+    config = load_config(None, {"llm.base_url": oracle.base_url, "llm.model": "oracle", "llm.cache": False,
+                                "llm.api_key": "sk-test", "retrieval.rerank": False, "retrieval.path": str(root)})
+    retriever = open_retrieval(config)
+    try:
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path / "web"), retriever=retriever)) as server, \
+                httpx.Client(base_url=server.url, timeout=120) as client:
+            job = client.post("/api/check", json={"fact": "The Eiffel Tower was completed in 1890.", "title": "Paris",
+                                                  "section": "Landmarks"}).json()["id"]
+            deadline = time.monotonic() + 120
+            while client.get(f"/api/check/{job}").json()["status"] not in ("done", "error") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            answer = client.post("/api/resolve", json={"job_id": job, "fact": "0"})
+            assert answer.status_code == 200, answer.text
+            card = answer.json()
+            assert card["decision"] == "passage" and card["talk_page"].rstrip().endswith("~~~~")
+            assert [s["side"] for s in card["sides"]] == ["fact", "passage"]
+            case = json.loads(CASES.read_text().splitlines()[0])
+            whole = client.post("/api/resolve", json={"case": case}).json()
+            assert whole["decision"] == case["label"]
+            assert client.post("/api/resolve", json={"case": {"fact": 3}}).status_code == 422
+            assert client.post("/api/resolve", json={"job_id": "nope", "fact": "0"}).status_code == 404
+            assert client.post("/api/resolve", json={}).status_code == 422
+    finally:
+        retriever.close()

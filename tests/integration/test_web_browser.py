@@ -588,3 +588,45 @@ def test_highlights_land_on_the_right_text_after_characters_outside_the_bmp(stac
     marks = browser.execute_script("return Array.from(document.querySelectorAll('#article mark')).map(m => m.textContent)")
     assert "The Eiffel Tower was completed in 1890." in marks, marks
     assert browser.find_element(By.ID, "article").text.startswith("Intro \U0001F600")
+
+
+@pytest.fixture(scope="module")
+def tour_stack(tmp_path_factory, copy_demo_index):
+    """The app over the demo index with the oracle as its model: the keyless tour in the browser."""
+    from claire.testing.oracle import oracle_responder
+
+    root = copy_demo_index(tmp_path_factory.mktemp("tour-indexes"))
+    with MockOpenAIServer(oracle_responder(), model="oracle") as llm:
+        config = load_config(None, {"llm.base_url": llm.base_url, "llm.model": "oracle", "llm.cache": False,
+                                    "llm.api_key": "sk-tour", "retrieval.rerank": False, "retrieval.path": str(root)})
+        retriever = open_retrieval(config)
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path_factory.mktemp("tour-data")),
+                                     retriever=retriever)) as app:
+            yield app.url
+        retriever.close()
+
+
+def test_which_side_is_right_in_the_side_panel(tour_stack, browser, shots):
+    browser.get(tour_stack + "/")
+    browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
+    browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was completed in 1890.")
+    browser.find_element(By.ID, "check-title").send_keys("Paris")
+    browser.find_element(By.ID, "check-section").send_keys("Landmarks")
+    browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    wait(browser).until(lambda d: "score 0.90" in panel.text)
+    click(browser, "#panel button.claire-resolve")
+    decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-sides-decision")))
+    assert decision.text.startswith("The passage is right")
+    sides = browser.find_elements(By.CSS_SELECTOR, "#panel .claire-side")
+    assert len(sides) == 2 and "verified" in sides[1].text and "generally unreliable" in sides[0].text
+    quote = sides[1].find_element(By.CSS_SELECTOR, ".claire-quote").text
+    assert "completed in March 1889" in quote
+    draft = browser.find_element(By.CSS_SELECTOR, "#panel textarea.claire-talk").get_attribute("value")
+    assert draft.startswith("== Contradiction with [[Eiffel Tower]] ==") and draft.rstrip().endswith("~~~~")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})",
+                           browser.find_element(By.CSS_SELECTOR, "#panel .claire-sides"))
+    time.sleep(0.3)
+    assert browser.save_screenshot(str(shots / "web-sides.png"))
+    click(browser, "#panel button.claire-copy")
+    wait(browser).until(lambda d: d.find_element(By.CSS_SELECTOR, "#panel button.claire-copy").text != "Copy the talk-page draft")

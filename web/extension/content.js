@@ -112,6 +112,7 @@
     window.ClairePanel.render(state.panel, facts, {
       title: "CLAIRE",
       onClose: () => { state.panel.hidden = true; },
+      onResolve: (fact) => call("/api/resolve", { body: { job_id: state.job, fact: String(fact.index) } }),
       onReview: (fact, decision, comment) =>
         call("/api/reviews", { body: { job_id: state.job, fact: String(fact.index), decision, comment } }),
     });

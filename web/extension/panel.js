@@ -4,7 +4,9 @@
  * verdict and score, the verifier's analysis, the two-sided report, entity clarifications and
  * the cited passages with their links, plus review controls named for what is decided ("Contradiction
  * confirmed" / "Not a contradiction") and a comment. `facts` have the shape GET /api/scan/{id} gives
- * them. ClairePanel.editCard(item) is the Patrol tab's shorter card of a patrolled edit's fact. Everything from the corpus or the model is set with
+ * them. ClairePanel.editCard(item) is the Patrol tab's shorter card of a patrolled edit's fact. With
+ * options.onResolve, a flagged fact's card offers "Which side is right?" (POST /api/resolve) and shows
+ * the answer with its talk-page draft and a copy button. Everything from the corpus or the model is set with
  * textContent (never parsed as HTML), and only http(s) links are made clickable.
  */
 (function (root) {
@@ -149,6 +151,117 @@
     return box;
   }
 
+  /* "Which side is right?": for a flagged fact, a button that asks the server (options.onResolve)
+   * and shows the resolver's card — each side's article, its sources with their tier and what they
+   * say, the decision with its reasons, what is missing — and the talk-page draft with a copy button. */
+  const DECISIONS = { fact: "The fact is right", passage: "The passage is right", both: "Both can stand", unknown: "Cannot tell" };
+  const SUPPORT = { states: "states it", contradicts: "gives the other value", silent: "does not state it",
+    "could not read": "could not be read", unknown: "not checked (no URL)" };
+
+  function link(text, href) {
+    const url = safeUrl(href);
+    if (!url) return el("span", null, text);
+    const node = el("a", null, text);
+    node.href = url;
+    node.target = "_blank";
+    node.rel = "noopener noreferrer";
+    return node;
+  }
+
+  function sideView(side) {
+    const box = el("div", "claire-side" + (side.verified ? " claire-verified" : ""));
+    const head = el("h5");
+    head.appendChild(document.createTextNode(side.side === "fact" ? "The fact — " : "The passage — "));
+    head.appendChild(link([side.document_title, side.section_title].filter(Boolean).join(" › ") || "(no article)", side.link));
+    if (side.verified) head.appendChild(el("span", "claire-badge", "verified"));
+    box.appendChild(head);
+    box.appendChild(el("p", "claire-text", "“" + side.text + "”"));
+    const list = el("ul", "claire-sources");
+    if (!side.sources.length) list.appendChild(el("li", "claire-missing", "cites no source"));
+    for (const source of side.sources) {
+      const item = el("li", "claire-source claire-support-" + source.support.replace(/ /g, "-"));
+      const reference = source.reference || {};
+      item.appendChild(link(reference.title || reference.url || "untitled source", reference.url));
+      item.appendChild(el("span", "claire-tier", " · " + source.tier + (reference.site ? " · " + reference.site : "")
+        + (source.date ? " · " + source.date : "")));
+      item.appendChild(el("div", "claire-support", SUPPORT[source.support] || source.support));
+      if (source.quote) item.appendChild(el("blockquote", "claire-quote", source.quote));
+      if (source.note) item.appendChild(el("div", "claire-note", source.note));
+      list.appendChild(item);
+    }
+    box.appendChild(list);
+    if (side.agreeing && side.agreeing.length) {
+      box.appendChild(el("p", "claire-note", side.agreeing.length + " other independent source(s) give this value: " + side.agreeing.join(", ")));
+    }
+    return box;
+  }
+
+  function copyText(text, button) {
+    const done = () => { button.textContent = "Copied"; setTimeout(() => { button.textContent = "Copy the talk-page draft"; }, 2000); };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(text).then(done, () => { button.textContent = "Select the text and copy it"; });
+    } else {
+      button.textContent = "Select the text and copy it";
+    }
+  }
+
+  function resolutionView(box, resolution) {
+    box.replaceChildren(el("h4", null, "Which side is right?"));
+    const decision = el("p", "claire-sides-decision claire-sides-" + resolution.decision,
+      DECISIONS[resolution.decision] + (resolution.decision === "unknown" ? "" : " · confidence " + Number(resolution.confidence).toFixed(2)));
+    box.appendChild(decision);
+    resolution.sides.forEach((side) => box.appendChild(sideView(side)));
+    if (resolution.reasons.length) {
+      box.appendChild(el("h5", null, "Why"));
+      const list = el("ul", "claire-list");
+      resolution.reasons.forEach((reason) => list.appendChild(el("li", null, reason)));
+      box.appendChild(list);
+    }
+    if (resolution.missing.length) {
+      box.appendChild(el("h5", null, "What is missing"));
+      const list = el("ul", "claire-list claire-missing");
+      resolution.missing.forEach((missing) => list.appendChild(el("li", null, missing)));
+      box.appendChild(list);
+    }
+    if (resolution.explanation) box.appendChild(el("p", "claire-note", "The model's reading: " + resolution.explanation));
+    if (resolution.talk_page) {
+      box.appendChild(el("h5", null, "Talk-page draft for Talk:" + resolution.talk_page_article + " (never posted)"));
+      const draft = el("textarea", "claire-talk");
+      draft.readOnly = true;
+      draft.rows = 8;
+      draft.value = resolution.talk_page;
+      box.appendChild(draft);
+      const copy = el("button", "claire-copy", "Copy the talk-page draft");
+      copy.type = "button";
+      copy.addEventListener("click", () => { draft.select(); copyText(resolution.talk_page, copy); });
+      box.appendChild(copy);
+    }
+  }
+
+  function sidesBox(fact, onResolve) {
+    const box = el("section", "claire-section claire-sides");
+    const button = el("button", "claire-resolve", "Which side is right?");
+    button.type = "button";
+    const status = el("p", "claire-note");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      status.textContent = "Reading and rating each side's sources…";
+      try {
+        resolutionView(box, await onResolve(fact));
+      } catch (error) {
+        status.textContent = "Could not resolve: " + error.message;
+        button.disabled = false;
+      }
+    });
+    box.appendChild(button);
+    box.appendChild(status);
+    return box;
+  }
+
+  function flagged(fact) {
+    return fact.status !== "error" && fact.verdict === "inconsistent";
+  }
+
   /* A passage whose text shows its first lines until it is clicked. */
   function foldedPassage(evidence) {
     const item = passage(evidence);
@@ -163,6 +276,7 @@
    * fact and its verdict; what the agent reported; the one or two passages the verifier cited
    * first. The analysis, the other passages and the two-sided report open on demand. */
   function editCard(item, options) {
+    options = options || {};
     const node = el("article", "claire-card claire-edit claire-" + band(item));
     node.dataset.index = item.index;
     const context = item.context;
@@ -214,7 +328,8 @@
       if (assessment.report) twoSided(section(more, "Two-sided report"), assessment.report);
       node.appendChild(more);
     }
-    if (options && options.onReview) node.appendChild(reviewBox(item, options.onReview));
+    if (options.onResolve && flagged(item)) node.appendChild(sidesBox(item, options.onResolve));
+    if (options.onReview) node.appendChild(reviewBox(item, options.onReview));
     return node;
   }
 
@@ -246,6 +361,7 @@
       shown.forEach((e) => list.appendChild(passage(e)));
       section(node, cited.size ? "Cited passages" : "Passages found").appendChild(list);
     }
+    if (options.onResolve && flagged(fact)) node.appendChild(sidesBox(fact, options.onResolve));
     if (options.onReview && fact.score !== null && fact.score !== undefined) {
       node.appendChild(reviewBox(fact, options.onReview));
     }

@@ -165,6 +165,7 @@
     window.ClairePanel.render(panel, facts, {
       title: facts.length > 1 ? facts.length + " facts in this sentence" : "Fact",
       onReview: review,
+      onResolve: (fact) => api("/api/resolve", { method: "POST", body: { job_id: current.id, fact: String(fact.index) } }),
       onClose: () => { panel.hidden = true; panelKey = null; draw(); },
     });
     draw();
@@ -423,6 +424,7 @@
         if (item.left_out) head.appendChild(el("span", "recent-meta", " · " + item.left_out.note));
         entry.appendChild(head);
         entry.appendChild(window.ClairePanel.editCard(item, {
+          onResolve: () => api("/api/resolve", { method: "POST", body: { job_id: item.job_id, fact: item.claim_id } }),
           onReview: async (fact, decision, comment) => {
             const saved = await api("/api/reviews", { method: "POST", body: { job_id: item.job_id, fact: item.claim_id, decision, comment } });
             list.dataset.signature = "";
