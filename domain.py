@@ -141,7 +141,7 @@ class BlockElement(BaseModel):
 
     id: str
     text: str
-    citations: list[Reference] | None = None
+    citations: list[Reference] | None = Field(None, exclude_if=lambda value: value is None)  # left out when unknown
 
 
 class _Element(Protocol):
@@ -198,7 +198,7 @@ class Passage(BaseModel):
     categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
     page_id: int | None = None  # the wiki's page id (dump builds)
     revision_id: int | None = None  # the revision the passage was taken from (dump builds)
-    citations: list[Reference] | None = None  # the sources the passage cites (None: the index kept none)
+    citations: list[Reference] | None = Field(None, exclude_if=lambda value: value is None)  # the sources it cites (None: unknown, left out of its data)
 
     @field_validator("section_title", mode="before")
     @classmethod
