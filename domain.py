@@ -197,7 +197,7 @@ class Passage(BaseModel):
     elements: list[BlockElement] | None = None  # citable elements, in reading order, when the source has them
     categories: list[str] | None = None  # the article's categories, when the source has them (rate breakdowns)
     page_id: int | None = None  # the wiki's page id (dump builds)
-    revision_id: int | None = None  # the revision the passage was taken from (dump builds)
+    revision_id: int | None = Field(None, exclude_if=lambda value: value is None)  # the revision it was taken from (dump builds)
     citations: list[Reference] | None = Field(None, exclude_if=lambda value: value is None)  # the sources it cites (None: unknown, left out of its data)
 
     @field_validator("section_title", mode="before")
@@ -251,7 +251,7 @@ class Evidence(Passage):
     @classmethod
     def from_hit(cls, hit: Any, n: int) -> "Evidence":
         """The evidence [n] for one search hit (anything with ``block`` and ``score``)."""
-        fields = hit.block.model_dump(exclude={"block_type", "categories", "page_id", "revision_id"})
+        fields = hit.block.model_dump(exclude={"block_type", "categories", "page_id"})
         return cls(**fields, n=n, score=hit.score)
 
     def trace_view(self) -> dict[str, object]:

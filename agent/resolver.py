@@ -293,7 +293,7 @@ def case_from_check(claim: Any, assessment: Any, retriever: Searcher | None) -> 
                 revision_id=block.revision_id if block else None, citations=list((block.citations if block else None) or []))
     passage = Side(text=closest_sentence(evidence.content, claim.text)[0], document_title=evidence.document_title,
                    section_title=evidence.section_title, content=evidence.content, url=evidence.url,
-                   citations=list(evidence.citations or []))
+                   revision_id=evidence.revision_id, citations=list(evidence.citations or []))
     read = [OtherPassage(document_title=e.document_title, content=e.content, citations=list(e.citations or []))
             for e in assessment.evidence if e.id != evidence.id and e.document_title not in
             (fact.document_title, passage.document_title)]

@@ -215,3 +215,20 @@ def test_the_web_api_resolves_a_flagged_check(oracle, tmp_path, copy_demo_index)
             assert client.post("/api/resolve", json={}).status_code == 422
     finally:
         retriever.close()
+
+
+def test_a_flagged_record_of_a_run_is_resolved(oracle, tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
+    tour = Path(__file__).resolve().parents[2] / "evals" / "data" / "tour.jsonl"
+    run_dir = tmp_path / "run"
+    result = run_claire("eval", "--dataset", str(tour), "--out", str(run_dir), "--index", "demo", "--no-rerank",
+                        "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    result = run_claire("resolve", "--run", str(run_dir), "--id", "tour-1", "--json", "--base-url", oracle.base_url,
+                        "--model", "oracle", cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    card = json.loads(result.stdout)
+    assert card["decision"] == "passage" and card["sides"][1]["document_title"] == "Eiffel Tower"
+    result = run_claire("resolve", "--run", str(run_dir), "--id", "tour-3", "--base-url", oracle.base_url,
+                        "--model", "oracle", cache=tmp_path)
+    assert result.returncode == 2 and "was not flagged" in result.stderr
