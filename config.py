@@ -137,10 +137,10 @@ class LLMConfig(_Section):
     local_n_ctx: int = Field(8192, ge=512, description="context window of the local model (tokens)")
     temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature")
     max_tokens: int = Field(1500, ge=1, description="longest answer per call (tokens); the context budget keeps room for it")
-    timeout: float = Field(60.0, gt=0, description="seconds to wait for one answer")
+    timeout: float = Field(60.0, gt=0, le=3600, description="seconds to wait for one answer (at most an hour)")
     max_attempts: int = Field(6, ge=1, description="tries per call on 429, 5xx, timeouts, connection errors and garbled answers")
-    retry_base_wait: float = Field(0.5, ge=0, description="first backoff between tries (seconds), growing exponentially with jitter")
-    retry_max_wait: float = Field(30.0, ge=0, description="longest backoff between tries (seconds); a server's Retry-After is honoured up to 120 s")
+    retry_base_wait: float = Field(0.5, ge=0, le=600, description="first backoff between tries (seconds), growing exponentially with jitter")
+    retry_max_wait: float = Field(30.0, ge=0, le=3600, description="longest backoff between tries (seconds); a server's Retry-After is honoured up to 120 s")
     stream: bool = Field(False, description="receive answers as a stream of chunks")
     openai_client: Literal["auto", "chat_openai", "direct"] = Field(
         "auto", description="how OpenAI-compatible endpoints are called: direct (CLAIRE's lean LangChain chat model over "
@@ -237,7 +237,7 @@ class RetrievalConfig(_Section):
     rerank_step: int = Field(10, ge=1, description="how far the reranking window slides")
     rerank_max_chars: int = Field(600, ge=50, description="characters of each passage shown to the reranker")
     wikichat_url: str = Field("https://search.genie.stanford.edu/wikipedia_20250320", description="the WikiChat search endpoint")
-    lock_timeout: float = Field(600.0, ge=0, description="seconds a build, --replace or delete of an embedded index waits for another one to finish")
+    lock_timeout: float = Field(600.0, ge=0, le=86400, description="seconds a build, --replace or delete of an embedded index waits for another one to finish")
     # collections made by `index build --from-dump` on a Qdrant server (retrieval.url)
     server_shards: int = Field(1, ge=1, description="shards of a collection a dump build creates on a Qdrant server")
     server_on_disk: bool = Field(True, description="keep a server collection's vectors and payloads on disk")
@@ -299,6 +299,10 @@ class AgentConfig(_Section):
         description="latest controller observations always kept whole when older ones are condensed to fit the context window",
     )
     max_fact_chars: int = Field(2000, ge=50, description="longer facts are refused: `claire scan` is for passages")
+    claim_timeout: float = Field(3600.0, gt=0, le=7 * 86400, description="seconds one claim's check may take in all, after "
+                                 "which it fails with that reason (a system that never answers cannot stop a run)")
+    max_answer_chars: int = Field(100_000, ge=1000, le=10_000_000, description="longest text of a system's answer kept "
+                                  "(explanation, each passage, each trace step); longer ones are cut, marked")
     calibration: Path | None = Field(
         None, description="a calibrator.json (written by `claire metrics --calibrate-from`), or a validation run directory "
                           "to fit one from: answers then carry the calibrated probability of their score",

@@ -11,6 +11,9 @@
 - :class:`Claim` — one fact to check, with the passage it came from;
 - :class:`TraceItem` — one step of research, in WikiCollide's ``agent_trace`` shape;
 - :class:`Assessment` — a system's answer for one claim;
+- admission — :func:`admit`, the one check an answer passes where it enters the domain: a score that
+  is not a finite number of its kind's range (a probability in [0, 1], a count from 0) is no score
+  but a failed fact saying so, and an oversized explanation, evidence or trace is cut, marked;
 - the verdict rule — :func:`decide`, :func:`flags` and :func:`outcome` (consistent, flagged or failed),
   and :func:`recorded_outcome`, the same read back from what was stored: a score flags a claim by the kind of score
   it is (:data:`ScoreKind`), which the system that emits it declares. A probability-like score in
@@ -23,6 +26,7 @@ every other room may import it.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Iterable, Literal, Protocol
 
@@ -69,6 +73,76 @@ def recorded_outcome(record: Any) -> Outcome:
     if get("error") is not None or get("status") == "error" or (get("verdict") is None and get("label") is None):
         return "failed"
     return "flagged" if get("verdict") == "inconsistent" or get("label") == "REFUTES" else "consistent"
+
+
+def impossible_score(score: Any, kind: Any = "probability") -> str | None:
+    """Why ``score`` cannot be a score of ``kind`` (None when it can, or when there is none): not a
+    number, not finite, or outside the kind's range."""
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        return f"a score that is not a number ({type(score).__name__} {str(score)[:40]!r})"
+    if not math.isfinite(score):
+        return f"a score that is not a finite number ({score})"
+    if kind == "count":
+        return None if score >= 0 else f"a negative count ({score:g})"
+    if kind not in ("probability", None):
+        return f"a score of an unknown kind ({str(kind)[:40]!r})"
+    return None if 0.0 <= score <= 1.0 else f"a score outside [0, 1] ({score:g})"
+
+
+CUT_MARK = "… [cut by CLAIRE: {n:,} more characters]"
+"""What stands where an oversized text of an answer was cut."""
+
+
+def _cut(text: Any, limit: int) -> Any:
+    if isinstance(text, str) and len(text) > limit:
+        return text[:limit] + CUT_MARK.format(n=len(text) - limit)
+    return text
+
+
+def admit(answer: Any, *, system: str = "the system", max_chars: int = 100_000, max_items: int = 500) -> Any:
+    """An answer as it may enter the domain. An Assessment (anything with a ``score_kind``) whose
+    score is impossible (:func:`impossible_score`) becomes a failed fact with that reason, no score
+    and no verdict; its reasoning, evidence, trace and details are cut to ``max_chars`` characters a
+    text and ``max_items`` items a list, what was cut marked (``details["cut"]``). Other answers pass."""
+    if not hasattr(answer, "score_kind"):
+        return answer
+    problem = impossible_score(getattr(answer, "score", None), getattr(answer, "score_kind", "probability"))
+    if problem is not None:
+        answer.score, answer.verdict, answer.probability = None, None, None
+        answer.error = answer.error or f"{system} gave {problem}: no verdict"
+    cut: list[str] = []
+    for name in ("reasoning", "restated_claim", "error", "claim_text"):
+        value = getattr(answer, name, None)
+        if isinstance(value, str) and len(value) > max_chars:
+            setattr(answer, name, _cut(value, max_chars))
+            cut.append(name)
+    for name in ("evidence", "trace", "clarifications", "explanations", "reported", "evidence_elements"):
+        items = getattr(answer, name, None)
+        if isinstance(items, list) and len(items) > max_items:
+            setattr(answer, name, items[:max_items])
+            cut.append(f"{name} ({len(items) - max_items} items)")
+    evidence = getattr(answer, "evidence", None) or []
+    if any(len(getattr(e, "content", "") or "") > max_chars for e in evidence):
+        answer.evidence = [e.model_copy(update={"content": _cut(e.content, max_chars)}) for e in evidence]
+        cut.append("evidence text")
+    trace = getattr(answer, "trace", None) or []
+    if any(len(str(t.action_output)) > max_chars or len(str(t.action_argument)) > max_chars for t in trace):
+        answer.trace = [t.model_copy(update={"action_output": _cut(t.action_output if isinstance(t.action_output, str)
+                                                                    else str(t.action_output), max_chars)
+                                             if len(str(t.action_output)) > max_chars else t.action_output,
+                                             "action_argument": _cut(str(t.action_argument), max_chars)
+                                             if len(str(t.action_argument)) > max_chars else t.action_argument})
+                        for t in trace]
+        cut.append("trace text")
+    details = getattr(answer, "details", None)
+    if isinstance(details, dict) and len(str(details)) > max_chars:
+        answer.details = {"cut": "the system's details were larger than the limit and were left out"}
+        cut.append("details")
+    if cut and isinstance(getattr(answer, "details", None), dict):
+        answer.details["cut"] = f"cut to the answer limit ({max_chars:,} characters, {max_items} items): {', '.join(cut)}"
+    return answer
 
 
 def decide(score: float | None, threshold: float, kind: ScoreKind = "probability") -> Consistency | None:

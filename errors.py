@@ -3,7 +3,7 @@
 The CLI prints ``str(error)`` and exits non-zero for any :class:`ClaireError`; nothing else in
 the package should need a traceback to be understood. A leaf module: every layer may import it.
 Messages never carry secrets: :func:`redact` masks the password part of URLs
-(``https://user:KEY@host``) and every secret registered with :func:`register_secret` (the
+(``https://user:KEY@host``), query parameters that carry one (``?api-key=KEY``, ``&token=…``) and every secret registered with :func:`register_secret` (the
 configured API keys), and a ClaireError's text is always redacted.
 """
 
@@ -13,6 +13,9 @@ import re
 from enum import IntEnum
 
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+_SECRET_PARAM = re.compile(
+    r"(?P<name>[?&;](?:[\w.-]*[-_.])?(?:key|apikey|api[-_]?key|token|access[-_]?token|secret|password|passwd|pwd|sig|"
+    r"signature|auth|authorization|credentials?|client[-_]?secret|session)=)(?P<value>[^&#\s\"'<>]+)", re.IGNORECASE)
 _SECRETS: set[str] = set()
 
 
@@ -30,9 +33,12 @@ def mask(secret: str | None) -> str | None:
 
 
 def redact(text: str) -> str:
-    """``text`` with URL credentials and registered secrets masked."""
+    """``text`` with URL credentials (``user:pw@``, and query parameters that carry a key, token,
+    secret or password) and registered secrets masked."""
     if "@" in text:  # credentials in a URL need one: most text skips the pattern's scan
         text = _URL_USERINFO.sub(lambda m: f"{m.group('scheme')}****@", text)
+    if "=" in text:
+        text = _SECRET_PARAM.sub(lambda m: f"{m.group('name')}****", text)
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, mask(secret) or "****")

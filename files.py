@@ -169,9 +169,26 @@ def append_line(path: Path, line: bytes) -> None:
         os.close(descriptor)
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def strict_json(value: Any, *, indent: int | None = None, default: Any = None, sort_keys: bool = False) -> str:
+    """JSON as every reader accepts it, the one way CLAIRE writes JSON: a NaN or an infinity (which
+    JSON has no word for) is written as null, never as ``NaN``."""
+    return json.dumps(_finite(value), ensure_ascii=False, allow_nan=False, indent=indent, default=default,
+                      sort_keys=sort_keys)
+
+
 def append_jsonl(path: Path, record: Any) -> None:
     """Append one JSON value as a line, durably."""
-    append_line(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+    append_line(path, (strict_json(record) + "\n").encode("utf-8"))
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -183,7 +200,7 @@ def write_atomically(path: Path, text: str) -> None:
 
 def write_jsonl(path: Path, records: Iterable[Any]) -> None:
     """Replace ``path`` with one JSON value a line, atomically."""
-    write_atomically(path, "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records))
+    write_atomically(path, "".join(strict_json(record) + "\n" for record in records))
 
 
 @dataclass

@@ -100,6 +100,11 @@ def system_class(name: str) -> Any:
         raise ConfigError(f"system '{name}': cannot import {module} ({error}); is it on the Python path?") from None
     except AttributeError:
         raise ConfigError(f"system '{name}': {module} has no {cls}") from None
+    except SystemExit as error:  # the module ended the program as it was imported
+        raise ConfigError(f"system '{name}': importing {module} called sys.exit({error.code!r})") from None
+    except Exception as error:  # noqa: BLE001 - the user's module broke at import: theirs, not CLAIRE's
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise ConfigError(f"system '{name}': importing {module} failed: {type(error).__name__}: {first}"[:500]) from None
     missing = [attr for attr in ("from_config", "assess") if not callable(getattr(found, attr, None))]
     if missing:
         raise ConfigError(f"system '{name}' is not a CLAIRE system: it has no {' or '.join(missing)} (see the docs' "

@@ -37,7 +37,7 @@ from claire.config import ResolveConfig
 from claire.domain import Reference, ScoreKind
 from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
-from claire.llm.answers import tag_text, text_of
+from claire.llm.answers import tag_text
 from claire.llm.client import ChatClient
 from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary

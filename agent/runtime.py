@@ -118,7 +118,21 @@ def build_system(
 
     parts = SystemParts(config=config, llm=llm, retriever=retriever, prompts=prompts, task=task, reviewer=reviewer,
                         on_step=on_step, build=build, make_search=lambda: search_engine(config, retriever, llm, prompts))
-    return system.from_config(parts)
+    if system.__module__.startswith("claire."):
+        return system.from_config(parts)
+    try:  # a system written outside CLAIRE: what goes wrong in it is said as its own
+        built = system.from_config(parts)
+    except ClaireError:
+        raise
+    except SystemExit as error:
+        raise ConfigError(f"system '{name}': from_config called sys.exit({error.code!r})") from None
+    except Exception as error:  # noqa: BLE001
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise ConfigError(f"system '{name}': from_config failed: {type(error).__name__}: {first}"[:500]) from None
+    if not callable(getattr(built, "assess", None)):
+        raise ConfigError(f"system '{name}': from_config returned {type(built).__name__}, not a system with an "
+                          "assess method")
+    return built
 
 
 def check_pairing(name: str, task: Task) -> None:

@@ -91,11 +91,15 @@ def check_command(
                           context=Passage(document_title=title or "", section_title=section or "", content=(context or "").strip()))
         view = CheckView(shown, claim, config, quiet=as_json, resume=resume, status=status, started=started)
         assessment = run(research(view))
+    trace_failed = False
     if trace_out is not None:
         try:
-            trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False), encoding="utf-8")
-        except OSError as error:
-            err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(error.strerror or str(error))}")
+            trace_out.write_text(json.dumps([t.model_dump() for t in assessment.trace], indent=2, ensure_ascii=False,
+                                            allow_nan=False, default=str), encoding="utf-8")
+        except (OSError, ValueError) as error:
+            trace_failed = True
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            err.print(f"[red]error:[/] cannot write --trace-out {escape(str(trace_out))}: {escape(reason)}")
     # one rule (claire.domain): a check that met an error (its research cut short, e.g. by an LLM outage) is no verdict
     from claire.domain import recorded_outcome
 
@@ -123,6 +127,8 @@ def check_command(
     if failed:  # no verdict: the cause, on one line, where errors go
         reached = "" if assessment.score is None else f" (the score its cut-short research reached, {assessment.score:.2f}, is no verdict; check it again)"
         err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error or 'no score was produced'}{reached}"))
+        raise typer.Exit(ExitCode.ERROR)
+    if trace_failed:  # the verdict stands above; the output asked for is missing: not done
         raise typer.Exit(ExitCode.ERROR)
     review = assessment.details.get("review")
     if review:  # the person's decision is the answer
@@ -199,5 +205,5 @@ async def _check(view: CheckView, retriever: Any) -> Assessment:
         view.say("researching…")
         with track_usage() as usage:  # the running total the status line shows
             view.llm_total = usage
-            outcome = await Executor(1).check(system, view.claim, key=view.claim.claim_id, on_step=on_step, **kwargs)
+            outcome = await Executor.for_config(view.config, 1).check(system, view.claim, key=view.claim.claim_id, on_step=on_step, **kwargs)
         return outcome.answer()

@@ -219,6 +219,17 @@ def check_writable(path: Path, option: str) -> None:
         raise ConfigError(f"{option}: {path} is not a regular file; give a file name")
     if not os.access(path if path.exists() else path.parent, os.W_OK):
         raise ConfigError(f"{option}: {path} is not writable")
+    existed = path.exists()
+    try:  # the permission bits do not tell everything (root, a read-only mount, a full device): try it
+        with open(path, "a", encoding="utf-8") as probe:
+            probe.write("")
+            probe.flush()
+            os.fsync(probe.fileno()) if path.is_file() else None
+    except OSError as error:
+        raise ConfigError(f"{option}: {path} cannot be written ({error.strerror or error})") from None
+    finally:
+        if not existed and path.is_file() and path.stat().st_size == 0:
+            path.unlink()
 
 
 def passage_text(text: str | None, file: Path | None) -> str:

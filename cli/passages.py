@@ -122,7 +122,7 @@ def cite_command(
         from claire.runs.executor import Executor
 
         async with open_system(config) as checker:
-            return (await Executor(1).check(checker, citation, key="cite")).answer()
+            return (await Executor.for_config(config, 1).check(checker, citation, key="cite")).answer()
 
     if as_json:
         result = run(go())

@@ -100,7 +100,7 @@ async def resolve_case(config: Config, case: SidesCase, retriever: Any = None) -
 
     resolving = config.with_overrides({"agent.system": "resolve", "agent.task": "sides"})
     async with open_system(resolving, retriever=retriever) as resolver:
-        return (await Executor(1).check(resolver, case, key=case.claim_id)).answer()
+        return (await Executor.for_config(config, 1).check(resolver, case, key=case.claim_id)).answer()
 
 
 async def resolve_check(config: Config, claim: Claim, assessment: Assessment, retriever: Any = None) -> Resolution | None:
@@ -134,7 +134,7 @@ async def check_then_resolve(config: Config, claim: Claim) -> tuple[Assessment, 
     retriever = await asyncio.to_thread(open_retrieval, config)
     try:
         async with open_system(config, retriever=retriever) as system:
-            assessment = (await Executor(1).check(system, claim, key=claim.claim_id)).answer()
+            assessment = (await Executor.for_config(config, 1).check(system, claim, key=claim.claim_id)).answer()
         if recorded_outcome(assessment) != "flagged":
             return assessment, None
         return assessment, await resolve_check(config, claim, assessment, retriever)

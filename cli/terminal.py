@@ -65,7 +65,9 @@ class _TerminalConsole(Console):
 
 
 def terminal_console(**kwargs: Any) -> Console:
-    """A Rich console that never writes a control sequence it did not make itself."""
+    """A Rich console that never writes a control sequence it did not make itself, nor turns a
+    ``:word:`` of the text (a system named ``module:X``, a time) into an emoji."""
+    kwargs.setdefault("emoji", False)
     console = _TerminalConsole(**kwargs)
     console.push_render_hook(_PrintableOnly())
     return console

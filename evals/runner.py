@@ -334,7 +334,7 @@ async def run_eval(
     """
     if concurrency < 1:
         raise ConfigError(f"concurrency must be at least 1, got {concurrency}")
-    executor = Executor(concurrency)
+    executor = Executor.for_config(config_public or {}, concurrency)
     task = task if isinstance(task, Task) else get_task(task or ((config_public or {}).get("agent") or {}).get("task"))
     ids = [record.claim_id for record in records]
     if len(set(ids)) != len(ids):

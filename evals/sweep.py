@@ -52,6 +52,7 @@ from claire.evals.reporting import cost_cell, per_claim_costs, plot_heatmap, rea
 from claire.evals.runner import config_differences, pending_claims, run_eval
 from claire.tasks.measures import DASH, auroc_text, or_dash, pct
 from claire.domain import Claim
+from claire.agent.runtime import check_pairing
 from claire.tasks.registry import get_task
 from claire.agent.runtime import run_settings
 
@@ -229,6 +230,11 @@ def plan_sweep(sweep_file: str | Path, base_config: Config) -> SweepPlan:
     unknown = sorted(set(spec.limit) - {cell.name for cell in cells})
     if unknown:
         raise ConfigError(f"{sweep_file}: limit names no cell: {', '.join(unknown)}")
+    for cell in cells:  # every cell's system loads before the first call of the first cell
+        try:
+            check_pairing(cell.config.agent.system, get_task(cell.config.agent.task))
+        except ConfigError as error:
+            raise ConfigError(f"{sweep_file}: cell {cell.name}: {error}") from None
     return SweepPlan(name=spec.name or sweep_file.stem, axes=axes, cells=cells)
 
 

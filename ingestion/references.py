@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import mwparserfromhell
-from mwparserfromhell.nodes import ExternalLink, Tag, Template
+from mwparserfromhell.nodes import Tag, Template
 from mwparserfromhell.wikicode import Wikicode
 
 from claire.domain import Reference, ReferenceKind

@@ -68,7 +68,7 @@ class JobRunner:
         self.store = store
         self.llm = llm
         self.retriever = retriever
-        self.executor = Executor(concurrency)
+        self.executor = Executor.for_config(config, concurrency)
         self.concurrency = concurrency
         self._systems: dict[str | None, System] = {}
         self.max_jobs = max_jobs

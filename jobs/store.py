@@ -28,7 +28,7 @@ from typing import Any
 
 from claire.config import data_dir
 from claire.domain import recorded_outcome
-from claire.files import valid_text
+from claire.files import valid_text, strict_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -70,7 +70,7 @@ def default_store_path(folder: Path | None = None) -> Path:
 
 
 def _dumps(value: Any) -> str:
-    return valid_text(json.dumps(value, ensure_ascii=False, default=str))
+    return valid_text(strict_json(value, default=str))
 
 
 def _clean(args: tuple[Any, ...]) -> tuple[Any, ...]:

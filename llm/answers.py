@@ -21,7 +21,10 @@ from claire.llm.usage import record_event
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _FRACTION = re.compile(rf"({_NUMBER})\s*(?:/|out\s+of)\s*({_NUMBER})", re.IGNORECASE)
 _PERCENT = re.compile(rf"({_NUMBER})\s*%")
-_PLAIN = re.compile(_NUMBER)
+_PLAIN = re.compile(rf"(?<![\w.]){_NUMBER}(?![\w])")  # a number standing alone: not the 0 of 0x1, nor inside a word
+_MINUSES = str.maketrans({"\u2212": "-", "\u2012": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"})
+HAIR = 1e-6
+"""How far outside [0, 1] a score may stray and still be read (as 0 or 1): rounding, never a claim."""
 
 NLI_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 _EXACT = re.compile(r"NOT ENOUGH INFO|SUPPORTS|REFUTES")
@@ -73,7 +76,9 @@ def to_score(raw: str) -> float | None:
     """0.7, 70%, 7/10 and "7 out of 10" all read as 0.7; a score in words reads as a fixed value
     (very high 0.9, high 0.8, medium 0.5, low 0.2, very low 0.05; counted as a ``score_words``
     event); anything else outside [0, 1] is unusable (None: asked again) rather than guessed at.
-    Slightly negative values clamp to 0."""
+    Only what lies within a hair (:data:`HAIR`) of the range is clamped into it: -1, -0.5, a Unicode
+    minus's −0.7 and a hexadecimal 0x1 are unusable, not 0."""
+    raw = (raw or "").translate(_MINUSES)
     if match := _FRACTION.search(raw):
         numerator, denominator = float(match.group(1)), float(match.group(2))
         value = numerator / denominator if denominator > 0 else None
@@ -89,15 +94,15 @@ def to_score(raw: str) -> float | None:
                 record_event("score_words")
                 return worded
         return None
-    if value is None or value > 1.0:
+    if value is None or value != value or not (-HAIR <= value <= 1.0 + HAIR):
         return None
-    return max(value, 0.0)
+    return min(max(value, 0.0), 1.0)
 
 
 def tagged_score(text: str, tag: str) -> float | None:
     """A score in [0, 1] from the last ``<tag>`` that holds a usable number, else from a
     ``tag: 0.7`` line (``inconsistency score = 0.7`` too); None when absent."""
-    text = html.unescape(text or "")
+    text = html.unescape(text or "").translate(_MINUSES)
     for raw in reversed(_tags(text, tag)):
         score = to_score(raw)
         if score is not None:

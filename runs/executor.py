@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from claire.agent.system import StepListener, steps_to
+from claire.domain import admit
 from claire.errors import ClaireError, redact
 from claire.files import append_jsonl, read_log
 from claire.llm.usage import track_usage
@@ -94,14 +95,48 @@ def todo(records: Sequence[Any], finished: dict[str, str | None], *, key: Callab
     return wanted
 
 
-class Executor:
-    """A bounded pool for checking claims: ``concurrency`` slots shared by every run submitted."""
+def _one_line(error: BaseException) -> str:
+    """An exception as one line: a pydantic validation error by its first problem, else its first line."""
+    errors = getattr(error, "errors", None)
+    if callable(errors) and type(error).__name__ == "ValidationError":
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "the answer"
+            return f"{where}: {first.get('msg')}"
+        except Exception:  # noqa: BLE001 - any other shape: fall back to the text
+            pass
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
-    def __init__(self, concurrency: int):
+
+def _whose(system: Any) -> str:
+    """How an error names the system: a built-in one by name, one written outside CLAIRE as 'your system NAME'."""
+    name = str(getattr(system, "name", type(system).__name__))
+    module = type(system).__module__ or ""
+    return f"system {name}" if module.startswith("claire.") else f"your system {name} ({module}.{type(system).__name__})"
+
+
+class Executor:
+    """A bounded pool for checking claims: ``concurrency`` slots shared by every run submitted.
+    Each check may take at most ``claim_timeout`` seconds, and each answer enters the domain through
+    :func:`claire.domain.admit` (an impossible score is a failed fact; texts longer than
+    ``max_answer_chars`` are cut, marked)."""
+
+    def __init__(self, concurrency: int, *, claim_timeout: float | None = None, max_answer_chars: int = 100_000):
         if concurrency < 1:
             raise ClaireError(f"concurrency must be at least 1, got {concurrency}")
         self.concurrency = concurrency
+        self.claim_timeout = claim_timeout
+        self.max_answer_chars = max_answer_chars
         self._slots = asyncio.Semaphore(concurrency)
+
+    @classmethod
+    def for_config(cls, config: Any, concurrency: int) -> "Executor":
+        """An executor with the configuration's limits (``agent.claim_timeout``, ``agent.max_answer_chars``);
+        ``config`` is a Config, or its public dict (a run's config.json)."""
+        agent = config.get("agent") or {} if isinstance(config, dict) else config.agent.model_dump()
+        return cls(concurrency, claim_timeout=agent.get("claim_timeout"),
+                   max_answer_chars=agent.get("max_answer_chars") or 100_000)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -117,20 +152,30 @@ class Executor:
         async with self._slots:
             return await self._check(system, record, key=key, on_step=on_step, options=options)
 
-    @staticmethod
-    async def _check(system: Any, record: Any, *, key: str | None, on_step: StepListener | None,
+    async def _check(self, system: Any, record: Any, *, key: str | None, on_step: StepListener | None,
                      options: dict[str, Any] | None = None) -> Outcome:
         outcome = Outcome(key=key if key is not None else str(getattr(record, "claim_id", "")), record=record)
         start = time.perf_counter()
         with track_usage() as usage, steps_to(on_step):
             try:
-                outcome.result = await system.assess(record, **(options or {}))
+                async with asyncio.timeout(self.claim_timeout):  # no task of its own: a sys.exit() in it stays here
+                    answer = await system.assess(record, **(options or {}))
+                if answer is None:
+                    outcome.error = f"{_whose(system)} answered nothing (its assess returned None)"
+                else:
+                    outcome.result = admit(answer, system=_whose(system), max_chars=self.max_answer_chars)
             except asyncio.CancelledError:
                 raise
+            except TimeoutError:
+                outcome.error = (f"{_whose(system)} took longer than {self.claim_timeout:g} s on this claim "
+                                 "(agent.claim_timeout): no verdict")
             except ClaireError as error:
                 outcome.error = str(error)
+            except SystemExit as error:  # a system's sys.exit() ends its claim, never the run
+                outcome.error = f"{_whose(system)} called sys.exit({error.code!r}) while checking the claim"
             except Exception as error:  # one broken record must not end the run
-                outcome.error = redact(f"{type(error).__name__}: {error}")
+                where = "" if type(system).__module__.startswith("claire.") else f"{_whose(system)} failed: "
+                outcome.error = redact(where + _one_line(error))
         outcome.usage = usage.to_dict()
         outcome.latency_s = time.perf_counter() - start
         return outcome

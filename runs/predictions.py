@@ -31,7 +31,7 @@ from claire.domain import recorded_outcome
 from claire.tasks.measures import PREDICTIONS
 from claire.tasks.records import Prediction
 from claire.errors import ConfigError, DatasetError, redact
-from claire.files import json_lines, valid_text, write_atomically
+from claire.files import json_lines, valid_text, write_atomically, strict_json
 from claire.validation import describe
 
 REJECTED = "predictions.rejected.jsonl"
@@ -138,7 +138,7 @@ def json_text(line: BaseModel) -> str:
     try:
         return line.model_dump_json()
     except ValueError:  # pydantic's serialization error and UnicodeEncodeError both are one
-        return json.dumps(valid_text(line.model_dump(mode="python")), ensure_ascii=False, default=str)
+        return strict_json(valid_text(line.model_dump(mode="python")), default=str)
 
 
 class PredictionLog:
@@ -178,7 +178,7 @@ class PredictionLog:
                 record["text"] = bad.raw.decode("utf-8")
             except UnicodeDecodeError:
                 record["base64"] = base64.b64encode(bad.raw).decode("ascii")
-            records.append(json.dumps(record, ensure_ascii=False) + "\n")
+            records.append(strict_json(record) + "\n")
         with open(rejected, "a", encoding="utf-8") as handle:
             handle.write("".join(records))
             handle.flush()
@@ -289,7 +289,7 @@ def write_run_config(run_dir: str | Path, data: dict[str, Any]) -> None:
     """Write a run directory's config.json atomically."""
     path = Path(run_dir) / CONFIG
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(path, strict_json(data, indent=2) + "\n")
 
 
 @dataclass

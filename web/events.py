@@ -5,7 +5,6 @@ done or failed."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from fastapi import Request
 from sse_starlette.sse import EventSourceResponse
 
+from claire.files import strict_json
 from claire.jobs.runner import JobRunner
 from claire.jobs.store import JobStore
 
@@ -27,10 +27,10 @@ async def job_events(store: JobStore, runner: JobRunner, job_id: str, after: int
             wake.clear()
             for event in store.events(job_id, after=after):
                 after = event["seq"]
-                yield {"id": str(after), "event": event["kind"], "data": json.dumps(event["data"], ensure_ascii=False)}
+                yield {"id": str(after), "event": event["kind"], "data": strict_json(event["data"])}
             job = store.job(job_id)
             if job and job["status"] in ("done", "error"):
-                yield {"event": "end", "data": json.dumps({"status": job["status"], "error": job["error"]})}
+                yield {"event": "end", "data": strict_json({"status": job["status"], "error": job["error"]})}
                 return
             with suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=WAKE_EVERY_S)

@@ -7,13 +7,13 @@ in ``web/job_routes.py`` and ``web/review_routes.py`` decide what to answer with
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from typing import Any
 
 from claire.agent.claire_agent import reviewed_verdict
 from claire.domain import recorded_outcome
+from claire.files import strict_json
 from claire.jobs.runner import cited_numbers
 from claire.jobs.store import JobStore
 from claire.jobs.spans import locate, sentences, utf16_index
@@ -95,7 +95,7 @@ def scan_view(store: JobStore, job: dict[str, Any], view: str, default_system: s
               "progress": {"total": len(facts), "done": done, "errors": errors, "checked": done - errors,
                            "flagged": sum(recorded_outcome(f) == "flagged" for f in facts)},
               "facts": facts}
-    return json.dumps(answer, ensure_ascii=False).encode()
+    return strict_json(answer).encode()
 
 
 class RenderedScans:

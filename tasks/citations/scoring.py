@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, Field
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
 
-from claire.files import write_atomically
+from claire.files import strict_json, write_atomically
 from claire.tasks.measures import METRICS, REPORT, pct
 
 TASK = "citations"
@@ -169,5 +169,5 @@ def write_outputs(out_dir: Path, metrics: dict[str, Any], predictions: list[dict
     """metrics.json (listing the plots), report.md and the plots of a citations run."""
     out_dir = Path(out_dir)
     metrics["plots"] = write_plots(out_dir, metrics, predictions)
-    write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2) + "\n")
+    write_atomically(out_dir / METRICS, strict_json(metrics, indent=2) + "\n")
     write_report(out_dir, metrics, predictions)

@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from claire.files import write_atomically
+from claire.files import strict_json, write_atomically
 from claire.tasks.feverous.judge import LABELS, limit_evidence
 from claire.tasks.measures import METRICS, PREDICTIONS, REPORT, ROC, cost_summary, covers, latency_summary, pct, token_summary, usage_totals
 
@@ -159,6 +159,6 @@ def render_feverous_report(metrics: dict[str, Any], predictions: list[dict[str, 
 def write_outputs(out_dir: Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
     """Write metrics.json and report.md of a FEVEROUS run directory (no ROC plot)."""
     out_dir = Path(out_dir)
-    write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out_dir / METRICS, strict_json(metrics, indent=2) + "\n")
     write_atomically(out_dir / REPORT, render_feverous_report(metrics, predictions))
     (out_dir / ROC).unlink(missing_ok=True)

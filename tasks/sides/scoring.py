@@ -5,13 +5,12 @@ judgements compare with what the sources hold; written as metrics.json and repor
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from claire.files import write_atomically
+from claire.files import strict_json, write_atomically
 from claire.tasks.measures import METRICS, REPORT, pct
 
 TASK = "sides"
@@ -109,7 +108,7 @@ def headline(metrics: dict[str, Any]) -> list[str]:
 
 def write_outputs(out_dir: Path, metrics: dict[str, Any], predictions: list[dict[str, Any]]) -> None:
     """metrics.json and report.md (the measures, the confusion table and one row per case)."""
-    write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out_dir / METRICS, strict_json(metrics, indent=2) + "\n")
     labels = ("fact", "passage", "both", "unknown")
     lines = ["# Which side is right", "", *headline(metrics), "",
              "| gold \\ decided | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]

@@ -16,7 +16,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from claire.config import PAPER_MODEL
-from claire.files import write_atomically
+from claire.files import strict_json, write_atomically
 from claire.llm.usage import EVENTS
 from claire.prompts.fidelity import WORDING_DIFFERENCES
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, cost_summary, pct, seconds, token_summary
@@ -267,7 +267,7 @@ def write_outputs(out_dir: str | Path, metrics: dict[str, Any], predictions: lis
     """Write metrics.json, report.md, roc.png (when AUROC is defined) and calibration.png (when the
     scores are in [0, 1]) into a run directory."""
     out_dir = Path(out_dir)
-    write_atomically(out_dir / METRICS, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
+    write_atomically(out_dir / METRICS, strict_json(metrics, indent=2) + "\n")
     write_atomically(out_dir / REPORT, render_report(metrics, predictions))
     roc = out_dir / ROC
     label = f"{metrics.get('system') or 'run'} (AUROC {pct(metrics.get('auroc'))})"

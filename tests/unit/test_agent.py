@@ -324,7 +324,8 @@ async def test_step_listener_sees_every_step():
         ("<inconsistency_score>8/10</inconsistency_score>", 0.8),
         ("Inconsistency score: 7 out of 10", 0.7),
         ("<inconsistency_score>1e-1</inconsistency_score>", 0.1),
-        ("<inconsistency_score>-0.2</inconsistency_score>", 0.0),
+        ("<inconsistency_score>-0.2</inconsistency_score>", None),  # below the range by more than a hair: unreadable, not 0
+        ("<inconsistency_score>-0.0000001</inconsistency_score>", 0.0),  # within a hair: rounding
         ("Inconsistency score: 0.6", 0.6),
         ("<inconsistency_score>0.1</inconsistency_score> ... <inconsistency_score>0.9</inconsistency_score>", 0.9),
         ("<inconsistency_score>high</inconsistency_score>", 0.8),  # words read as fixed values
