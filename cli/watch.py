@@ -9,7 +9,7 @@ import typer
 from rich.live import Live
 from rich.text import Text
 
-from claire.errors import redact
+from claire.errors import ExitCode, redact
 from claire.cli.options import PATROL_OPTIONS, ConcurrencyOpt, Settings, SystemOpt, console, err, run, with_settings
 
 def watch_line(stats: Any, width: int) -> str:
@@ -94,3 +94,14 @@ def watch_command(
                                on_progress=lambda s: live.update(Text(watch_line(s, err.width), no_wrap=True)),
                                stop_on=(signal.SIGINT, signal.SIGTERM), retry_failed=retry_failed))
     print_summary(stats, flagged_in(store_path, stats.flagged_edits))
+    raise typer.Exit(watch_exit_code(stats))
+
+
+def watch_exit_code(stats: Any) -> int:
+    """The documented exit status of a patrol: 1 when it flagged a fact, 2 when every edit it tried
+    failed (nothing was checked), else 0."""
+    if stats.flagged:
+        return ExitCode.FLAGGED
+    if stats.failed and not stats.checked and not stats.skipped:
+        return ExitCode.ERROR
+    return ExitCode.OK

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Iterator
 
 from claire.agent.runtime import ready_system
@@ -208,10 +208,11 @@ class JobRunner:
         except asyncio.CancelledError:  # stopped, not interrupted: the next start resumes it
             self.store.set_status(job_id, "queued")
             raise
-        except ClaireError as error:
-            self._status(job_id, "error", str(error))
         except Exception as error:  # a bug must end this job with a message, not the server
-            self._status(job_id, "error", f"{type(error).__name__}: {error}")
+            reason = str(error) if isinstance(error, ClaireError) else f"{type(error).__name__}: {error}"
+            with suppress(ClaireError):  # every fact left unchecked can be checked again
+                self.store.fail_unchecked(job_id, f"not checked: the job stopped ({reason})"[:2000])
+            self._status(job_id, "error", reason)
 
     async def _extract(self, job_id: str, request: dict[str, Any]) -> list[dict[str, Any]]:
         text = request["text"]

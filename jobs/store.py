@@ -8,6 +8,11 @@ edit or a model's answer, becomes U+FFFD). The store is shared by the event loop
 threads behind one lock; rows hold JSON text for the parts whose shape belongs to other layers
 (the request, the Assessment, a step event).
 
+A row that cannot be read (its JSON torn or garbled) is skipped wherever rows are read, with a
+count in the log; a file that is not a store, a store locked by another writer for longer than
+:data:`BUSY_TIMEOUT`, and a full disk are each one clear error naming the file (a failed write is
+rolled back whole: nothing already stored is lost).
+
 A job found running when a process starts was interrupted (the process stopped or died during
 it); it is started again, but one interrupted :data:`MAX_INTERRUPTIONS` times ends as an error,
 so a job that brings its process down cannot do so on every restart. A job may also wait in the
@@ -17,6 +22,7 @@ queue until a time (``retry_at``: the patrol's edits whose wiki could not be rea
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -28,6 +34,7 @@ from typing import Any
 
 from claire.config import data_dir
 from claire.domain import recorded_outcome
+from claire.errors import ClaireError
 from claire.files import valid_text, strict_json
 
 SCHEMA = """
@@ -52,6 +59,10 @@ CREATE TABLE IF NOT EXISTS pending_pages (
 CREATE INDEX IF NOT EXISTS jobs_by_kind ON jobs (kind, created);
 """
 
+log = logging.getLogger(__name__)
+BUSY_TIMEOUT = 60.0
+"""Seconds a write waits for another process holding the store's lock before it gives up."""
+
 UNFINISHED = ("queued", "running")
 MAX_INTERRUPTIONS = 3
 """Times a job may be interrupted (found running when a process starts) before it ends as an error."""
@@ -69,6 +80,16 @@ def default_store_path(folder: Path | None = None) -> Path:
     return (folder or data_dir() / "web") / "jobs.sqlite"
 
 
+def _decoded(text: Any, empty: Any) -> Any:
+    """JSON text decoded (``empty`` for none), or None when it cannot be read."""
+    if not text:
+        return empty
+    try:
+        return json.loads(text)
+    except (ValueError, TypeError):
+        return None
+
+
 def _dumps(value: Any) -> str:
     return valid_text(strict_json(value, default=str))
 
@@ -81,29 +102,70 @@ class JobStore:
     """Jobs, facts, events and reviews in one SQLite file, safe to share between threads."""
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ClaireError(f"cannot create the folder of the job store {self.path}: {error.strerror or error}") from None
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(SCHEMA)
-            for table, columns in ADDED_COLUMNS.items():
-                present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
-                for column, kind in columns.items():
-                    if column not in present:
-                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
-            self._decide_outcomes()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT)
+            self._db.row_factory = sqlite3.Row
+            with self._lock:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.executescript(SCHEMA)
+                for table, columns in ADDED_COLUMNS.items():
+                    present = {row["name"] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                    for column, kind in columns.items():
+                        if column not in present:
+                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+                self._decide_outcomes()
+        except sqlite3.Error as error:
+            raise self._problem(error) from None
+
+    def _problem(self, error: sqlite3.Error) -> ClaireError:
+        """A database error as one line naming the store."""
+        text = str(error).lower()
+        if "not a database" in text or "malformed" in text or "file is encrypted" in text:
+            return ClaireError(f"{self.path} is not a CLAIRE job store or is damaged ({error}): move it aside "
+                               "(a new store is made in its place) or point --data-dir elsewhere")
+        if "locked" in text or "busy" in text:
+            return ClaireError(f"the job store {self.path} stayed locked by another process for {BUSY_TIMEOUT:g} s: "
+                               "is another claire serve or claire watch writing to it?")
+        if "full" in text or "disk i/o" in text or "readonly" in text or "read-only" in text:
+            return ClaireError(f"cannot write the job store {self.path}: {error} (nothing stored before was lost; "
+                               "free some space or make it writable, then run again)")
+        return ClaireError(f"the job store {self.path}: {error}")
 
     def _decide_outcomes(self) -> None:
-        """Give each finished fact of a store written before the outcome column its outcome (once)."""
+        """Give each finished fact of a store written before the outcome column its outcome (once);
+        a fact whose stored assessment cannot be read is failed (it holds no verdict), and counted."""
         rows = self._db.execute("SELECT job_id, idx, status, verdict, error, assessment FROM facts "
                                 "WHERE outcome IS NULL AND status IN ('done', 'error')").fetchall()
+        unreadable = 0
         for row in rows:
-            kept = {**(json.loads(row["assessment"]) if row["assessment"] else {}), **dict(row)}
-            self._db.execute("UPDATE facts SET outcome = ? WHERE job_id = ? AND idx = ?",
-                             (recorded_outcome(kept), row["job_id"], row["idx"]))
+            stored = _decoded(row["assessment"], {})
+            if isinstance(stored, dict):
+                outcome = recorded_outcome({**stored, **dict(row)})
+            else:  # no verdict can be read back from it
+                unreadable += 1
+                outcome = "failed"
+            self._db.execute("UPDATE facts SET outcome = ? WHERE job_id = ? AND idx = ?", (outcome, row["job_id"], row["idx"]))
+        if unreadable:
+            log.warning("%s: %d fact(s) whose stored assessment could not be read are counted as failed", self.path,
+                        unreadable)
+
+    def _readable(self, rows: list[Any], decode: Any, what: str) -> list[Any]:
+        """``decode(row)`` of each row, the rows that cannot be decoded left out and counted in the log."""
+        found, skipped = [], 0
+        for row in rows:
+            try:
+                found.append(decode(row))
+            except (ValueError, TypeError, AttributeError):
+                skipped += 1
+        if skipped:
+            log.warning("%s: skipped %d unreadable %s row(s)", self.path, skipped, what)
+        return found
 
     def close(self) -> None:
         """Close the database."""
@@ -112,20 +174,30 @@ class JobStore:
 
     def _rows(self, sql: str, *args: Any) -> list[sqlite3.Row]:
         with self._lock:
-            return self._db.execute(sql, _clean(args)).fetchall()
+            try:
+                return self._db.execute(sql, _clean(args)).fetchall()
+            except sqlite3.DatabaseError as error:
+                raise self._problem(error) from None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         """The connection inside a transaction of its own: committed at the end, rolled back
-        whole when anything in it fails (then the failure goes on up)."""
+        whole when anything in it fails (then the failure goes on up, a database error as one
+        clear line). Another writer's lock is waited for up to :data:`BUSY_TIMEOUT` seconds."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as error:
+                raise self._problem(error) from None
             try:
                 yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
+                self._db.execute("COMMIT")
+            except BaseException as error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                if isinstance(error, sqlite3.DatabaseError):
+                    raise self._problem(error) from None
                 raise
-            self._db.execute("COMMIT")
 
     def _write(self, sql: str, *args: Any) -> int:
         with self._transaction() as db:
@@ -154,10 +226,14 @@ class JobStore:
         rows = self._rows("SELECT * FROM jobs WHERE id = ?", job_id)
         if not rows:
             return None
-        row = dict(rows[0])
-        row["request"] = json.loads(row["request"])
-        row["notes"] = json.loads(row["notes"]) if row["notes"] else {}
-        return row
+        def decode(found: Any) -> dict[str, Any]:
+            row = dict(found)
+            row["request"] = json.loads(row["request"])
+            row["notes"] = json.loads(row["notes"]) if row["notes"] else {}
+            return row
+
+        decoded = self._readable(rows, decode, "job")
+        return decoded[0] if decoded else None
 
     def set_status(self, job_id: str, status: str, error: str | None = None) -> None:
         """Record a job's new status (and the error that ended it)."""
@@ -196,7 +272,7 @@ class JobStore:
         with self._transaction() as db:
             row = db.execute("SELECT notes FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is not None:
-                merged = {**(json.loads(row["notes"]) if row["notes"] else {}), **notes}
+                merged = {**(_decoded(row["notes"], {}) or {}), **notes}  # unreadable notes are replaced
                 db.execute("UPDATE jobs SET notes = ? WHERE id = ?", (_dumps(merged), job_id))
 
     def unfinished_jobs(self, kind: str | None = None) -> list[dict[str, Any]]:
@@ -249,24 +325,32 @@ class JobStore:
             " SUM(f.outcome = 'flagged') AS flagged"
             " FROM jobs j LEFT JOIN facts f ON f.job_id = j.id WHERE j.kind = 'scan'"
             " GROUP BY j.id ORDER BY j.created DESC LIMIT ?", limit)
-        return [{"id": row["id"], "title": json.loads(row["request"]).get("title"), "status": row["status"],
-                 "error": row["error"], "created": row["created"], "facts": row["facts"],
-                 "checked": (row["finished"] or 0) - (row["errors"] or 0), "errors": row["errors"] or 0,
-                 "flagged": row["flagged"] or 0} for row in rows]
+        return self._readable(rows, lambda row: {
+            "id": row["id"], "title": json.loads(row["request"]).get("title"), "status": row["status"],
+            "error": row["error"], "created": row["created"], "facts": row["facts"],
+            "checked": (row["finished"] or 0) - (row["errors"] or 0), "errors": row["errors"] or 0,
+            "flagged": row["flagged"] or 0}, "scan")
 
     def facts(self, job_id: str) -> list[dict[str, Any]]:
         """A job's facts in order, with their claim and assessment decoded."""
-        facts = []
-        for row in self._rows("SELECT * FROM facts WHERE job_id = ? ORDER BY idx", job_id):
+        def decode(row: Any) -> dict[str, Any]:
             fact = dict(row)
             fact["claim"] = json.loads(fact["claim"])
             fact["assessment"] = json.loads(fact["assessment"]) if fact["assessment"] else None
-            facts.append(fact)
-        return facts
+            return fact
+
+        return self._readable(self._rows("SELECT * FROM facts WHERE job_id = ? ORDER BY idx", job_id), decode, "fact")
 
     def set_fact_status(self, job_id: str, index: int, status: str) -> None:
         """Record the status of fact ``index`` of a job."""
         self._write("UPDATE facts SET status = ? WHERE job_id = ? AND idx = ?", status, job_id, index)
+
+    def fail_unchecked(self, job_id: str, reason: str) -> int:
+        """End every fact of a job still pending or running as failed with ``reason`` (the job itself
+        ended in error), so a re-check takes them up; how many."""
+        with self._transaction() as db:
+            return db.execute("UPDATE facts SET status = 'error', outcome = 'failed', error = ? WHERE job_id = ? "
+                              "AND status IN ('pending', 'running')", _clean((reason, job_id))).rowcount
 
     def retry_failed_facts(self, job_id: str, indexes: list[int] | None = None) -> int:
         """Make the job's failed facts (those of ``indexes``, else all) pending again, their next
@@ -305,8 +389,8 @@ class JobStore:
     def events(self, job_id: str, after: int = 0, kinds: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
         """A job's events after sequence number ``after``, optionally only those of the given kinds."""
         rows = self._rows("SELECT seq, kind, data FROM events WHERE job_id = ? AND seq > ? ORDER BY seq", job_id, after)
-        return [{"seq": r["seq"], "kind": r["kind"], "data": json.loads(r["data"])}
-                for r in rows if kinds is None or r["kind"] in kinds]
+        return self._readable([r for r in rows if kinds is None or r["kind"] in kinds],
+                              lambda r: {"seq": r["seq"], "kind": r["kind"], "data": json.loads(r["data"])}, "event")
 
     def drop_steps(self, job_id: str, fact_index: int) -> None:
         """Forget the events of an earlier check of a fact whose check starts again (after a
@@ -353,9 +437,10 @@ class JobStore:
             " f.assessment, r.decision, r.comment, r.created AS reviewed FROM jobs j JOIN facts f ON f.job_id = j.id"
             " LEFT JOIN reviews r ON r.job_id = j.id AND r.claim_id = f.claim_id"
             f" WHERE j.kind = 'patrol' AND f.status = 'done'{flagged} ORDER BY j.created DESC, f.idx LIMIT ?", limit)
-        return [{**dict(row), "request": json.loads(row["request"]), "notes": json.loads(row["notes"]) if row["notes"] else {},
-                "claim": json.loads(row["claim"]),
-                "assessment": json.loads(row["assessment"]) if row["assessment"] else None} for row in rows]
+        return self._readable(rows, lambda row: {
+            **dict(row), "request": json.loads(row["request"]), "notes": json.loads(row["notes"]) if row["notes"] else {},
+            "claim": json.loads(row["claim"]), "assessment": json.loads(row["assessment"]) if row["assessment"] else None},
+            "patrolled fact")
 
     def job_times(self, kind: str) -> list[tuple[str, float]]:
         """(id, when it last changed) of every finished job of ``kind``, oldest first."""
@@ -372,8 +457,9 @@ class JobStore:
 
     def pending_pages(self) -> list[dict[str, Any]]:
         """Edited pages waiting to be stored in the index, oldest first."""
-        return [{"page_key": r["page_key"], "job_id": r["job_id"], "page": json.loads(r["page"])}
-                for r in self._rows("SELECT * FROM pending_pages ORDER BY created")]
+        return self._readable(self._rows("SELECT * FROM pending_pages ORDER BY created"),
+                              lambda r: {"page_key": r["page_key"], "job_id": r["job_id"], "page": json.loads(r["page"])},
+                              "pending page")
 
     def drop_pending_pages(self, stored: list[tuple[str, str]]) -> None:
         """Forget pages now stored in the index, given as (page key, job id): a newer revision of the

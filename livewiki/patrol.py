@@ -21,8 +21,8 @@ bad and its position saved; an edit's work is bounded (a revision is read up to 
 size limit, at most ``watch.max_edit_chars`` of the text it changed and ``watch.max_facts_per_edit``
 facts are checked, and what was left out is noted with the edit); an edit whose wiki API or LLM
 endpoint kept failing goes back to the queue (with its facts that failed) and is tried again
-later (``watch.retry_wait``, doubling; after ``watch.retry_tries`` tries it ends as failed, with its
-reason), while one the API refuses for good ends as an error.
+later (``watch.retry_wait``, doubling; once tried again ``watch.retry_tries`` times it ends as failed,
+with its reason), while one the API refuses for good ends as an error.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from contextlib import aclosing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock, Timeout
 
 from claire.config import Config
 from claire.domain import recorded_outcome
@@ -200,6 +202,19 @@ class Patrol:
         edits as they come, after the edits an earlier run left queued (each tried at once); returns
         the counts. A stop takes effect at once, even while the stream is quiet: the reading is
         cancelled, the edits in flight are finished (a second stop puts them back in the queue)."""
+        lock = FileLock(f"{self.store.path}.patrol.lock")
+        try:  # one patrol per store: a second would check every edit again and overwrite the first's rows
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise ClaireError(f"another patrol (claire watch, or claire serve --watch) is already using the job store "
+                              f"{self.store.path}: one patrol per store; stop it, or give this one --data-dir") from None
+        try:
+            await self._run_locked(max_events)
+        finally:
+            lock.release()
+        return self.stats
+
+    async def _run_locked(self, max_events: int | None) -> None:
         if self.source.older_key:
             self.store.move_position(self.source.older_key, self.source.key)
         self._reader = asyncio.get_running_loop().create_task(self._read(max_events), name="claire-patrol-reader")
@@ -219,7 +234,6 @@ class Patrol:
                 await asyncio.gather(*list(self._waiting), return_exceptions=True)
             await self._index_pending()
         self._progress()
-        return self.stats
 
     async def _read(self, max_events: int | None) -> None:
         """Start the edits an earlier run left queued, then read events and start the kept edits."""
@@ -298,11 +312,11 @@ class Patrol:
     def _requeue(self, job_id: str, change: Change, error: ClaireError) -> None:
         """Put an edit whose wiki's API or LLM endpoint kept failing back in the queue, to be tried
         again later (``watch.retry_wait``, doubled each time, at most an hour), in this run or the next;
-        after ``watch.retry_tries`` tries it ends as failed, with its reason (``claire watch
+        once it was tried again ``watch.retry_tries`` times it ends as failed, with its reason (``claire watch
         --retry-failed`` queues it once more)."""
         retries = (self.store.job(job_id) or {}).get("retries") or 0
         if retries >= self.retry_tries:
-            reason = f"gave up after {retries + 1} tries: {error}"
+            reason = f"gave up after {retries + 1} tries (tried again {retries} times, watch.retry_tries): {error}"
             self.store.add_notes(job_id, {"gave_up": reason})
             self.store.set_status(job_id, "error", reason)
             self.stats.failed += 1

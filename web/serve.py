@@ -23,6 +23,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from claire.agent.runtime import open_retrieval
 from claire.config import Config
+from claire.jobs.store import JobStore
 from claire.errors import ClaireError
 from claire.llm.client import ChatClient
 from claire.web.app import create_app
@@ -80,6 +81,7 @@ def serve(config: Config, settings: ServeSettings, console: Console | None = Non
     # What can fail at start (a busy port, no API key, an unknown index) fails here, as one clear
     # error, rather than inside the server's start-up.
     _check_port(settings.host, settings.port)
+    JobStore(settings.store_path()).close()  # a file that is not a store, or a damaged one: said here, in one line
     asyncio.run(ChatClient.from_config(config.llm).aclose())
     if settings.watch:
         patrol_source(config)  # a missing recording or a bad title filter, said before the server starts
