@@ -4,7 +4,8 @@ which answers the citations task) and ``resolve`` (which side of a contradiction
 ``package.module:Class`` (in ``--system``, ``[agent] system`` or a sweep), or by the name an
 installed package gives it in the ``claire.systems`` entry-point group.
 
-A system declares itself on its class: its ``name``, what its scores are (``score_kind``: a
+A system declares itself on its class: its ``name``, whether it calls an LLM (``needs_llm``,
+True unless it says otherwise), what its scores are (``score_kind``: a
 probability-like score in [0, 1], or a count, so a threshold is read the same way wherever the
 system is named), the task it answers when only one (``answers_task``), and how it is built from
 the configuration (``from_config(parts)``, given :class:`~claire.agent.system.SystemParts`). The
@@ -123,6 +124,18 @@ def score_kind(name: str | None) -> ScoreKind:
         return getattr(system_class(name), "score_kind", "probability")
     except ConfigError:
         return "probability"
+
+
+def needs_llm(name: str | None) -> bool:
+    """Whether the system called ``name`` calls an LLM (what its class declares in ``needs_llm``;
+    True when it declares nothing or cannot be loaded here): a system that needs none is run
+    without an endpoint, and its search without the LLM's reranking."""
+    if not name or not is_system_name(name):
+        return True
+    try:
+        return bool(getattr(system_class(name), "needs_llm", True))
+    except ConfigError:
+        return True
 
 
 def reads_setting(name: str | None, key: str) -> bool:

@@ -13,13 +13,13 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from claire.agent.claire_agent import Reviewer
-from claire.agent.registry import system_class
+from claire.agent.registry import needs_llm, system_class
 from claire.agent.system import CalibratedSystem, StepListener, System, SystemParts
 from claire.config import PRESETS, Config
 from claire.errors import ClaireError, ConfigError
 from claire.indexes.catalog import list_indexes
 from claire.indexes.registry import Searcher, open_searcher
-from claire.llm.client import ChatClient
+from claire.llm.client import ChatClient, NoLLM
 from claire.prompts import PromptLibrary, library
 from claire.tasks.base import Task
 from claire.tasks.calibration import load_calibration
@@ -116,8 +116,9 @@ def build_system(
     def build(other: str, *, reviewer: Reviewer | None = None) -> System:
         return build_system(config, llm=llm, retriever=retriever, name=other, reviewer=reviewer, on_step=on_step)
 
+    searching = config if needs_llm(name) else config.with_overrides({"retrieval.rerank": False})  # reranking asks the LLM
     parts = SystemParts(config=config, llm=llm, retriever=retriever, prompts=prompts, task=task, reviewer=reviewer,
-                        on_step=on_step, build=build, make_search=lambda: search_engine(config, retriever, llm, prompts))
+                        on_step=on_step, build=build, make_search=lambda: search_engine(searching, retriever, llm, prompts))
     if system.__module__.startswith("claire."):
         return system.from_config(parts)
     try:  # a system written outside CLAIRE: what goes wrong in it is said as its own
@@ -169,7 +170,7 @@ async def open_system(
     """Yield a ready System (``name``, else ``agent.system``) and close the LLM client and
     retriever this call opened."""
     own_llm = llm is None
-    llm = llm or ChatClient.from_config(config.llm)
+    llm = llm or (ChatClient.from_config(config.llm) if needs_llm(name or config.agent.system) else NoLLM(name or config.agent.system))
     own_retriever = retriever is None
     try:
         retriever = retriever or open_retrieval(config)

@@ -185,9 +185,10 @@ def with_settings(*names: str) -> Callable[[Callable[..., Any]], Callable[..., A
 def require_api_key(config: Config) -> None:
     """Refuse at once, before anything heavy loads, a run whose OpenAI-compatible endpoint has no
     API key: the LLM client would refuse it the same way, only after the agent and the index."""
+    from claire.agent.registry import needs_llm
     from claire.llm.providers import MISSING_API_KEY, needs_api_key
 
-    if needs_api_key(config.llm):
+    if needs_api_key(config.llm) and needs_llm(config.agent.system):
         raise ConfigError(MISSING_API_KEY)
 
 

@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from claire import __version__
 from claire.config import PRESETS, Config
-from claire.agent.registry import reads_setting, score_kind
+from claire.agent.registry import needs_llm, reads_setting, score_kind
 from claire.domain import ScoreKind
 from claire.errors import ClaireError, ConfigError, DatasetError
 from claire.runs.executor import Executor, Outcome, todo
@@ -292,7 +292,11 @@ def score_run(
     metrics.update(split=split or stored.get("split"), wall_time_s=wall_time_s)
     if left_out:
         metrics["not_in_dataset"] = left_out  # kept in predictions.jsonl, left out of these scores
-    setup = task.setup(stored.get("config") or {}, lambda key: reads_setting(system, key))
+    configured = ((stored.get("config") or {}).get("agent") or {}).get("system") or system  # module:Class, not its display name
+    setup_config = stored.get("config") or {}
+    if not needs_llm(configured) and isinstance(setup_config.get("retrieval"), dict):  # it searched without RankGPT
+        setup_config = {**setup_config, "retrieval": {**setup_config["retrieval"], "rerank": False}}
+    setup = task.setup(setup_config, lambda key: reads_setting(configured, key))
     if setup is not None:
         metrics["setup"] = setup
     if calibrate_from is not None:

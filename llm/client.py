@@ -44,7 +44,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from tenacity import RetryCallState, stop_after_attempt
 
 from claire.config import LLMConfig
-from claire.errors import ClaireError, LLMError, LLMUnavailable, redact
+from claire.errors import ClaireError, ConfigError, LLMError, LLMUnavailable, redact
 from claire.llm.cassette import Recorder
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
@@ -461,3 +461,27 @@ class ChatClient:
         await self.setup.aclose()
         if self.recorder is not None:
             self.recorder.close()
+
+
+class NoLLM:
+    """The LLM client of a system that declares it calls none (``needs_llm = False``): no endpoint
+    or key is asked for, closing it is all it does, and a call is a clear error naming the system."""
+
+    def __init__(self, system: str):
+        self.system = system
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConfigError(f"system {self.system} declares needs_llm = False but called the LLM: declare "
+                          "needs_llm = True (the default) to be given an endpoint")
+
+    ainvoke = ask = invoke = _refuse
+
+    def count_tokens(self, *args: Any, **kwargs: Any) -> int:
+        """No model, no tokens."""
+        return 0
+
+    def try_now(self) -> None:
+        """Nothing is waiting to be retried."""
+
+    async def aclose(self) -> None:
+        """Nothing to close."""

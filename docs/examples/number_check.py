@@ -24,6 +24,8 @@ class NumberCheck:
 
     name = "number_check"  # how runs, reports and predictions name it
     score_kind = "probability"  # a score in [0, 1], flagged above agent.threshold
+    needs_llm = False  # no endpoint or key is asked for, and its search runs without the LLM's reranking
+    reads = ("retrieval.", "baselines.k", "agent.threshold")  # the settings a run's report compares with the paper
 
     def __init__(self, search, *, k: int, threshold: float):
         self.search, self.k, self.threshold = search, k, threshold

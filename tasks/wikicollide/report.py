@@ -80,15 +80,16 @@ def describe_setup(config: dict[str, Any], reads: Callable[[str], bool] = lambda
         found = value(key)
         if found is not None and found != expected:
             differences.append(f"{key} = {json.dumps(found)} (the paper: {wording})")
-    if value("prompts") is not None:
+    prompted = value("prompts") is not None and reads("prompts.")
+    if prompted:
         differences.append(PROMPT_WORDING)
         for template, variant in sorted((value("prompts.variants") or {}).items()):
             differences.append(f"prompts.variants.{template} = {json.dumps(variant)} (the project's variant "
                                f"{template}.{variant}.j2; the paper: its wording in {template}.j2)")
-    return {"preset": config.get("preset"), "model": value("llm.model"), "index": value("retrieval.index"),
-            "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"), "rerank": value("retrieval.rerank"),
-            "differences_from_paper": differences,
-            "prompt_wording": [asdict(item) for item in WORDING_DIFFERENCES] if value("prompts") is not None else []}
+    return {"preset": config.get("preset"), "model": value("llm.model") if reads("llm.model") else None,
+            "index": value("retrieval.index"), "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"),
+            "rerank": value("retrieval.rerank"), "differences_from_paper": differences,
+            "prompt_wording": [asdict(item) for item in WORDING_DIFFERENCES] if prompted else []}
 
 
 def _results_table(metrics: dict[str, Any]) -> list[str]:
@@ -122,7 +123,8 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
     ]
     setup = metrics.get("setup")
     if setup:
-        lines += [f"Model `{setup.get('model')}`, index `{setup.get('index')}`"
+        lines += [(f"Model `{setup['model']}`, index" if setup.get("model") else "No model (the system calls none), index")
+                  + f" `{setup.get('index')}`"
                   + (f" (embedder `{setup['index_embedder']}`)" if setup.get("index_embedder") else "")
                   + f", {setup.get('retrieval_mode')} retrieval" + (", RankGPT reranking" if setup.get("rerank") else "")
                   + (f", preset `{setup['preset']}`" if setup.get("preset") else "") + ".", ""]

@@ -209,6 +209,22 @@ def test_a_system_written_outside_claire_runs_through_check_and_eval(server, dem
     assert json.loads(named.stdout)["system"] == "number_check" and named.returncode in (0, 1), named.stderr
 
 
+def test_a_system_that_needs_no_llm_runs_without_a_key_as_the_docs_show(demo_cache, tmp_path, monkeypatch):
+    """docs/systems.md's commands, as written: no key, no endpoint, no --no-rerank (issue 53, item 1);
+    the run's report lists only differences in settings the system reads."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "docs" / "examples"))
+    check = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system",
+                       "number_check:NumberCheck", "--json", cache=demo_cache)
+    assert check.returncode in (0, 1), check.stderr
+    assert json.loads(check.stdout)["usage"].get("calls", 0) == 0
+    out = tmp_path / "run"
+    run = run_claire("eval", "--dataset", str(FIXTURE), "--index", "demo", "--system", "number_check:NumberCheck",
+                     "--out", str(out), cache=demo_cache)
+    assert run.returncode == 0, run.stderr
+    report = (out / "report.md").read_text()
+    assert "llm.model" not in report and "retrieval.rerank" in report
+
+
 def test_no_checkable_fact_has_its_own_exit_status(demo_cache, tmp_path):
     """Exit 1 means "flagged" for every command; a text with no checkable fact is 3 for extract and
     scan alike (issue 44, item 7)."""
