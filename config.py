@@ -511,7 +511,30 @@ def _redacted(value: Any) -> Any:
     return value
 
 
+VARIANT_ALIAS = "prompt_variant."
+"""Another spelling of ``prompts.variants.TEMPLATE`` (as sweeps wrote it), accepted everywhere."""
+
+
 def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``section.field`` (or ``prompts.variants.TEMPLATE``, also spelt ``prompt_variant.TEMPLATE``;
+    ``default`` or none drops a template's variant) in ``data``."""
+    if key.startswith(VARIANT_ALIAS):
+        key = "prompts.variants." + key[len(VARIANT_ALIAS):]
+    parts = key.split(".")
+    if len(parts) == 3 and parts[:2] == ["prompts", "variants"] and parts[2]:
+        prompts = data.setdefault("prompts", {})
+        if not isinstance(prompts, dict):
+            prompts = data["prompts"] = prompts.model_dump(mode="python")
+        variants = dict(prompts.get("variants") or {})
+        if value in (None, "default"):
+            variants.pop(parts[2], None)
+        else:
+            variants[parts[2]] = str(value)
+        prompts["variants"] = variants
+        return
+    if len(parts) > 2:
+        raise ConfigError(f"unknown setting '{key}': a setting is section.field (e.g. llm.model), or "
+                          "prompts.variants.TEMPLATE for a prompt variant")
     section, _, field = key.partition(".")
     if not field:
         raise ConfigError(f"setting '{key}' must look like section.field (e.g. llm.model)")
@@ -543,9 +566,11 @@ def _format_errors(error: ValidationError, source: str) -> str:
                 if section in SECTIONS
                 else Config.model_fields
             )
-            message = f"unknown setting; allowed: {', '.join(allowed)}"
+            message = f"unknown setting; allowed in {section or 'the configuration'}: {', '.join(allowed)}"
         got = item.get("input")
-        if item["loc"] and item["loc"][-1] in _SECRET_FIELDS:
+        if item["type"] == "extra_forbidden":  # the key is what is wrong, not its value
+            got_text = ""
+        elif item["loc"] and item["loc"][-1] in _SECRET_FIELDS:
             got_text = ""
         elif isinstance(got, dict):
             got_text = ""

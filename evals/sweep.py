@@ -22,7 +22,7 @@ single changes::
     limit: {claire: 6}            # optional: at most N claims for the named cells
 
 Keys are dotted settings (``agent.max_steps``), a bare setting name that only one section has
-(``max_steps``, ``rerank``, ``model``, ``system``, ``tools``...), or ``prompt_variant.TEMPLATE``
+(``max_steps``, ``rerank``, ``model``, ``system``, ``tools``...), or ``prompts.variants.TEMPLATE`` (also spelt ``prompt_variant.TEMPLATE``)
 (a prompt variant; ``default`` means none). Each cell runs in ``OUT/<cell name>/``; all cells
 share the LLM cache. The sweep writes summary.csv, summary.md, heatmap.png (AUROC over the
 first two numeric axes) and roc_overlay.png.
