@@ -71,6 +71,7 @@ def flagged_in(store_path: Path, edits: list[str]) -> list[dict[str, Any]]:
 def watch_command(
     max_events: Annotated[Optional[int], typer.Option("--max-events", min=1, help="Stop after reading this many events.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="First queue once more the edits that failed after watch.retry_tries tries.")] = False,
+    from_start: Annotated[bool, typer.Option("--from-start", help="Read the stream or recording from its beginning, not from where the last run stopped (edits already checked are not checked again).")] = False,
     data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="Where results are kept (the web app's store; default: web/ in the user data folder).")] = None,
     concurrency: ConcurrencyOpt = None,
     system: SystemOpt = None,
@@ -82,8 +83,9 @@ def watch_command(
     from claire.livewiki.patrol import patrol_source, run_patrol
 
     config = settings.batch(system, concurrency)
-    patrol_source(config)  # no stream or no such recording: said before anything is loaded
+    source, _ = patrol_source(config)  # no stream or no such recording: said before anything is loaded
     store_path = default_store_path(data_dir)
+    resumed_from = saved_position(store_path, source, forget=from_start)
     source = f"the recording {config.watch.replay}" if config.watch.replay else redact(config.watch.stream_url or "")
     err.print(f"watching {source} for edits of {', '.join(config.watch.wikis) or 'every wiki'} "
               f"(namespaces {', '.join(map(str, config.watch.namespaces)) or 'all'}); results in {store_path}")
@@ -94,7 +96,30 @@ def watch_command(
                                on_progress=lambda s: live.update(Text(watch_line(s, err.width), no_wrap=True)),
                                stop_on=(signal.SIGINT, signal.SIGTERM), retry_failed=retry_failed))
     print_summary(stats, flagged_in(store_path, stats.flagged_edits))
+    if stats.seen == 0 and resumed_from is not None and config.watch.replay:
+        console.print("The recording was read to its end by an earlier run (this store keeps where it stopped); "
+                      "give --from-start to read it again.", highlight=False, soft_wrap=True)
     raise typer.Exit(watch_exit_code(stats))
+
+
+def saved_position(store_path: Path, source: Any, *, forget: bool) -> str | None:
+    """Where the last patrol of ``source`` on this store stopped (None: nowhere yet); ``forget``
+    drops it, so the stream or recording is read from its beginning."""
+    from claire.jobs.store import JobStore
+
+    if not store_path.exists():
+        return None
+    store = JobStore(store_path)
+    try:
+        keys = [key for key in (source.key, source.older_key) if key]
+        found = next((store.position(key) for key in keys if store.position(key) is not None), None)
+        if forget:
+            for key in keys:
+                store.set_position(key, None)
+            return None
+        return found
+    finally:
+        store.close()
 
 
 def watch_exit_code(stats: Any) -> int:

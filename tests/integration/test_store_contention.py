@@ -64,3 +64,31 @@ def test_serve_over_a_file_that_is_not_a_store_says_so(tmp_path):
     assert result.returncode == 2
     assert "is not a CLAIRE job store" in result.stderr and "in use" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_documented_replay_runs_again_from_the_start(tmp_path, copy_demo_index):
+    """docs/patrol.md's recorded patrol, twice on one store: the second run says the recording was read
+    to its end and offers --from-start, which reads it again (its edits, already checked, not again);
+    a flagged fact makes the exit status 1, as for every command."""
+    import json
+
+    from claire.testing.mock_openai import MockOpenAIServer
+    from claire.testing.oracle import oracle_responder
+    from claire.testing.wiki_doubles import WikiApiServer
+
+    copy_demo_index(tmp_path / "indexes")
+    recorded = json.loads((PATROL.parent / "revisions.json").read_text())["revisions"]
+    revisions = {int(revid): (int(page), str(title), str(text)) for revid, (page, title, text) in recorded.items()}
+    with MockOpenAIServer(oracle_responder(), model="oracle") as llm, WikiApiServer(revisions) as api:
+        def watch(*more: str):
+            return run_claire("watch", "--replay", str(PATROL), "--api-url", f"http://127.0.0.1:{api.port}/w/api.php",
+                              "--base-url", llm.base_url, "--model", "oracle", "--data-dir", str(tmp_path / "web"),
+                              *more, cache=tmp_path)
+
+        first = watch()
+        assert first.returncode == 1, first.stderr  # the planted fact is flagged
+        again = watch()
+        assert again.returncode == 0 and "give --from-start to read it again" in again.stdout
+        restarted = watch("--from-start")
+        assert "2 events read" in restarted.stdout and "give --from-start" not in restarted.stdout
+        assert llm.calls and "repeated" in restarted.stdout
