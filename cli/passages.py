@@ -57,7 +57,7 @@ def scan_command(
     file: FileOpt = None,
     system: SystemOpt = None,
     max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts.")] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default runs/scan-TITLE).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Run directory (default out/scan-TITLE).")] = None,
     concurrency: ConcurrencyOpt = None,
     *,
     settings: Settings,

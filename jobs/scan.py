@@ -55,7 +55,7 @@ def fact_id(text: str) -> str:
 def default_out_dir(title: str) -> Path:
     """The run directory a scan of this title and text uses unless told otherwise."""
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "article"
-    return Path("runs") / f"scan-{slug}"
+    return Path("out") / f"scan-{slug}"
 
 
 def render_scan_report(result: ScanResult, system: str) -> str:

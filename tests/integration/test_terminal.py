@@ -221,7 +221,7 @@ def test_watch_fits_its_line_reports_what_it_set_aside_and_lists_what_it_flagged
                              "--set", "retrieval.rerank=false"], environment(home))
         code = terminal.finish(timeout=300)
     shown = plain(terminal.output)
-    assert code == 0, shown[-2000:]
+    assert code == 1, shown[-2000:]  # a fact was flagged: exit 1, as for every command
     summary = shown[shown.index("7 events read"):]
     assert shown.count("events read") == 1  # the final status, once
     assert "7 events read: 1 new edit kept, 5 left aside by the filter, 1 repeated." in " ".join(summary.split())

@@ -1,6 +1,6 @@
 """The documentation tells the truth: every command README.md and the pages under docs/ show
 names files that ship with the project (a file the reader brings is written ``path/to/…``, an
-output goes under ``runs/``), and the cheap ones — help, configuration, prompts, a sweep's plan —
+output goes under ``out/``), and the cheap ones — help, configuration, prompts, a sweep's plan —
 run as written, in process."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _BLOCK = re.compile(r"```(?:bash|sh|console)\n(.*?)```", re.DOTALL)
 _FILE = re.compile(r"^[\w.-]+(?:/[\w.@-]+)+\.(?:json|jsonl|txt|xml|yaml|yml|md|j2|html|toml|gz|bz2)(?::[\w-]+)?$")
 # what a reader writes or brings, never a file of the project
-_NOT_OURS = ("path/to/", "runs/", "/", "~", "http", "dev.json", "test.json")
+_NOT_OURS = ("path/to/", "out/", "/", "~", "http", "dev.json", "test.json")
 # cheap commands that run as written: no model, no index build, no server
 _CHEAP = (("--help",), ("prompts", "list"), ("prompts", "show"), ("config", "show"))
 
@@ -76,6 +76,6 @@ def test_a_cheap_documented_command_runs_as_written(page, argv, tmp_path, monkey
         monkeypatch.delenv(name)
     monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path))
-    arguments = [str(tmp_path / a) if a.startswith("runs/") else a for a in argv[1:]]
+    arguments = [str(tmp_path / a) if a.startswith("out/") else a for a in argv[1:]]
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 0, f"{page}: `{' '.join(argv)}` exited {result.exit_code}: {result.output[-800:]}"
