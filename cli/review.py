@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from claire.cli.estimate_audit import print_rates
+from claire.cli.terminal import counted
 from claire.cli.options import console
 from claire.errors import ConfigError
 
@@ -107,7 +108,7 @@ def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, revie
     flagged.sort(key=lambda p: (-(p.get("score") or 0.0), p["claim_id"]))
     pending = [p for p in flagged if decisions.get(p["claim_id"], p.get("claim_text", "")) is None]
     result = ReviewResult(flagged=len(flagged), decided_before=len(flagged) - len(pending))
-    console.print(f"{len(flagged)} flagged facts, {result.decided_before} already decided, {len(pending)} to review "
+    console.print(f"{counted(len(flagged), 'flagged fact')}, {result.decided_before} already decided, {len(pending)} to review "
                   f"(decisions go to {out_dir / 'reviews.jsonl'})")
     for number, prediction in enumerate(pending, start=1):
         claim = claims.get(prediction["claim_id"]) or {"fact": prediction.get("claim_text", "")}

@@ -64,6 +64,11 @@ class _TerminalConsole(Console):
         return super().render_str(printable(text), **kwargs)
 
 
+def counted(n: int, what: str, plural: str | None = None) -> str:
+    """``n`` things in words: "1 flagged fact", "2 flagged facts", "1 LLM call"."""
+    return f"{n:,} {what if n == 1 else (plural or what + 's')}"
+
+
 def terminal_console(**kwargs: Any) -> Console:
     """A Rich console that never writes a control sequence it did not make itself, nor turns a
     ``:word:`` of the text (a system named ``module:X``, a time) into an emoji."""

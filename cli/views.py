@@ -8,6 +8,7 @@ import asyncio
 import time
 from typing import Any
 
+from claire.cli.terminal import counted
 from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.padding import Padding
@@ -210,8 +211,9 @@ class CheckView:
         took = f"{a.latency_s or 0:.1f} s checking"
         if total > (a.latency_s or 0) + 1:
             took += f", {total:.1f} s in all"
-        c.print(f"[dim]{a.details.get('steps', 0)} steps · {len(a.evidence)} passages · {usage.calls} LLM calls "
-                f"({usage.cached_calls} cached) · {usage.total_tokens} tokens{cost} · {took}[/]")
+        c.print(f"[dim]{counted(a.details.get('steps', 0), 'research step')} · {counted(len(a.evidence), 'passage')} · "
+                f"{counted(usage.calls, 'LLM call')} ({usage.cached_calls} cached) · {counted(usage.total_tokens, 'token')}"
+                f"{cost} · {took}[/]")
 
     @staticmethod
     def _cited(a: Assessment) -> set[int]:

@@ -10,6 +10,7 @@ from rich.live import Live
 from rich.text import Text
 
 from claire.errors import ExitCode, redact
+from claire.cli.terminal import counted
 from claire.cli.options import PATROL_OPTIONS, ConcurrencyOpt, Settings, SystemOpt, console, err, run, with_settings
 
 def watch_line(stats: Any, width: int) -> str:
@@ -30,19 +31,15 @@ def watch_line(stats: Any, width: int) -> str:
     return line if len(line) <= width else line[: max(width - 1, 1)] + "…"
 
 
-def _count(n: int, what: str) -> str:
-    return f"{n:,} {what}" + ("" if n == 1 else "s")
-
-
 def print_summary(stats: Any, flagged: list[dict[str, Any]]) -> None:
     """What the patrol did, once, and each fact it flagged with the edit's diff on a line of its own."""
     aside = ", ".join(f"{n:,} {what}" for n, what in ((stats.left_aside, "left aside by the filter"),
                                                       (stats.repeated, "repeated"), (stats.bad, "unreadable")) if n)
-    console.print(f"{_count(stats.seen, 'event')} read: {_count(stats.kept, 'new edit')} kept" + (f", {aside}" if aside else "") + ".")
+    console.print(f"{counted(stats.seen, 'event')} read: {counted(stats.kept, 'new edit')} kept" + (f", {aside}" if aside else "") + ".")
     others = ", ".join(f"{n:,} {what}" for n, what in ((stats.skipped, "with nothing to check"), (stats.failed, "failed"),
                                                        (stats.requeued, "put back to be tried again")) if n)
-    console.print(f"{_count(stats.checked, 'edit')} checked" + (f" ({others})" if others else "")
-                  + f"; {_count(stats.facts, 'fact')} checked, {stats.flagged:,} flagged" + (":" if flagged else "."))
+    console.print(f"{counted(stats.checked, 'edit')} checked" + (f" ({others})" if others else "")
+                  + f"; {counted(stats.facts, 'fact')} checked, {stats.flagged:,} flagged" + (":" if flagged else "."))
     for item in flagged:
         score = "" if item["score"] is None else f" · score {item['score']:.2f}"
         console.print(Text.assemble("  ", (str(item["title"]), "bold"), f" · revision {item['revision']}{score}"))

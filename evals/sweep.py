@@ -394,8 +394,14 @@ def write_sweep_outputs(sweep: SweepSummary) -> None:
         )
     ranked = [r for r in sweep.cells if r.metrics["auroc"] is not None]
     if ranked:
-        best = max(ranked, key=lambda r: r.metrics["auroc"])
-        lines += ["", f"Highest AUROC: **{best.cell.name}** ({auroc_text(best.metrics)})."]
+        top = max(r.metrics["auroc"] for r in ranked)
+        best = [r for r in ranked if r.metrics["auroc"] == top]
+        if len(best) == len(ranked) > 1:
+            lines += ["", f"Every cell has the same AUROC ({auroc_text(best[0].metrics)}): no cell stands out."]
+        elif len(best) > 1:
+            lines += ["", f"Highest AUROC, tied: {', '.join(f'**{r.cell.name}**' for r in best)} ({auroc_text(best[0].metrics)})."]
+        else:
+            lines += ["", f"Highest AUROC: **{best[0].cell.name}** ({auroc_text(best[0].metrics)})."]
     lines.append("")
     if heatmap:
         lines += ["![AUROC heatmap](heatmap.png)", ""]

@@ -84,7 +84,7 @@ def describe_setup(config: dict[str, Any], reads: Callable[[str], bool] = lambda
     if prompted:
         differences.append(PROMPT_WORDING)
         for template, variant in sorted((value("prompts.variants") or {}).items()):
-            differences.append(f"prompts.variants.{template} = {json.dumps(variant)} (the project's variant "
+            differences.append(f"prompts.variants.{template} = {json.dumps(variant)} (the variant "
                                f"{template}.{variant}.j2; the paper: its wording in {template}.j2)")
     return {"preset": config.get("preset"), "model": value("llm.model") if reads("llm.model") else None,
             "index": value("retrieval.index"), "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"),
