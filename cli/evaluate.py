@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from claire.errors import ConfigError, ExitCode
+from claire.errors import ClaireError, ConfigError, ExitCode
 from claire.cli.options import (
     ConcurrencyOpt, DatasetOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, NoRerankOpt, Settings, SystemOpt,
     ToolsOpt, console, err, require_index, run, with_settings,
@@ -84,6 +84,10 @@ def eval_command(
                       "predictions.jsonl and left out of the scores")
     for line in chosen.headline(summary.metrics):
         console.print(line, highlight=False)
+    same = one_score(out) if chosen.sweepable else None  # a task scored by AUROC
+    if same is not None:
+        err.print(f"[yellow]warning:[/] every scored claim got the same score ({same:g}), so AUROC says nothing about "
+                  "this system (50 means no ranking at all); was the model a stand-in that knew none of these records?")
     written = ["predictions.jsonl", "metrics.json", "report.md"] + sorted(p.name for p in out.glob("*.png"))
     console.print(f"wrote {out}/{', '.join(written)}")
     problem = failure(summary, config.eval.max_error_share, chosen.records_name)
@@ -151,3 +155,14 @@ def sweep_command(
     summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
                             limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
     console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")
+
+
+def one_score(run_dir: Path) -> float | None:
+    """The one score every scored claim of a run got, when there are two or more and they are all equal."""
+    from claire.runs.predictions import load_predictions
+
+    try:
+        scores = [p["score"] for p in load_predictions(run_dir) if p.get("score") is not None and p.get("error") is None]
+    except ClaireError:
+        return None
+    return scores[0] if len(scores) > 1 and len(set(scores)) == 1 else None

@@ -3,7 +3,7 @@ CLAIRE without a key and for plumbing runs. It is the mock OpenAI server answeri
 files' gold labels, so every path runs end to end (check, scan, the web app, a patrol replay, eval,
 sweeps) with judgements that are always right for the facts it knows.
 
-    python -m claire.testing.oracle                  # the tour's facts (evals/data/tour.jsonl)
+    python -m claire.testing.oracle                  # the tour's facts and the shipped sample's
     python -m claire.testing.oracle DATASET.json ...  # and those of WikiCollide files
 
 It extracts facts as the sentences of a passage (a sentence that states a known fact gives that
@@ -39,6 +39,8 @@ from claire.jobs.spans import sentences
 
 TOUR = Path(__file__).resolve().parents[1] / "evals" / "data" / "tour.jsonl"
 """The facts of the keyless tour: those of docs/examples/Paris.txt and README's example check."""
+SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "wikicollide_mini.json"
+"""The WikiCollide-format sample a checkout ships (the docs' quick evaluation): known too when present."""
 
 _WORD = re.compile(r"\w+")
 
@@ -112,7 +114,8 @@ def explain_answer(user: str) -> str:
 def oracle_responder(*datasets: Path):
     """A responder that knows every fact's gold label (matched by the fact's text) in ``datasets``
     (the tour's facts without any)."""
-    gold = {claim.text.strip(): claim.label for dataset in (datasets or (TOUR,)) for claim in load_wikicollide(dataset)}
+    known = datasets or tuple(path for path in (TOUR, SAMPLE) if path.is_file())
+    gold = {claim.text.strip(): claim.label for dataset in known for claim in load_wikicollide(dataset)}
 
     def fact_of(body: dict[str, Any]) -> str:
         text = next((m.get("content") or "" for m in body["messages"] if "<fact>" in (m.get("content") or "")), "")

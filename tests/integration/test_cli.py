@@ -413,3 +413,17 @@ def test_the_configuration_is_a_leaf_and_a_run_records_its_names_checked_all_the
     assert loaded == "[]"  # no claire.<package>.<module> came with the configuration
     assert given == "['search']" and recorded == "['search', 'report_inconsistency']"
     assert refused == "ConfigError True"
+
+
+def test_an_eval_whose_scores_are_all_one_says_auroc_means_nothing(demo_cache, tmp_path):
+    """The README's oracle knows the shipped sample; a stand-in that knows none of a file's records
+    gives every claim one score, and the run says so instead of a silent AUROC 50 (issue 53, item 4)."""
+    from claire.testing.oracle import TOUR, oracle_responder
+
+    with MockOpenAIServer(oracle_responder()) as knowing, MockOpenAIServer(oracle_responder(TOUR)) as blind:
+        known = run_claire("eval", "--dataset", str(FIXTURE), "--index", "demo", "--no-rerank", "--out",
+                           str(tmp_path / "known"), "--base-url", knowing.base_url, "--model", "oracle", cache=demo_cache)
+        unknown = run_claire("eval", "--dataset", str(FIXTURE), "--index", "demo", "--no-rerank", "--out",
+                             str(tmp_path / "blind"), "--base-url", blind.base_url, "--model", "oracle", cache=demo_cache)
+    assert "AUROC 100.0" in known.stdout and "same score" not in known.stderr
+    assert "AUROC 50.0" in unknown.stdout and "every scored claim got the same score (0.1)" in unknown.stderr
