@@ -208,6 +208,16 @@ class EdgeStore(IndexStore):
         match = edge.Filter(must=[edge.FieldCondition(TITLE, match=edge.MatchValue(title))])
         return self._open_shard.count(edge.CountRequest(exact=True, filter=match))
 
+    def _title_payloads(self, title: str) -> list[dict]:
+        match = edge.Filter(must=[edge.FieldCondition(TITLE, match=edge.MatchValue(title))])
+        found, offset = [], None
+        while True:
+            records, offset = self._open_shard.scroll(edge.ScrollRequest(limit=1024, offset=offset, filter=match,
+                                                                         with_payload=True))
+            found += [dict(r.payload or {}) for r in records]
+            if offset is None or not records:
+                return found
+
     def _query(self, dense, bm25, exclude_title, k, candidates):
         where = (
             edge.Filter(must_not=[edge.FieldCondition(TITLE, match=edge.MatchValue(exclude_title))])

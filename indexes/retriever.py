@@ -132,6 +132,11 @@ class Retriever:
         with self._lock:
             return self.store.refresh(same_embedder)
 
+    def document(self, title: str) -> list[Block]:
+        """Every block of the article ``title``, in reading order (a filtered read of the index)."""
+        with self._lock:
+            return self.store.blocks_of(title)
+
     def has_document(self, title: str) -> bool:
         """Whether the index holds any block of the article ``title``."""
         with self._lock:
@@ -253,9 +258,13 @@ def build_index(
     )
 
 
+DEMO_LAYOUT = b"payload: corpus_order"
+"""What a demo index's payload holds besides the blocks: a change rebuilds older demo indexes."""
+
+
 def demo_corpus_digest() -> str:
     """A digest of the bundled demo corpus: an index built from an older version of it is rebuilt."""
-    return hashlib.sha256(demo_corpus_path().read_bytes()).hexdigest()[:16]
+    return hashlib.sha256(demo_corpus_path().read_bytes() + DEMO_LAYOUT).hexdigest()[:16]
 
 
 def demo_index_ready(root: Path, name: str = "demo") -> bool:

@@ -220,6 +220,17 @@ class ServerStore(IndexStore):
         with server_errors(self._where):
             return self._client.count(self.collection, count_filter=match, exact=True).count
 
+    def _title_payloads(self, title: str) -> list[dict]:
+        match = models.Filter(must=[models.FieldCondition(key=TITLE, match=models.MatchValue(value=title))])
+        found, offset = [], None
+        while True:
+            with server_errors(self._where):
+                records, offset = self._client.scroll(self.collection, scroll_filter=match, limit=1024, offset=offset,
+                                                      with_payload=True, with_vectors=False)
+            found += [dict(r.payload or {}) for r in records]
+            if offset is None or not records:
+                return found
+
     def _query(self, dense, bm25, exclude_title, k, candidates):
         where = (
             models.Filter(must_not=[models.FieldCondition(key=TITLE, match=models.MatchValue(value=exclude_title))])

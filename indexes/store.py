@@ -7,6 +7,7 @@ article by title. The embedded engine is in ``edge_store``, a Qdrant server in `
 
 from __future__ import annotations
 
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -29,6 +30,9 @@ TITLE = "document_title"
 TIE_MARGIN = 10
 RRF_K = 60
 BATCH = 512
+ORDER = "corpus_order"
+"""A payload field: where the block stood in what was stored (a corpus file's order), so an
+article's blocks can be read back in reading order."""
 
 
 class IndexStore(ABC):
@@ -37,6 +41,7 @@ class IndexStore(ABC):
 
     _meta: IndexMeta | None = None
     _build_started: float | None = None
+    _stored = 0  # blocks stored by this handle, so each payload records its place in the corpus (ORDER)
 
     @property
     def exists(self) -> bool:
@@ -75,8 +80,18 @@ class IndexStore(ABC):
                 dense[start : start + BATCH].astype(np.float32).tolist(),
                 sparse[start : start + BATCH] if sparse is not None
                 else [bm25.document_vector(b.embed_text()) for b in batch],
-                [b.model_dump(exclude_none=True) for b in batch],
+                [{**b.model_dump(exclude_none=True), ORDER: self._stored + start + i} for i, b in enumerate(batch)],
             )
+        self._stored += len(blocks)
+
+    def blocks_of(self, title: str) -> list[Block]:
+        """Every block of the article ``title``, in reading order: the order they were stored in
+        (a corpus file's order), then their ids' order (a dump's ``PAGE-N``)."""
+        payloads = self._title_payloads(title)
+        def key(payload: dict) -> tuple:
+            parts = re.split(r"(\d+)", str(payload.get("id", "")))
+            return (payload.get(ORDER, 1 << 62), [int(p) if p.isdigit() else p for p in parts])
+        return [Block.model_validate(p) for p in sorted(payloads, key=key)]
 
     def delete(self, block_ids: list[str]) -> None:
         """Remove the blocks with these ids (ids not stored are ignored)."""
@@ -167,6 +182,10 @@ class IndexStore(ABC):
     @abstractmethod
     def count_title(self, title: str) -> int:
         """The number of blocks of the article ``title``."""
+
+    @abstractmethod
+    def _title_payloads(self, title: str) -> list[dict]:
+        """The payloads of every block of the article ``title`` (a filtered read, no search)."""
 
     @abstractmethod
     def close(self) -> None:

@@ -44,14 +44,32 @@ async def find_articles(retriever: RetrieverDep, config: ConfigDep,
 @index.get("/article")
 async def get_article(retriever: RetrieverDep, config: ConfigDep,
                       title: str = Query(min_length=1, max_length=300)) -> dict[str, Any]:
-    """The text of an article of the index, section by section (as far as search reaches it)."""
-    hits = await search_blocks(retriever, config, title, 100)
-    blocks = [h.block for h in hits if h.block.document_title == title]
+    """The whole text of an article of the index, in reading order, with its section headings
+    (``== History ==``, ``=== Origins ===``), as a scan reads them back: a filtered read of the
+    index by title (a search service that offers none: as far as search reaches it)."""
+    if hasattr(retriever, "document"):
+        blocks = await asyncio.to_thread(retriever.document, title)
+    else:
+        hits = await search_blocks(retriever, config, title, 100)
+        blocks = [h.block for h in hits if h.block.document_title == title]
     if not blocks:
         raise HTTPException(404, f"no article titled '{title}' in the index")
-    blocks.sort(key=lambda b: b.id)
-    sections: dict[str, list[str]] = {}
+    return {"title": title, "text": article_text(blocks), "blocks": len(blocks)}
+
+
+def article_text(blocks: list[Any]) -> str:
+    """Blocks in reading order as an article's text, each new section under its heading (its path's
+    levels as ``==``, ``===``...; the lead and an infobox without one)."""
+    parts: list[str] = []
+    shown: list[str] = []
     for block in blocks:
-        sections.setdefault(block.section_title, []).append(block.content)
-    text = "\n\n".join("\n\n".join(parts) for parts in sections.values())
-    return {"title": title, "text": text, "blocks": len(blocks)}
+        path = [part.strip() for part in (block.section_title or "").split(" > ") if part.strip()]
+        if path in (["Introduction"], ["Infobox"]):
+            path = []
+        for depth, name in enumerate(path):
+            if shown[: depth + 1] != path[: depth + 1]:
+                marks = "=" * (depth + 2)
+                parts.append(f"{marks} {name} {marks}")
+        shown = path
+        parts.append(block.content)
+    return "\n\n".join(parts)

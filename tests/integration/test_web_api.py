@@ -157,6 +157,12 @@ def test_search_endpoint_shape_and_article_lookup(app_server):
     assert "Eiffel Tower" in client.get("/api/articles", params={"q": "Eiffel Tower"}).json()["titles"]
     article = client.get("/api/article", params={"title": "Eiffel Tower"}).json()
     assert "1889" in article["text"]
+    # the whole article, in reading order, with its headings (issue 53, item 6): a filtered read, not a search
+    text = article["text"]
+    assert article["blocks"] == 10 and text.startswith("The Eiffel Tower is a wrought-iron lattice tower")
+    headings = [line for line in text.splitlines() if line.startswith("==")]
+    assert headings[:3] == ["== History ==", "=== Origins ===", "=== Construction ==="]
+    assert text.index("=== Origins ===") < text.index("== Design ==") < text.index("== Replicas ==")
 
 
 def test_unknown_ids_bad_input_oversize_body_and_cors(app_server):
