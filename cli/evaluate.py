@@ -120,11 +120,22 @@ def metrics_command(
     console.print(f"rewrote {run_dir}/metrics.json and report.md")
 
 
-def compare_command(run_dirs: Annotated[list[Path], typer.Argument(help="Run directories; deltas are against the first.")]) -> None:
-    """Side-by-side metrics of several runs, with deltas."""
-    from claire.evals.reporting import compare_runs
+def compare_command(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Run directories; deltas are against the first.")],
+    fmt: Annotated[Optional[str], typer.Option("--format", help="table, blocks (one block a run, for a narrow terminal), markdown or csv (default: a table on a wide terminal, blocks on a narrow one, Markdown in a pipe).")] = None,
+) -> None:
+    """Side-by-side metrics of several runs, with deltas, and the settings in which they differ."""
+    from claire.evals.reporting import compare_blocks, compare_runs, compare_text
 
-    console.print(compare_runs(run_dirs))
+    if fmt not in (None, "table", "blocks", "markdown", "csv"):
+        raise ConfigError(f"--format must be table, blocks, markdown or csv, not {fmt!r}")
+    if fmt is None:
+        fmt = "markdown" if not console.is_terminal else ("table" if console.width >= 120 else "blocks")
+    if fmt == "table":
+        console.print(compare_runs(run_dirs))
+    else:
+        text = compare_blocks(run_dirs) if fmt == "blocks" else compare_text(run_dirs, fmt)
+        console.print(text, markup=False, highlight=False, soft_wrap=True, end="")
 
 
 @with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")

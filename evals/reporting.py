@@ -4,6 +4,8 @@ comparison table of several runs with deltas, and a sweep's heatmap (matplotlib'
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +16,7 @@ from rich import box
 from rich.table import Table
 
 from claire.errors import ConfigError
-from claire.runs.predictions import load_predictions
+from claire.runs.predictions import load_predictions, read_run_config
 from claire.tasks.measures import DASH, METRICS, auroc_text, money, or_dash, pct
 
 
@@ -97,15 +99,18 @@ def _run_labels(dirs: Sequence[str | Path]) -> list[str]:
 _QUIET_COLUMNS = ("Errors", "Repaired", "Bad calls", "Cost")
 
 
-def compare_runs(dirs: Sequence[str | Path]) -> Table:
-    """Runs side by side (×100, differences from the first run in brackets)."""
+def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, str]], list[str]]:
+    """Runs side by side: the columns worth showing, one row of cells per run (×100, differences
+    from the first run in brackets), and the notes that go under them (what every run shares, the
+    settings in which the runs differ, claims that differ)."""
     if not dirs:
         raise ConfigError("compare needs at least one run directory")
     rows = comparison_rows(dirs)
     columns = ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "Repaired",
                "Bad calls", "Calls", "Tokens", "Seconds", "Cost")
     cells: list[dict[str, str]] = []
-    for label, row in zip(_run_labels(dirs), rows):
+    labels = _run_labels(dirs)
+    for label, row in zip(labels, rows):
         m, delta = row["metrics"], row["delta"]
         per_claim = per_claim_costs(m)
         robust = m.get("robustness") or {}
@@ -134,11 +139,6 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
     if all(row["Run"] == row["System"] for row in cells):
         quiet.append("System")
     shown = [c for c in columns if c not in quiet]
-    table = Table(title="Runs compared (scores ×100; brackets: difference from the first run)", box=box.SIMPLE_HEAD)
-    for column in shown:
-        table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right")
-    for row in cells:
-        table.add_row(*(row[c] for c in shown))
     notes = ["Calls, tokens (prompt+completion) and seconds are per claim, answers reused from CLAIRE's cache "
              "included (as a fresh run would send them; \"reused\": their share of the calls); \"cached\": the share of "
              "prompt tokens the provider served from its prompt cache; cost: what a fresh run would be billed, and what "
@@ -148,10 +148,82 @@ def compare_runs(dirs: Sequence[str | Path]) -> Table:
     silent = [c for c in quiet if c in _QUIET_COLUMNS]
     if silent:
         notes.append("Every run: " + ", ".join(f"{c.lower()} {DASH if c == 'Cost' else 0}" for c in silent) + ".")
+    settings = setting_differences(dirs, labels)
+    if settings:
+        notes.append("Settings that differ: " + "; ".join(settings) + ".")
     if any(row["claim_ids"] != rows[0]["claim_ids"] for row in rows):
         notes.append("Warning: these runs cover different claims, so their differences are not like for like.")
+    return shown, cells, notes
+
+
+def setting_differences(dirs: Sequence[str | Path], labels: Sequence[str]) -> list[str]:
+    """The settings (dotted keys) whose values differ between the runs, each with every run's value
+    (the system, set apart as its own column, and neutral settings such as concurrency left out)."""
+    from claire.evals.runner import NEUTRAL_SETTINGS
+
+    flat = [_flat_settings((read_run_config(d) or {}).get("config") or {}) for d in dirs]
+    keys = sorted({key for run in flat for key in run})
+    found = []
+    for key in keys:
+        values = [run.get(key) for run in flat]
+        if key in NEUTRAL_SETTINGS or key in ("agent.system", "prompts_digest") or len({repr(v) for v in values}) == 1:
+            continue
+        found.append(f"{key} (" + ", ".join(f"{label}: {_short(value)}" for label, value in zip(labels, values)) + ")")
+    return found
+
+
+def _flat_settings(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and key != "variants":
+            flat.update(_flat_settings(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _short(value: Any) -> str:
+    text = "—" if value is None else json.dumps(value) if not isinstance(value, str) else value
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def compare_runs(dirs: Sequence[str | Path]) -> Table:
+    """Runs side by side as a terminal table (see :func:`comparison`)."""
+    shown, cells, notes = comparison(dirs)
+    table = Table(title="Runs compared (scores ×100; brackets: difference from the first run)", box=box.SIMPLE_HEAD)
+    for column in shown:
+        table.add_column(column, justify="left" if column in ("Run", "System", "Split") else "right",
+                         no_wrap=column in ("Run", "System", "Scored", "Seconds"))
+    for row in cells:
+        table.add_row(*(row[c] for c in shown))
     table.caption = " ".join(notes)
     return table
+
+
+def compare_text(dirs: Sequence[str | Path], fmt: str) -> str:
+    """Runs side by side as Markdown (a table and its notes) or CSV (every column, one line a run)."""
+    shown, cells, notes = comparison(dirs)
+    flat = [{c: row[c].replace("\n", " ") for c in row} for row in cells]
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(flat[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(flat)
+        return buffer.getvalue()
+    lines = ["Runs compared (scores ×100; brackets: difference from the first run)", "",
+             "| " + " | ".join(shown) + " |", "|" + "|".join("---" for _ in shown) + "|"]
+    lines += ["| " + " | ".join(row[c].replace("|", "/") for c in shown) + " |" for row in flat]
+    return "\n".join(lines + [""] + notes) + "\n"
+
+
+def compare_blocks(dirs: Sequence[str | Path]) -> str:
+    """Runs side by side for a narrow terminal: one block a run, a line a measure."""
+    shown, cells, notes = comparison(dirs)
+    lines = ["Runs compared (scores ×100; brackets: difference from the first run)"]
+    for row in cells:
+        lines += ["", row["Run"]] + [f"  {c}: {row[c].replace(chr(10), ' ')}" for c in shown if c != "Run"]
+    return "\n".join(lines + [""] + notes) + "\n"
 
 
 def plot_heatmap(

@@ -212,6 +212,27 @@ def test_compare_runs_side_by_side(tmp_path, mini_claims):
         compare_runs([tmp_path / "a", tmp_path / "c"])
 
 
+def test_compare_reads_at_80_columns_in_a_pipe_and_as_csv_and_names_differing_settings(tmp_path, mini_claims):
+    import csv as csv_module
+    import io
+
+    from claire.evals.reporting import compare_blocks, compare_text
+
+    run(mini_claims, FakeSystem(), tmp_path / "a", config_public={"retrieval": {"rerank": True}, "eval": {"concurrency": 4}})
+    run(mini_claims, FakeSystem(fail={"demo_3"}), tmp_path / "b",
+        config_public={"retrieval": {"rerank": False}, "eval": {"concurrency": 8}})
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    markdown = compare_text(dirs, "markdown")
+    assert markdown.splitlines()[2].startswith("| Run |") and "\n| a |" in markdown and "\n| b |" in markdown
+    assert "Settings that differ: retrieval.rerank (a: true, b: false)." in markdown
+    assert "concurrency" not in markdown.split("Settings that differ")[1]  # neutral settings are no difference
+    rows = list(csv_module.DictReader(io.StringIO(compare_text(dirs, "csv"))))
+    assert [r["Run"] for r in rows] == ["a", "b"] and rows[1]["AUROC (95% CI)"].endswith("(+4.0)")
+    blocks = compare_blocks(dirs)
+    assert max(len(line) for line in blocks.splitlines() if not line.startswith(("Calls,", "Settings"))) <= 80
+    assert "  AUROC (95% CI): 100.0" in blocks and "…" not in blocks
+
+
 def test_a_run_directory_is_used_by_one_process_at_a_time(tmp_path):
     from claire.errors import ConfigError
     from claire.runs.predictions import PredictionLog
