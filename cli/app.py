@@ -75,6 +75,7 @@ COMMANDS = [
     (bench_app, "serve", bench.bench_serve),
     (bench_app, "cascade", bench.bench_cascade),
     (bench_app, "watch", bench.bench_watch),
+    (bench_app, "resolve", bench.bench_resolve),
     (bench_app, "startup", bench.bench_startup),
 ]
 """Every command: the application it belongs to, its name and the function that runs it."""

@@ -135,6 +135,16 @@ def bench_cascade(
     run_cascade_bench(claims=claims, latency=latency, cut=cut, console=console)
 
 
+def bench_resolve(
+    latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Cases resolved at once.")] = 1,
+) -> None:
+    """Which side is right: LLM calls and seconds per resolve on the shipped cases (local mock server, the oracle's answers)."""
+    from claire.bench.resolve import run_resolve_bench
+
+    run_resolve_bench(latency=latency, concurrency=concurrency, console=console)
+
+
 def bench_watch(
     edits: Annotated[int, typer.Option("--edits", min=1, help="Edits in the replayed stream.")] = 24,
     latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,

@@ -164,6 +164,18 @@ def oracle_responder(*datasets: Path):
     return respond
 
 
+_DEFAULT: Any = None
+
+
+def oracle_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The oracle's answer to one request, knowing the tour's facts and the shipped sample (a
+    module-level responder, for a server in a process of its own)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = oracle_responder()
+    return _DEFAULT(body)
+
+
 def main() -> None:
     """Serve the oracle until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -88,3 +88,11 @@ def test_cascade_bench_sends_only_part_of_the_facts_to_claire_and_spends_less():
     claire, cascade = figures["claire"], figures["cascade"]
     assert claire["errors"] == cascade["errors"] == 0 and claire["to_claire"] == 1.0
     assert 0 < cascade["to_claire"] < 1 and cascade["calls"] < claire["calls"]
+
+
+def test_resolve_bench_counts_calls_per_resolve_on_the_shipped_cases():
+    from claire.bench.resolve import run_resolve_bench
+
+    figures = run_resolve_bench(latency=0.0, console=Console(record=True, width=160))
+    assert figures["cases"] >= 40 and figures["errors"] == 0 and figures["accuracy"] == 1.0
+    assert 2 <= figures["calls"] <= 4  # a verifier call per readable source, and the explanation
