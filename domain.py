@@ -111,7 +111,7 @@ def admit(answer: Any, *, system: str = "the system", max_chars: int = 100_000, 
     problem = impossible_score(getattr(answer, "score", None), getattr(answer, "score_kind", "probability"))
     if problem is not None:
         answer.score, answer.verdict, answer.probability = None, None, None
-        answer.error = answer.error or f"{system} gave {problem}: no verdict"
+        answer.error = answer.error or f"{system} gave {problem}"
     cut: list[str] = []
     for name in ("reasoning", "restated_claim", "error", "claim_text"):
         value = getattr(answer, name, None)

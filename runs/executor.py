@@ -168,7 +168,7 @@ class Executor:
                 raise
             except TimeoutError:
                 outcome.error = (f"{_whose(system)} took longer than {self.claim_timeout:g} s on this claim "
-                                 "(agent.claim_timeout): no verdict")
+                                 "(agent.claim_timeout)")
             except ClaireError as error:
                 outcome.error = str(error)
             except SystemExit as error:  # a system's sys.exit() ends its claim, never the run
