@@ -181,7 +181,7 @@
   function draw() {
     const data = current && current.data;
     if (!data) return;
-    $("result").hidden = false;
+    $("result").hidden = !$("patrol-view").hidden; // drawn in the background while the Patrol tab is open
     const progress = data.progress;
     $("result-title").textContent = current.kind === "scan" ? data.title : "Fact check";
     $("progress-bar").style.width = (progress.total ? (100 * progress.done) / progress.total : 0) + "%";
@@ -189,16 +189,19 @@
     const state = data.status === "error" ? "Stopped" + (errors ? "" : ": " + (data.reason || data.error || "error"))
       : data.status === "done" ? "Done" : data.status === "queued" && progress.total ? "Queued"
         : progress.total ? "Checking" : "Extracting facts";
-    const parts = [state, (progress.done - errors) + " of " + progress.total + " facts checked"];
-    if (errors) parts.push(errors + " could not be checked");
-    parts.push(progress.flagged + " flagged");
+    // a job that stopped before it had any fact (its extraction failed) says so once, below, with its reason
+    const parts = data.status === "error" && !progress.total ? ["Stopped before any fact was checked"]
+      : [state, (progress.done - errors) + " of " + progress.total + " facts checked"];
+    if (progress.total && errors) parts.push(errors + " could not be checked");
+    if (progress.total) parts.push(progress.flagged + " flagged");
     $("progress-text").textContent = parts.join(" · ");
     $("progress-text").classList.toggle("claire-progress-error", errors > 0 || data.status === "error");
     const finished = data.status === "done" || data.status === "error";
     $("failures").hidden = !(finished && (errors > 0 || (data.status === "error" && !progress.total)));
     $("failure-reason").textContent = errors
       ? (errors === 1 ? "1 fact" : errors + " facts") + " could not be checked: " + (data.reason || "error")
-      : "Stopped: " + (data.reason || data.error || "error");
+      : "Why: " + (data.reason || data.error || "error");
+    $("recheck").textContent = progress.total ? "Re-check the facts that failed" : "Try again";
     const sig = signature(data.facts) + "|" + panelKey;
     if (sig !== current.drawn) { // re-render only what changed (keeps the reader's place and selection)
       current.drawn = sig;
@@ -361,6 +364,9 @@
     tab.addEventListener("click", () => {
       for (const other of document.querySelectorAll(".tab")) other.classList.toggle("active", other === tab);
       for (const body of document.querySelectorAll(".tab-body")) body.hidden = body.id !== tab.dataset.tab;
+      const patrol = tab.dataset.tab === "patrol-view"; // the Patrol tab shows the patrol, not the last check
+      $("result").hidden = patrol || !(current && current.data);
+      if (patrol) { $("panel").hidden = true; panelKey = null; }
     });
   }
 
