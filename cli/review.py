@@ -115,12 +115,15 @@ def review_run(out_dir: Path, console: Console, *, ask: Ask | None = None, revie
         _show(console, number, len(pending), claim, prediction)
         while True:
             try:
-                answer = ask("\\[a]ccept (a real contradiction), \\[r]eject (a false alarm), \\[s]kip, \\[q]uit").strip().lower()
+                answer = ask("\\[c] confirmed (a real contradiction), \\[n] not a contradiction, \\[s]kip, \\[q]uit"
+                             ).strip().lower()
             except EOFError:
                 answer = "q"
+            # the keys of claire check's question; a and r (accept, reject) still answer as before
+            answer = {"c": "a", "confirmed": "a", "n": "r", "not": "r"}.get(answer, answer)
             if answer in ("a", "accept", "r", "reject", "s", "skip", "", "q", "quit"):
                 break
-            console.print("please answer a, r, s or q")
+            console.print("please answer c, n, s or q")
         if answer in ("q", "quit"):
             result.stopped = True
             break

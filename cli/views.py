@@ -119,7 +119,7 @@ class CheckView:
             self.status.stop()
         c = self.console
         score = "n/a" if case.get("score") is None else f"{case['score']:.2f}"
-        c.print(Text.assemble((" FLAGGED ", "bold white on red"), f"  inconsistency score {score}: ", case.get("claim") or ""))
+        c.print(Text.assemble((" INCONSISTENT ", "bold white on red"), f"  inconsistency score {score}: ", case.get("claim") or ""))
         passages = case.get("passages") or []
         if passages:
             c.print(Text("the passages it cites", style="bold underline"))

@@ -140,7 +140,7 @@ def test_a_check_shows_the_evidence_before_asking_and_the_rejection_in_its_resul
         raw = _ESCAPE.sub("", terminal.output)  # the status line is redrawn in place, then erased: it is in what was written
         assert raw.index("reading the configuration") < raw.index("loading the agent") < raw.index("checking with")
         assert "opening the index demo" in raw
-        asked = before[before.index("FLAGGED"):]
+        asked = before[before.index(" INCONSISTENT "):]
         assert "the passages it cites" in asked and "[1] Eiffel Tower" in asked
         assert re.search(r"^https://en\.wikipedia\.org/wiki/Eiffel_Tower\S*$", asked, re.MULTILINE), asked
         assert "the verifier's case" in asked and "[1] disagrees." in asked

@@ -54,7 +54,7 @@
   function verdictLine(fact) {
     if (fact.status === "error") return "Could not be checked: " + (fact.reason || fact.error || "error");
     if (fact.score === null || fact.score === undefined) return fact.status === "running" ? "Checking…" : "Waiting to be checked";
-    const label = fact.verdict === "inconsistent" ? "Possibly inconsistent" : "Consistent with the corpus";
+    const label = fact.verdict === "inconsistent" ? "Inconsistent" : "Consistent";  // the words of every surface
     const probability = fact.assessment && typeof fact.assessment.probability === "number"
       ? " · calibrated probability " + Math.round(100 * fact.assessment.probability) + "%" : "";
     return label + " · score " + Number(fact.score).toFixed(2) + probability;
