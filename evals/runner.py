@@ -183,18 +183,21 @@ class _Tally:
     def __init__(self) -> None:
         self.errors = 0
         self.tokens = 0
+        self.cached_tokens = 0  # the tokens of answers CLAIRE's cache served (their first call's)
         self.cost: float | None = None
 
     def add(self, line: BaseModel) -> None:
         usage = getattr(line, "usage", None) or {}
         self.errors += getattr(line, "error", None) is not None
         self.tokens += int(usage.get("total_tokens") or 0)
+        self.cached_tokens += int(usage.get("cached_prompt_tokens") or 0) + int(usage.get("cached_completion_tokens") or 0)
         if usage.get("cost_usd") is not None:
             self.cost = (self.cost or 0.0) + usage["cost_usd"]
 
     def __str__(self) -> str:
         cost = "—" if self.cost is None else f"${self.cost:,.4f}"
-        return f"errors {self.errors} · {self.tokens:,} tokens · {cost}"
+        cached = f" (+{self.cached_tokens:,} from the cache)" if self.cached_tokens else ""
+        return f"errors {self.errors} · {self.tokens:,} tokens{cached} · {cost}"
 
 
 def _line(task: Task, system_name: str, outcome: Outcome) -> BaseModel:

@@ -262,3 +262,14 @@ def test_a_run_from_before_presets_resumes_with_the_practical_preset_and_prompt_
     # a run that recorded its prompt texts refuses to resume with others; one that did not, cannot tell
     assert config_differences({**paper, "prompts_digest": "a"}, {**paper, "prompts_digest": "b"})
     assert config_differences(paper, {**paper, "prompts_digest": "b"}) == []
+
+
+def test_the_progress_line_counts_the_tokens_of_answers_from_the_cache():
+    from types import SimpleNamespace
+
+    from claire.evals.runner import _Tally
+
+    tally = _Tally()
+    tally.add(SimpleNamespace(usage={"total_tokens": 0, "cached_prompt_tokens": 1200, "cached_completion_tokens": 30},
+                              error=None))
+    assert str(tally) == "errors 0 · 0 tokens (+1,230 from the cache) · —"  # not a bare "0 tokens" (issue 53, item 10)
