@@ -211,7 +211,8 @@ class CheckView:
         took = f"{a.latency_s or 0:.1f} s checking"
         if total > (a.latency_s or 0) + 1:
             took += f", {total:.1f} s in all"
-        c.print(f"[dim]{counted(a.details.get('steps', 0), 'research step')} · {counted(len(a.evidence), 'passage')} · "
+        steps = self.count or a.details.get("steps", 0)  # the steps numbered above, when they were shown
+        c.print(f"[dim]{counted(steps, 'step')} · {counted(len(a.evidence), 'passage')} · "
                 f"{counted(usage.calls, 'LLM call')} ({usage.cached_calls} cached) · {counted(usage.total_tokens, 'token')}"
                 f"{cost} · {took}[/]")
 
