@@ -197,15 +197,6 @@ class Reference(BaseModel):
         return (self.url or f"{self.title}|{self.site}").strip().lower()
 
 
-def merge_references(*groups: Iterable[Reference] | None) -> list[Reference] | None:
-    """The references of several groups, each work once, in order (None when there are none)."""
-    seen: dict[str, Reference] = {}
-    for group in groups:
-        for reference in group or []:
-            seen.setdefault(reference.key(), reference)
-    return list(seen.values()) or None
-
-
 class BlockElement(BaseModel):
     """A citable piece of a block (a sentence, table cell, caption or list item) with its
     FEVEROUS-style id, e.g. ``Page_sentence_3`` or ``Page_cell_0_1_2``, and the references that

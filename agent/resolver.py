@@ -63,8 +63,6 @@ RECENCY = 0.3
 """The side whose newest verified source is newer, for facts that change over time only."""
 MARGIN = 0.1
 """Below this difference in strength between two verified sides, the rule cannot tell."""
-HIGH_CONFIDENCE = 0.8
-"""From this confidence on, a named winner counts as a confident one (the evaluation's measure)."""
 
 _TOKEN = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_][\w'’-]*", re.UNICODE)
 _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")

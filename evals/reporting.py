@@ -99,6 +99,19 @@ def _run_labels(dirs: Sequence[str | Path]) -> list[str]:
 _QUIET_COLUMNS = ("Errors", "Repaired", "Bad calls", "Cost")
 
 
+# Settings that do not change what a system answers: a run may resume with other values.
+NEUTRAL_SETTINGS = {
+    "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
+    "llm.api_key_env", "llm.record", "llm.prompt_header", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
+    "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
+    "agent.max_fact_chars", "agent.calibration",
+    "watch.stream_url", "watch.replay", "watch.api_url", "watch.wikis", "watch.namespaces", "watch.include_bots",
+    "watch.titles", "watch.categories", "watch.edits_in_flight", "watch.index_every", "watch.user_agent",
+    "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
+    "preset",  # a name for the settings, which are compared one by one
+}
+
+
 def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, str]], list[str]]:
     """Runs side by side: the columns worth showing, one row of cells per run (×100, differences
     from the first run in brackets), and the notes that go under them (what every run shares, the
@@ -159,9 +172,7 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
 def setting_differences(dirs: Sequence[str | Path], labels: Sequence[str]) -> list[str]:
     """The settings (dotted keys) whose values differ between the runs, each with every run's value
     (the system, set apart as its own column, and neutral settings such as concurrency left out)."""
-    from claire.evals.runner import NEUTRAL_SETTINGS
-
-    flat = [_flat_settings((read_run_config(d) or {}).get("config") or {}) for d in dirs]
+    flat = [flat_settings((read_run_config(d) or {}).get("config") or {}) for d in dirs]
     keys = sorted({key for run in flat for key in run})
     found = []
     for key in keys:
@@ -172,14 +183,14 @@ def setting_differences(dirs: Sequence[str | Path], labels: Sequence[str]) -> li
     return found
 
 
-def _flat_settings(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flat_settings(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A configuration's settings as dotted keys (``retrieval.rerank``); ``prompts.variants`` stays one value."""
     flat: dict[str, Any] = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value and key != "variants":
-            flat.update(_flat_settings(value, f"{name}."))
+    for key, value in data.items():
+        if isinstance(value, dict) and key != "variants":
+            flat.update(flat_settings(value, f"{prefix}{key}."))
         else:
-            flat[name] = value
+            flat[f"{prefix}{key}"] = value
     return flat
 
 

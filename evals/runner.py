@@ -34,7 +34,7 @@ from claire.runs.executor import Executor, Outcome, todo
 from claire.runs.predictions import (
     PredictionLog, load_predictions, read_records, read_run_config, record_digest, write_records, write_run_config,
 )
-from claire.evals.reporting import read_metrics
+from claire.evals.reporting import NEUTRAL_SETTINGS, flat_settings, read_metrics
 from claire.evals.thresholds import resolve_threshold, threshold_setting
 from claire.tasks.base import Task
 from claire.tasks.calibration import FILE as CALIBRATOR_FILE, METHODS as CALIBRATION_METHODS
@@ -73,18 +73,6 @@ def run_score_kind(stored: dict[str, Any] | None, predictions: Sequence[dict[str
     return recorded or score_kind(stored.get("system") or (predictions[0].get("system") if predictions else None))
 
 
-# Settings that do not change what a system answers: a run may resume with other values.
-NEUTRAL_SETTINGS = {
-    "eval.concurrency", "llm.max_concurrency", "llm.cache", "llm.refresh_cache", "llm.cache_path", "llm.api_key",
-    "llm.api_key_env", "llm.record", "llm.prompt_header", "llm.timeout", "llm.max_attempts", "llm.retry_base_wait", "llm.retry_max_wait", "llm.stream",
-    "llm.openai_client", "retrieval.qdrant_api_key", "retrieval.path", "agent.review", "retrieval.lock_timeout",
-    "agent.max_fact_chars", "agent.calibration",
-    "watch.stream_url", "watch.replay", "watch.api_url", "watch.wikis", "watch.namespaces", "watch.include_bots",
-    "watch.titles", "watch.categories", "watch.edits_in_flight", "watch.index_every", "watch.user_agent",
-    "llm.base_url",  # the same model served from another address (a fixed endpoint) may finish a run
-    "preset",  # a name for the settings, which are compared one by one
-}
-
 # Settings an older CLAIRE did not record, with the value its runs behaved as if they had: a run
 # directory written before a setting existed resumes when the setting keeps that value.
 _LEGACY_VALUES = {"agent.snippet_chars": 400, "agent.finish_action": True}
@@ -103,21 +91,11 @@ def _upgraded(stored: dict[str, Any]) -> dict[str, Any]:
     return {**stored, "prompts": {**prompts, "variants": variants}}
 
 
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict) and key != "variants":
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def config_differences(stored: dict[str, Any] | None, current: dict[str, Any] | None) -> list[str]:
     """Settings that changed between a run directory's config and this one (neutral ones ignored)."""
     if not stored or not current:
         return []
-    old, new = _flatten(_upgraded(stored) if "prompts" in current else stored), _flatten(current)
+    old, new = flat_settings(_upgraded(stored) if "prompts" in current else stored), flat_settings(current)
     for key, value in _LEGACY_VALUES.items():
         if key in new:
             old.setdefault(key, value)

@@ -14,7 +14,8 @@ from claire.files import strict_json, write_atomically
 from claire.tasks.measures import METRICS, REPORT, pct
 
 TASK = "sides"
-HIGH_CONFIDENCE = 0.8  # the resolver's own mark of a confident winner (claire.agent.resolver.HIGH_CONFIDENCE)
+HIGH_CONFIDENCE = 0.8
+"""From this confidence on, a named winner counts as a confident one (the "named wrongly with high confidence" measure)."""
 
 
 class SidesPrediction(BaseModel):

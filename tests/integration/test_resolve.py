@@ -178,7 +178,8 @@ def test_the_tour_resolves_the_planted_eiffel_case(oracle, tmp_path, copy_demo_i
     assert data["assessment"]["verdict"] == "inconsistent" and data["resolution"]["decision"] == "passage"
     fact, passage = data["resolution"]["sides"]
     assert passage["verified"] and not fact["verified"]
-    assert all(s["quote"] is None or s["support"] != "states" or s["quote"] for s in passage["sources"])
+    stated = [s for s in passage["sources"] if s["support"] == "states"]
+    assert stated and all("1889" in s["quote"] for s in stated)  # verified by a quote that gives its value
 
 
 def test_the_web_api_resolves_a_flagged_check(oracle, tmp_path, copy_demo_index):
