@@ -284,8 +284,14 @@ class AgentConfig(_Section):
                     "paper does (the verifier always reads passages whole)",
     )
     finish_action: bool = Field(
-        True, description="offer the finish() action, the controller's way to stop early (WikiCollide's own traces end "
-                          "with such an action, give_up)",
+        False, description="offer the finish() action, the controller's way to stop early (the practical preset's; "
+                           "WikiCollide's own traces end with such an action, give_up, but the paper's controller offers "
+                           "none: its research ends by the step budget or by a report)",
+    )
+    thoughts: bool = Field(
+        True, description="the controller thinks about what it has gathered before each action, and its thoughts stay in "
+                          "the history it sees next (the paper's ReAct thoughts; the practical preset turns them off to "
+                          "save tokens)",
     )
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="inconsistency score above which the verdict is inconsistent (exactly the threshold is not flagged)")
     report: bool | None = Field(None, description="write the two-sided report; unset: on for claire check, off in batch runs")  # the two-sided report; None: on for `claire check`, off in batch runs
@@ -427,14 +433,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     # MiniLM instead of mGTE, which needs a model hub; `--embedder mgte` at index build time).
     "paper": {},
     # This project's additions: hybrid dense + BM25 search (for small embedders), the controller
-    # reads 400-character snippets and keeps looking after a report, the verifier forgives
+    # reads 400-character snippets, may finish() early, thinks without writing its thoughts down and
+    # keeps looking after a report, the verifier forgives
     # differences of rounding, spelling and calendar, and the prompts are the project's own
     # (notes of at most five sentences, extraction that skips opinions and definitions). Their
     # cost is measured (evals/sweeps/fidelity.yaml with the oracle model); their accuracy with a
     # real model is not.
     "practical": {
         "retrieval": {"mode": "hybrid"},
-        "agent": {"stop_on_report": False, "snippet_chars": 400},
+        "agent": {"stop_on_report": False, "snippet_chars": 400, "finish_action": True, "thoughts": False},
         "prompts": {"variants": {"verifier": "lenient", "controller": "practical", "explain": "practical",
                                  "clarify_entity": "practical", "fact_extraction": "practical"}},
     },

@@ -352,6 +352,7 @@ class TraceItem(BaseModel):
     action_name: str
     action_argument: Any = None
     action_output: Any = None
+    thought: str | None = Field(None, exclude_if=lambda value: value is None)  # what the controller thought before it (ReAct)
 
 
 class Assessment(BaseModel):

@@ -193,3 +193,25 @@ def read_actions(answer: AIMessage, allowed: list[str], *, native: bool = True) 
         argument = arguments if isinstance(arguments, str) else argument_from(name, arguments)
         actions.append(_checked(name, argument, allowed, call_id))
     return actions
+
+
+MAX_THOUGHT_CHARS = 1500
+"""The longest thought kept in the history (a model that rambles does not fill the context)."""
+_THOUGHT_LABEL = re.compile(r"^\s*(?:thought|reasoning|think(?:ing)?)\s*\d*\s*:\s*", re.IGNORECASE)
+_TOOL_CALL_TAG = re.compile(r"<\s*tool_call\s*>.*?(?:<\s*/\s*tool_call\s*>|$)", re.IGNORECASE | re.DOTALL)
+
+
+def thought_of(answer: AIMessage) -> str:
+    """The thought an answer wrote before its action (the paper's ReAct thought): its text without
+    the action written in it (a ``name(argument)`` line, a JSON call or a ``<tool_call>``) and
+    without a leading "Thought:" label; "" when it wrote none."""
+    text = _TOOL_CALL_TAG.sub(" ", html.unescape(text_of(answer)))
+    for data in _json_objects(text):
+        if any(key in data for key in ("name", "tool", "action", "function")):
+            text = text.replace(json.dumps(data), " ")
+    calls = [match for match in _CALL.finditer(text) if _meant_tool(match.group(1)) is not None]
+    if calls:  # the thought ends where the action is written
+        text = text[: calls[-1].start()]
+    text = _THOUGHT_LABEL.sub("", " ".join(text.split()))
+    return text[:MAX_THOUGHT_CHARS].rstrip(" :-")
+

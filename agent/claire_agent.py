@@ -76,7 +76,7 @@ class ClaireAgent:
             clarify_k=agent.clarify_k, stop_on_report=agent.stop_on_report, review=reviewer is not None, task=parts.task,
             snippet_chars=agent.snippet_chars, tools=tuple(tools_for(agent.tools, finish=agent.finish_action)),
             max_steps=agent.max_steps, keep_observations=agent.keep_observations, report=bool(agent.report),
-            threshold=agent.threshold,
+            threshold=agent.threshold, thoughts=agent.thoughts,
         )
         return cls(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=parts.on_step,
                    checkpoints=agent.checkpoints)

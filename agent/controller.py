@@ -23,7 +23,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from claire.agent.actions import Action, read_actions
+from claire.agent.actions import Action, read_actions, thought_of
 from claire.agent.state import ResearchContext, ResearchState
 from claire.errors import ClaireError
 from claire.llm.answers import text_of
@@ -37,22 +37,26 @@ REVIEWER = "reviewer"
 
 
 def research_history(messages: list[AnyMessage]) -> list[dict[str, str]]:
-    """The steps taken so far, oldest first: each tool call with its observation, and each
-    person's feedback on a flagged verdict (``human_review``, its argument the agent's last report,
-    empty when the verdict came without one)."""
+    """The steps taken so far, oldest first: each tool call with its observation and the thought
+    written before it (the text of the answer that made the call; "" when none), and each person's
+    feedback on a flagged verdict (``human_review``, its argument the agent's last report, empty
+    when the verdict came without one)."""
     calls: dict[str, dict[str, Any]] = {}
+    thoughts: dict[str, str] = {}
     steps: list[dict[str, str]] = []
     last_report = ""
     for message in messages:
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
                 calls[call["id"] or ""] = call
+                thoughts[call["id"] or ""] = text_of(message).strip()
         elif isinstance(message, ToolMessage):
             call = calls.get(message.tool_call_id, {"name": message.name or "?", "args": {}})
             argument = str(next(iter((call.get("args") or {}).values()), ""))
             if call["name"] == "report_inconsistency":
                 last_report = argument
-            steps.append({"action": call["name"], "argument": argument, "observation": str(message.content)})
+            steps.append({"action": call["name"], "argument": argument, "observation": str(message.content),
+                          "thought": thoughts.get(message.tool_call_id, "")})
         elif isinstance(message, HumanMessage) and message.name == REVIEWER:
             steps.append({"action": "human_review", "argument": last_report, "observation": str(message.content)})
     return steps
@@ -77,17 +81,18 @@ def _tool_call(action: Action) -> dict[str, Any]:
             "type": "tool_call"}
 
 
-def _answered_here(action: Action, observation: str) -> dict[str, Any]:
+def _answered_here(action: Action, observation: str, thought: str = "") -> dict[str, Any]:
     """The update of a step the controller answers itself (an invalid or repeated action)."""
     call = _tool_call(action)
     return {
-        "messages": [AIMessage(content="", tool_calls=[call]),
+        "messages": [AIMessage(content=thought, tool_calls=[call]),
                      ToolMessage(content=observation, tool_call_id=call["id"], name=call["name"], status="error")],
-        "trace": [TraceItem(action_name=action.name, action_argument=action.argument or None, action_output=observation)],
+        "trace": [TraceItem(action_name=action.name, action_argument=action.argument or None, action_output=observation,
+                            thought=thought or None)],
     }
 
 
-def _dispatch(action: Action, history: list[dict[str, str]], update: dict[str, Any], content: Any = "") -> Command:
+def _dispatch(action: Action, history: list[dict[str, str]], update: dict[str, Any], thought: str = "") -> Command:
     """Send a checked action to the tools node, or answer it here when it is invalid or repeated."""
     repeated = next((number for number, step in enumerate(history, start=1)
                      if (step["action"], step["argument"]) == (action.name, action.argument)), None)
@@ -99,9 +104,9 @@ def _dispatch(action: Action, history: list[dict[str, str]], update: dict[str, A
         observation = (f"You already ran {action.name}({action.argument}); its result is in step {repeated} above. "
                        "Choose a different action.")
     else:
-        update["messages"] = [AIMessage(content=content, tool_calls=[_tool_call(action)])]
+        update["messages"] = [AIMessage(content=thought, tool_calls=[_tool_call(action)])]
         return Command(update=update, goto="tools")
-    step = _answered_here(action, observation)
+    step = _answered_here(action, observation, thought)
     update.update(messages=step["messages"], trace=update.get("trace", []) + step["trace"])
     return Command(update=update, goto="controller")
 
@@ -127,7 +132,7 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     def render(history: list[dict[str, str]]) -> Any:
         return context.prompts.render("controller", claim=claim.text, context=claim.context, tools=shown,
                                       history=history, steps_left=steps_left, text_actions=not native,
-                                      finish="finish" in context.tool_names)
+                                      finish="finish" in context.tool_names, thoughts=context.thoughts)
 
     prompt, fit = fit_history(render, history, count=lambda messages: llm.count_tokens(messages, tools),
                               budget=llm.prompt_budget(), keep_latest=context.keep_observations)
@@ -157,4 +162,7 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     first, rest = actions[0], actions[1:]
     if rest:
         update["queued"] = [vars(action) for action in rest[: steps_left - 1]]
-    return _dispatch(first, history, update, answer.content if not rest else "")
+    thought = thought_of(answer)  # the history keeps it (the paper's ReAct thought)
+    if context.thoughts and not thought:
+        record_event("no_thought")
+    return _dispatch(first, history, update, thought)

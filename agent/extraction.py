@@ -27,6 +27,8 @@ article's text, and a bound on how many LLM calls one command can make."""
 
 _FACT = re.compile(r"<\s*fact\s*>(.*?)(?:<\s*/\s*fact\s*>|$)", re.IGNORECASE | re.DOTALL | re.MULTILINE)
 _SOURCE = re.compile(r"\s*<\s*source\s*>(.*?)(?:<\s*/\s*source\s*>|$)", re.IGNORECASE | re.DOTALL | re.MULTILINE)
+_REASONING = re.compile(r"<\s*reasoning\s*>.*?(?:<\s*/\s*reasoning\s*>|(?=<\s*facts\s*>)|$)", re.IGNORECASE | re.DOTALL)
+_FACTS_BLOCK = re.compile(r"<\s*facts\s*>(.*?)(?:<\s*/\s*facts\s*>|$)", re.IGNORECASE | re.DOTALL)
 _LIST_LINE = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(.+)$", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
@@ -80,8 +82,13 @@ def _clean(text: str) -> str:
 
 def parse_sourced_facts(text: str) -> list[tuple[str, str | None]]:
     """``(fact, source sentence or None)`` from a model answer: ``<fact>`` tags, each optionally
-    followed by a ``<source>`` tag, else list lines (no sources); cleaned, no duplicates."""
-    text = html.unescape(text or "")
+    followed by a ``<source>`` tag, else list lines (no sources); cleaned, no duplicates. The
+    paper's reasoning block (``<reasoning>``) is never read for facts, and when the answer has a
+    ``<facts>`` block, only that block is."""
+    text = _REASONING.sub(" ", html.unescape(text or ""))
+    block = _FACTS_BLOCK.search(text)
+    if block is not None:
+        text = block.group(1)
     found: list[tuple[str, str | None]] = []
     for match in _FACT.finditer(text):
         fact, *rest = _SOURCE.split(match.group(1), maxsplit=1)  # an unclosed fact runs into its source

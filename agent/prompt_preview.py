@@ -82,8 +82,10 @@ def builtin_sample() -> PreviewSample:
                              "one of 1889 is the fair the Eiffel Tower was built for."}]
     history = [
         {"action": "search", "argument": "Eiffel Tower completion date",
-         "observation": "\n".join(passage_line(document) for document in documents[:2])},
-        {"action": "clarify_entity", "argument": "Paris (capital of France)", "observation": clarifications[0]["text"]},
+         "observation": "\n".join(passage_line(document) for document in documents[:2]),
+         "thought": "The fact gives a year of completion; other articles may date the tower otherwise."},
+        {"action": "clarify_entity", "argument": "Paris (capital of France)", "observation": clarifications[0]["text"],
+         "thought": "Passage [2] names a Paris in Texas, so which Paris each passage means needs settling."},
     ]
     source_text = ("The Eiffel Tower was designed by the company of Gustave Eiffel. Work began in January 1887 "
                    "and the tower was completed in March 1889.\n\nIts lifts opened to visitors a few weeks later.")
@@ -183,13 +185,14 @@ def _wikicollide_sample(record: Any, file: Path) -> PreviewSample:
                     documents.append(_evidence(numbers[key], *key, url=passage.get("url")))
                 lines.append(passage_line(documents[numbers[key] - 1], seen=seen))
             sample.query = sample.query or argument
-            sample.history.append({"action": action, "argument": argument,
+            sample.history.append({"action": action, "argument": argument, "thought": getattr(item, "thought", None) or "",
                                    "observation": "\n".join(lines) or "No passages found for this query."})
         elif action in ("clarify_entity", "explain"):
             text = str(item.action_output or "")
             notes = sample.clarifications if action == "clarify_entity" else sample.explanations
             notes.append({"entity" if action == "clarify_entity" else "topic": argument, "text": text})
-            sample.history.append({"action": action, "argument": argument, "observation": text})
+            sample.history.append({"action": action, "argument": argument, "observation": text,
+                                   "thought": getattr(item, "thought", None) or ""})
         else:  # a report or the end of the research: no observation the controller reads afterwards
             break
     sample.documents = documents
@@ -225,6 +228,7 @@ def preview_values(name: str, inputs: tuple[str, ...], sample: PreviewSample, co
         "tools": shown_tools(tools_for(config.agent.tools, finish=config.agent.finish_action)),
         "text_actions": config.llm.tool_calling == "text",
         "finish": config.agent.finish_action,
+        "thoughts": config.agent.thoughts,
         "entity": first_clarified or claim.text,
         "topic": first_topic or claim.text,
         "query": sample.query or claim.text,

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from claire import __version__
@@ -288,7 +289,8 @@ def score_run(
     if source is not None:
         metrics["threshold_source"] = source
         if metrics["split"] == "test" and threshold is None and threshold_from is None:
-            metrics["threshold_hint"] = "the paper reuses the best-F1 threshold of the validation run on test (threshold_from)"
+            metrics["threshold_hint"] = ("no validation run was given to take the threshold from (threshold_from): the "
+                                         "paper scores a test split at the best validation F1 over a 0.1 grid")
     task.write_outputs(out_dir, metrics, predictions)
     return metrics
 
@@ -335,6 +337,10 @@ async def run_eval(
     if threshold is not None or threshold_from is not None:  # fail before the run, not after it
         _threshold(task, system.name, config_public, threshold, threshold_from)
     kind = getattr(system, "score_kind", None) or score_kind(system.name)
+    if show_progress or console is not None:  # said once, before the run
+        for notice in task.notices(config_public or {}, split=split,
+                                   threshold_given=threshold is not None or threshold_from is not None):
+            (console or Console(stderr=True)).print(f"[yellow]note:[/] {escape(notice)}")
     if calibrate_from is not None:
         validation = calibration_run(task, system.name, kind, calibrate_from, calibration_method)
         task.calibrate(validation, validation, source=str(calibrate_from), method=calibration_method)  # it can calibrate

@@ -16,6 +16,10 @@ from claire.domain import ScoreKind
 from claire.tasks.base import Task
 from claire.tasks.registry import get_task
 
+PAPER_GRID = 0.1
+"""The step of the thresholds the paper tries on validation for a paper-preset run (it reports 0.6,
+0.5 and 1); a run of another preset takes the exact best-F1 threshold."""
+
 THRESHOLD_SETTINGS: dict[str, str] = {"probability": "agent.threshold", "count": "baselines.nli_threshold"}
 """The setting that holds the validation threshold of each kind of score."""
 
@@ -56,8 +60,9 @@ def resolve_threshold(
                 f"{threshold_from} is a run of '{dev_config['system']}', not '{system}': "
                 "take the threshold from a validation run of the same system"
             )
-        value = (task or get_task(None)).best_threshold(load_predictions(threshold_from), score_kind(system))
-        return value, f"best F1 on {threshold_from}"
+        grid = PAPER_GRID if ((dev_config.get("config") or {}).get("preset")) == "paper" else None
+        value = (task or get_task(None)).best_threshold(load_predictions(threshold_from), score_kind(system), grid)
+        return value, f"best F1 on {threshold_from}" + (f", over the paper's {grid:g} grid" if grid else "")
     if score_kind(system) == "count":
         return default_threshold(system, config_public), "a count of REFUTES passages, baselines.nli_threshold"
     return default_threshold(system, config_public), "the validation default, agent.threshold"

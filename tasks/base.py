@@ -148,8 +148,14 @@ class Task(ABC):
         ``reads`` says whether the run's system reads a setting (a dotted key)."""
         return None
 
-    def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind) -> float:
-        """The threshold a test run takes from a validation run's predictions (the best-F1 one)."""
+    def notices(self, config_public: dict[str, Any], *, split: str | None, threshold_given: bool) -> list[str]:
+        """What a run should say once, before it starts, about how it departs from the method its
+        task follows (none by default)."""
+        return []
+
+    def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind, grid: float | None = None) -> float:
+        """The threshold a test run takes from a validation run's predictions (the best-F1 one; with
+        ``grid``, the best of the multiples of it)."""
         raise ConfigError(f"--threshold-from is for WikiCollide runs, not the {self.name} task")
 
     def calibrate(self, predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str,

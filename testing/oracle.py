@@ -147,10 +147,14 @@ def oracle_responder(*datasets: Path):
                 call = {"name": "finish", "arguments": {}}
             else:
                 call = {"name": "search", "arguments": {"query": f"{fact[:150]} ({steps})"}}
+            # asked for a thought before each action (the paper's ReAct thought), it writes one
+            thought = (f"After {steps} step{'s' if steps != 1 else ''}, {call['name']} is what the fact needs next."
+                       if "first think about" in (body["messages"][0].get("content") or "") else "")
             if not body.get("tools"):
                 arguments = next(iter(call["arguments"].values()), "")
-                return {"content": f'{call["name"]}("{arguments}")' if arguments else f'{call["name"]}()'}
-            return {"tool_calls": [call]}
+                action = f'{call["name"]}("{arguments}")' if arguments else f'{call["name"]}()'
+                return {"content": f"{thought}\n{action}".strip()}
+            return {"content": thought, "tool_calls": [call]} if thought else {"tool_calls": [call]}
         if kind == "verifier":
             score = 0.9 if inconsistent else 0.1
             return {"content": f"<analysis>[1] compared.</analysis><inconsistency_score>{score}</inconsistency_score>"}

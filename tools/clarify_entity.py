@@ -17,7 +17,7 @@ from claire.tools.results import step_result
 
 @tool(parse_docstring=True)
 async def clarify_entity(name_and_description: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
-    """Find entities with similar names and get a note telling them apart, e.g. 'Paris (city in Texas)'.
+    """Get a report that tells apart similarly named entities (a person, an organisation, an event...), e.g. a named sports event, to separate events of similar names or the same event in other years.
 
     Args:
         name_and_description: the entity's name with a few words saying which one is meant

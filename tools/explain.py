@@ -14,10 +14,10 @@ from claire.tools.results import step_result
 
 @tool(parse_docstring=True)
 async def explain(topic: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
-    """Get short background on a term or topic (no search).
+    """Get the basics of a term or concept from the model's own knowledge (no search), e.g. a technical term or the rules of a sport.
 
     Args:
-        topic: the term or topic to explain
+        topic: the term or concept to explain
     """
     context = runtime.context
     claim = runtime.state.claim

@@ -13,10 +13,10 @@ from claire.tools.results import step_result
 
 @tool(parse_docstring=True)
 async def report_inconsistency(evidence: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
-    """Report an inconsistency you found between the fact and a retrieved passage; a human will review it.
+    """Report an inconsistency when you are certain you have found one; a person then reviews it and gives feedback.
 
     Args:
-        evidence: a short sentence that describes the inconsistency
+        evidence: one short sentence that describes the inconsistency
     """
     evidence = evidence.strip()
     if not evidence:

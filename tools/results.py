@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain.tools import ToolRuntime
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
 from claire.domain import TraceItem
@@ -21,5 +21,16 @@ def step_result(runtime: ToolRuntime, name: str, argument: str, observation: str
     output = observation if output is None else output
     message = ToolMessage(content=observation, artifact=output, name=name, tool_call_id=runtime.tool_call_id or name,
                           status=status)  # type: ignore[arg-type]
-    item = TraceItem(action_name=name, action_argument=argument or None, action_output=output)
+    item = TraceItem(action_name=name, action_argument=argument or None, action_output=output,
+                     thought=_thought_before(runtime))
     return Command(update={"messages": [message], "trace": [item], **update})
+
+
+def _thought_before(runtime: ToolRuntime) -> str | None:
+    """The thought the controller wrote beside this call (the text of the answer that made it)."""
+    for message in reversed(getattr(runtime.state, "messages", None) or []):
+        if isinstance(message, AIMessage) and any(call.get("id") == runtime.tool_call_id for call in message.tool_calls):
+            text = message.content if isinstance(message.content, str) else ""
+            return text.strip() or None
+    return None
+

@@ -26,10 +26,10 @@ def passage_line(evidence: Evidence, *, seen: bool = False, snippet_chars: int =
 
 @tool(parse_docstring=True)
 async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
-    """Search Wikipedia outside the fact's own article. Returns numbered passages.
+    """Explore Wikipedia outside the fact's own article. Returns numbered passages.
 
     Args:
-        query: what to look for, e.g. a name with a date or a number from the fact
+        query: a question to look up, e.g. "When was the Eiffel Tower completed?"
     """
     context, state = runtime.context, runtime.state
     hits = await context.search.search(query, exclude_title=state.claim.context.document_title or None,

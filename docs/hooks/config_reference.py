@@ -4,8 +4,8 @@ cannot drift from it.
 - ``<!-- config-reference -->``: each section of the configuration model (``claire.config.Config``)
   as a table of its settings: the name as ``claire.toml`` and ``--set`` write it, its type, its
   default and its description;
-- ``<!-- wording-differences -->``: the paper preset's remaining prompt wording differences
-  (``claire.prompts.fidelity.WORDING_DIFFERENCES``), the list every run's report.md gives too;
+- ``<!-- wording-differences -->``: the paper preset beside the paper, rule by rule
+  (``claire.prompts.fidelity.side_by_side``), the table every run's report.md gives too;
 - ``<!-- readme -->``: the project's README.md, the site's home page (its links into ``docs/``
   made relative to the site), so the front page has one home.
 """
@@ -66,12 +66,12 @@ def reference() -> str:
 
 
 def wording_table() -> str:
-    """The paper preset's remaining prompt wording differences as a table."""
-    from claire.prompts.fidelity import WORDING_DIFFERENCES
+    """The paper preset beside the paper, rule by rule (the inventory every run's report.md shows)."""
+    from claire.prompts.fidelity import counts, markdown_table
 
-    rows = ["| template | what differs from the paper's prompt | why |", "|---|---|---|"]
-    rows += [f"| `{d.template}` | {d.differs.replace('|', PIPE)} | {d.why.replace('|', PIPE)} |" for d in WORDING_DIFFERENCES]
-    return "\n".join(rows)
+    tally = counts()
+    return (f"{tally['follows']} rules followed, {tally['listed']} listed differences, {tally['added']} listed "
+            f"additions.\n\n{markdown_table()}")
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

@@ -18,7 +18,7 @@ from claire.tasks.base import Task, Verdict
 from claire.tasks.wikicollide.dataset import SPLITS, infer_split, load_wikicollide
 from claire.tasks.wikicollide.judge import judge_score
 from claire.tasks.measures import auroc_text
-from claire.tasks.wikicollide.report import describe_setup, plot_roc, write_outputs
+from claire.tasks.wikicollide.report import describe_setup, paper_notices, plot_roc, write_outputs
 from claire.tasks.wikicollide.scoring import best_f1_threshold, compute_metrics, recalibrate
 
 
@@ -61,9 +61,14 @@ class WikiCollide(Task):
         """The run's model, index and every setting its system reads that differs from the paper's method."""
         return describe_setup(config_public, reads)
 
-    def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind) -> float:
+    def best_threshold(self, predictions: list[dict[str, Any]], score_kind: ScoreKind, grid: float | None = None) -> float:
         """The best-F1 threshold of a validation run, as the paper reuses it on test."""
-        return best_f1_threshold(predictions, score_kind)
+        return best_f1_threshold(predictions, score_kind, grid)
+
+    def notices(self, config_public: dict[str, Any], *, split: str | None, threshold_given: bool) -> list[str]:
+        """The paper preset's departures a run says before it starts: an embedder other than mGTE,
+        and a test split scored without a validation run to take the threshold from."""
+        return paper_notices(config_public, split=split, threshold_given=threshold_given)
 
     def calibrate(self, predictions: list[dict[str, Any]], validation: list[dict[str, Any]], *, source: str,
                   method: str) -> tuple[dict[str, Any], Any]:

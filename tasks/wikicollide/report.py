@@ -8,7 +8,6 @@ GPT-4o: AUROC, accuracy and F1). Plots use matplotlib's object API (Agg), never 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from matplotlib.figure import Figure
 from claire.config import PAPER_MODEL
 from claire.files import strict_json, write_atomically
 from claire.llm.usage import EVENTS
-from claire.prompts.fidelity import WORDING_DIFFERENCES
+from claire.prompts.fidelity import counts as fidelity_counts, markdown_table, side_by_side
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, cost_summary, pct, seconds, token_summary
 from claire.tasks.wikicollide.scoring import roc_points
 
@@ -51,13 +50,31 @@ PAPER_SETTINGS: dict[str, tuple[Any, str]] = {
     "agent.snippet_chars": (0, "whole passages for the agent"),
     "agent.finish_action": (False, "its controller prompt offers no finish action, although its released "
                                    "traces end with give_up"),
+    "agent.thoughts": (True, "a ReAct thought before each action, kept in the history"),
     "baselines.k": (20, "the baselines retrieve 20 passages"),
     "prompts.set": ("default", "the built-in templates"),
 }
 PROMPT_WORDING = ("prompts: the project's wording of the paper's prompts (Figs 14-22), with the paper's worked "
-                  "cases, scores, rules and procedure; each remaining difference is listed under *Prompt wording*")
+                  "cases, scores, rules and procedure; each rule's place, and each difference, is in the side-by-side "
+                  "table under *The paper, rule by rule*")
 """What always differs: the paper's prompt texts carry over as situations, scores and rules, never as
-sentences (the specific differences: :data:`claire.prompts.fidelity.WORDING_DIFFERENCES`)."""
+sentences (rule by rule: :func:`claire.prompts.fidelity.side_by_side`)."""
+
+
+def paper_notices(config: dict[str, Any], *, split: str | None, threshold_given: bool) -> list[str]:
+    """What a run of the paper preset says once before it starts: an index embedded otherwise than with
+    mGTE (the paper's retrieval), and a test split with no validation run to take its threshold from."""
+    if config.get("preset") != "paper":
+        return []
+    notices = []
+    embedder = config.get("index_embedder")
+    if embedder and embedder != PAPER_EMBEDDER:
+        notices.append(f"the paper preset runs on an index embedded with {embedder}, not the paper's mGTE "
+                       f"({PAPER_EMBEDDER}); report.md lists it (build one with `claire index build --embedder mgte`)")
+    if split == "test" and not threshold_given:
+        notices.append("a test split without --threshold-from: the paper takes the test threshold from the best "
+                       "validation F1 over a 0.1 grid; this run keeps the validation default")
+    return notices
 
 
 def describe_setup(config: dict[str, Any], reads: Callable[[str], bool] = lambda key: True) -> dict[str, Any]:
@@ -89,7 +106,7 @@ def describe_setup(config: dict[str, Any], reads: Callable[[str], bool] = lambda
     return {"preset": config.get("preset"), "model": value("llm.model") if reads("llm.model") else None,
             "index": value("retrieval.index"), "index_embedder": embedder, "retrieval_mode": value("retrieval.mode"),
             "rerank": value("retrieval.rerank"), "differences_from_paper": differences,
-            "prompt_wording": [asdict(item) for item in WORDING_DIFFERENCES] if prompted else []}
+            "paper_rules": side_by_side() if prompted else [], "paper_rule_counts": fidelity_counts() if prompted else {}}
 
 
 def _results_table(metrics: dict[str, Any]) -> list[str]:
@@ -131,10 +148,12 @@ def render_report(metrics: dict[str, Any], predictions: list[dict[str, Any]]) ->
         differences = setup.get("differences_from_paper") or []
         lines += (["**Differs from the paper's method in:** " + "; ".join(differences) + ".", ""] if differences
                   else ["Set up as the paper's method.", ""])
-        if setup.get("prompt_wording"):
-            lines += ["**Prompt wording** that still differs from the paper's (the paper preset's templates):", ""]
-            lines += [f"- `{item['template']}`: {item['differs']} — {item['why']}." for item in setup["prompt_wording"]]
-            lines.append("")
+        if setup.get("paper_rules"):
+            tally = setup.get("paper_rule_counts") or {}
+            lines += ["**The paper, rule by rule** (the paper preset's templates and settings; ids of the paper's method as "
+                      f"restated in `paper-method.md`): {tally.get('follows', 0)} rules followed, {tally.get('listed', 0)} "
+                      f"listed differences, {tally.get('added', 0)} listed additions.", ""]
+            lines += [markdown_table(setup["paper_rules"]), ""]
     for key in ("note", "threshold_hint"):
         if metrics.get(key):
             lines += [f"> **Note:** {metrics[key]}", ""]

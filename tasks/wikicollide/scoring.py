@@ -197,16 +197,20 @@ def roc_points(predictions: list[dict[str, Any]]) -> tuple[list[float], list[flo
     return fpr.tolist(), tpr.tolist()
 
 
-def best_f1_threshold(predictions: list[dict[str, Any]], score_kind: ScoreKind = "probability") -> float:
+def best_f1_threshold(predictions: list[dict[str, Any]], score_kind: ScoreKind = "probability",
+                      grid: float | None = None) -> float:
     """The threshold with the highest F1; ties go to the lowest. For a REFUTES count it is one of
     the counts seen (flagging from it on); for scores, which flag above the threshold, it lies
-    halfway below each distinct score (half of the lowest score for the lowest)."""
+    halfway below each distinct score (half of the lowest score for the lowest), or, with ``grid``
+    (the paper's 0.1), it is the best of 0, grid, 2 x grid ... 1."""
     gold, scores = _arrays(_scored(predictions))
     if not gold.sum():
         raise ConfigError("cannot pick a best-F1 threshold: the run has no scored 'inconsistent' claims")
     distinct = np.unique(scores)
     if score_kind == "count":
         candidates = distinct
+    elif grid:
+        candidates = np.round(np.arange(0.0, 1.0 + grid / 2, grid), 6)
     else:
         candidates = np.round(np.concatenate([[distinct[0] / 2], (distinct[:-1] + distinct[1:]) / 2]), 6)
     predicted = flags(scores[None, :], candidates[:, None], score_kind)

@@ -139,7 +139,7 @@ async def test_the_cascade_keeps_low_first_pass_scores_and_sends_the_rest_to_cla
     scores = iter(["0.05", "0.6", "0.9"])  # rav's verdict, then claire's verifier
     model = ScriptedModel([tool_call("search", "Eiffel Tower completed")],
                           verifier=lambda request: f"<analysis>[1]</analysis><inconsistency_score>{next(scores)}</inconsistency_score>")
-    config = Config().with_overrides({"retrieval.rerank": False, "agent.cascade_cut": 0.2})
+    config = Config().with_overrides({"retrieval.rerank": False, "agent.cascade_cut": 0.2, "agent.finish_action": True})
     cascade = build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), name="cascade")
     low = await cascade.assess(CLAIM)  # rav says 0.05: below the cut, claire never runs
     assert low.system == "cascade" and low.score == pytest.approx(0.05) and low.details["stage"] == "first pass"

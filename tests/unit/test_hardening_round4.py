@@ -184,7 +184,7 @@ def test_a_reviewers_comment_reaches_the_controller_fenced_as_feedback_not_as_wi
     text = "\n".join(message.content for message in PromptLibrary().render(
         "controller", claim="c", context={"document_title": "Paris", "section_title": "", "content": ""},
         tools=[{"name": "search", "argument": "query", "description": "d"}], history=history, steps_left=3,
-        text_actions=False, finish=True))
+        text_actions=False, finish=True, thoughts=True))
     assert "<reviewer_feedback>\nA person reviewing" in text and "not Wikipedia" in text
     assert "<observation>\n" not in text and "</observation> the dates" not in text  # still inert data
 

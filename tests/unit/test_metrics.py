@@ -222,19 +222,19 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
 
     paper = load_config(None, {}, environ={}).public_dict()
     setup = describe_setup({**paper, "index_embedder": "Alibaba-NLP/gte-multilingual-base"}, partial(reads_setting, "claire"))
-    # even the paper preset differs in two ways: finish(), and prompts in the project's own words
+    # the paper preset differs only in its prompts' words; each rule's place is in the side-by-side
     assert setup["differences_from_paper"] == [
-        "agent.finish_action = true (the paper: its controller prompt offers no finish action, although its released "
-        "traces end with give_up)",
         "prompts: the project's wording of the paper's prompts (Figs 14-22), with the paper's worked cases, scores, "
-        "rules and procedure; each remaining difference is listed under *Prompt wording*"]
-    assert [item["template"] for item in setup["prompt_wording"]][:3] == ["every template", "every template", "controller"]
+        "rules and procedure; each rule's place, and each difference, is in the side-by-side table under *The paper, "
+        "rule by rule*"]
+    assert [row["id"] for row in setup["paper_rules"]][:3] == ["X1", "X2", "X3"]
+    assert setup["paper_rule_counts"]["follows"] + setup["paper_rule_counts"]["listed"] == 48
     assert setup["retrieval_mode"] == "dense"
     assert "finish_action" not in " ".join(describe_setup(paper, partial(reads_setting, "rav"))["differences_from_paper"])  # not an agent
     practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}, environ={}).public_dict()
     found = " ".join(describe_setup({**practical, "index_embedder": "all-MiniLM-L6-v2"}, partial(reads_setting, "claire"))["differences_from_paper"])
     for expected in ("embedder all-MiniLM-L6-v2", "llm.model", "retrieval.mode", "agent.stop_on_report = false",
-                     "agent.snippet_chars", "agent.finish_action", "the project's wording",
+                     "agent.snippet_chars", "agent.finish_action = true", "agent.thoughts = false", "the project's wording",
                      'prompts.variants.verifier = "lenient"', 'prompts.variants.controller = "practical"',
                      'prompts.variants.explain = "practical"', 'prompts.variants.clarify_entity = "practical"',
                      'prompts.variants.fact_extraction = "practical"'):
@@ -247,7 +247,8 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
     report = render_report(metrics, TIES)
     assert "**Differs from the paper's method in:**" in report and "a score above it means *inconsistent*" in report
     assert "agent.finish_action = true" in report and "the project's wording of the paper's prompts" in report
-    assert "**Prompt wording**" in report and "<reviewer_feedback>" in report and "French scientists named Pierre" in report
+    assert "**The paper, rule by rule**" in report and "<reviewer_feedback>" in report
+    assert "| A3 | a thought about what was gathered before each action (ReAct) | `prompts/controller.j2:" in report
 
 
 def test_a_calibrator_file_with_malformed_points_is_refused_when_read(tmp_path):

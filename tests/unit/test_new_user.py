@@ -23,7 +23,7 @@ def test_a_templates_answer_format_is_listed_whole(name):
 
 def test_the_controller_and_verifier_formats_name_what_is_parsed():
     library = PromptLibrary()
-    assert library.info("controller").output.endswith('or finish().')
+    assert "`name(argument)`" in library.info("controller").output and library.info("controller").output.endswith("?\").")
     assert "<inconsistency_score>" in library.info("verifier").output
     assert "<source>" in library.info("fact_extraction").output and library.info("fact_extraction").output.endswith("parsed.")
 

@@ -19,10 +19,10 @@ SIDE = {"label": "The fact", "text": "It opened in 1889.", "document_title": "Ei
 
 VALUES = {
     "controller": dict(claim="c", context=CONTEXT, tools=[{"name": "search", "argument": "query", "description": "d"}],
-                       history=[], steps_left=3, text_actions=False, finish=True),
+                       history=[], steps_left=3, text_actions=False, finish=True, thoughts=True),
     "verifier": dict(claim="c", context=CONTEXT, clarifications=[], explanations=[], documents=DOCS),
-    "clarify_entity": dict(entity="Paris (France)", claim="c", context=CONTEXT, documents=DOCS),
-    "explain": dict(topic="wrought iron", claim="c", context=CONTEXT),
+    "clarify_entity": dict(entity="Paris (France)", context=CONTEXT, documents=DOCS),
+    "explain": dict(topic="wrought iron", context=CONTEXT),
     "nli": dict(claim="c", context=CONTEXT, document=DOCS[0]),
     "rankgpt": dict(query="q", passages=DOCS, max_chars=600),
     "report_consistent": dict(claim="c", context=CONTEXT, clarifications=[], explanations=[], documents=DOCS),
@@ -50,8 +50,8 @@ def test_every_builtin_template_declares_its_inputs_and_renders_to_messages():
 
 def test_a_missing_input_or_attribute_is_a_clear_error():
     library = PromptLibrary()
-    with pytest.raises(PromptError, match="needs claim"):
-        library.render("explain", topic="x")
+    with pytest.raises(PromptError, match="needs context"):
+        library.render("explain", topic="x")  # no context
     with pytest.raises(PromptError, match="verifier"):
         library.render("verifier", claim="c", context={}, clarifications=[], documents=DOCS)  # StrictUndefined
 
@@ -139,10 +139,10 @@ def hostile_values(name: str, library: PromptLibrary) -> dict:
     every = {
         "claim": HOSTILE, "context": context, "documents": [document], "document": document, "passages": [document],
         "clarifications": [{"entity": HOSTILE, "text": HOSTILE}], "explanations": [{"topic": HOSTILE, "text": HOSTILE}],
-        "entity": HOSTILE, "topic": HOSTILE, "finish": True,
+        "entity": HOSTILE, "topic": HOSTILE, "finish": True, "thoughts": True,
         "query": HOSTILE, "title": HOSTILE, "section": HOSTILE, "text": HOSTILE, "question": HOSTILE, "answer": HOSTILE,
         "source": {"title": HOSTILE, "url": HOSTILE},
-        "history": [{"action": HOSTILE, "argument": HOSTILE, "observation": HOSTILE}],
+        "history": [{"action": HOSTILE, "argument": HOSTILE, "observation": HOSTILE, "thought": HOSTILE}],
         "tools": [{"name": "search", "argument": "query", "description": "d"}], "steps_left": 2, "text_actions": True,
         "max_queries": 2, "max_chars": 600, "wanted": "label", "problem": "cut", "value": HOSTILE, "other_value": HOSTILE,
         "fact": hostile_side, "passage": hostile_side,
@@ -170,7 +170,8 @@ def test_no_inserted_value_stands_outside_its_fence(variants):
             bare = outside_fences(message.content)
             assert not re.search(r"^\s*(=== system ===|INJECTED)", bare, re.MULTILINE), (name, bare)
             assert 'x"' not in bare and 'trusted="true"' not in bare, (name, bare)
-            assert "INJECTED" not in message.content or "INJECTED" in bare or "[fenced]" in bare, name
+        if name != "follow_up":  # the hostile text is kept, as data, never dropped
+            assert "INJECTED" in messages[-1].content, name
 
 
 def test_the_digest_of_a_variant_covers_the_template_it_extends(tmp_path):
@@ -188,65 +189,94 @@ def test_the_digest_of_a_variant_covers_the_template_it_extends(tmp_path):
 def system_text(name: str, variants: dict | None = None) -> str:
     """The system message of a template, its white space squashed (lines wrap anywhere)."""
     library = PromptLibrary(variants=variants or {})
-    values = {key: value for key, value in VALUES[name].items() if key in library.info(name).inputs}
+    values = {key: value for key, value in {"claim": "c", **VALUES[name]}.items() if key in library.info(name).inputs}
     return " ".join(library.render(name, **values)[0].content.split())
 
 
 def test_the_paper_verifier_has_its_five_cases_scale_and_rules():
     text = system_text("verifier")
-    cases = [("calls Sydney its capital", "0.8 to 0.9"), ("very likely the city's name in German", "largely consistent, 0.2 to 0.4"),
-             ("München and Munich are the same city", "disagree: 0."), ("swapping the two terms of the relation", "about 0.9"),
-             ("a different translation of the original title", "about 0.8"),
-             ("once each is read from its own perspective, both can be true", "No conflict: 0.")]
+    cases = [("calls Sydney its capital", "0.8 to 0.9"), ("most likely stand for the same city", "largely consistent, 0.2 to 0.4"),
+             ("München and Munich are the same city", "disagree: 0."), ("have swapped roles", "about 0.9"),
+             ("another translation of the original title", "about 0.8"),
+             ("another perspective on the topic, and both can be true", "No contradiction: 0.")]
     for situation, score in cases:
         assert situation in text and score in text.split(situation, 1)[1][:200], situation
-    # the paper's order: the difference of perspective is the fifth case, an apparent opposition it resolves
-    assert text.index("different translation") < text.index("They seem to oppose each other")
-    for rule in ("how confident you are that the fact is inconsistent", "0 means you are confident there is no conflict",
-                 "1 means you are confident of a clear conflict", "use a value in between when you are unsure",
-                 "never use them directly as evidence for or against the fact",
-                 "set aside passages that share names or entities with the fact but are not about what it states",
-                 "focus on the part of it that the fact is about", "other ways the fact and the passages could be read",
-                 "edge cases", "which worked case below this one is closest to", "how confident you are"):
+    # the paper's order: the difference of perspective is the fifth case
+    assert text.index("1. The fact says the capital") < text.index("4. The fact gives a song") < text.index("5. The fact says a siege")
+    for rule in ("inconsistent when at least one document directly contradicts it", "even if no document supports it",
+                 "focus only on the part of the paragraph that the fact is about", "Leave aside documents that are clearly irrelevant",
+                 "Never use them directly to support or to contradict the fact", "If the fact misrepresents its paragraph",
+                 "sharing entities with the fact is not enough", "translations, time or ordering",
+                 "values in between mean you are uncertain, or that the inconsistency is partial or only potential",
+                 "your confidence that the fact is inconsistent", "0 means fully consistent", "1 means fully inconsistent"):
         assert rule in text, rule
-    assert "partial conflict" not in text
+    assert "leans" not in text  # a rule the paper does not have
     for ours in ("1932", "miles", "age as 30"):  # the project's own examples live in a variant
         assert ours not in text and ours in system_text("verifier", {"verifier": "project"})
 
 
 def test_the_paper_controller_and_the_practical_one():
     paper = system_text("controller")
-    assert "Inconsistencies may appear in subtle or indirect ways" in paper
-    assert "The evidence is one short sentence describing the inconsistency" in paper
-    # the tool's description and argument word the report as the paper does: no "quote" in the paper preset
+    assert "all of Wikipedia except the fact's own article" in paper
+    assert "inconsistencies can be subtle or indirect, so keep searching after you have found support" in paper
+    assert "first think about what you have gathered so far" in paper  # the ReAct thought
+    unoffered = PromptLibrary().render("controller", **{**VALUES["controller"], "finish": False})[0].content
+    assert "finish()" not in unoffered and "finish()" in PromptLibrary().render("controller", **VALUES["controller"])[0].content
+    # the tools' descriptions word them as the paper does
+    from claire.tools.clarify_entity import clarify_entity
+    from claire.tools.explain import explain
     from claire.tools.report_inconsistency import report_inconsistency
+    from claire.tools.search import search
 
-    assert report_inconsistency.description == ("Report an inconsistency you found between the fact and a retrieved "
-                                                "passage; a human will review it.")
-    assert report_inconsistency.args["evidence"]["description"] == "a short sentence that describes the inconsistency"
-    assert "quote" not in paper.lower()
-    assert "keep looking" not in paper.lower().split("finding support is not the end")[0]
-    assert "After a report" not in paper
-    practical = system_text("controller", {"controller": "practical"})
-    assert "After a report, keep looking" in practical and "quote that passage in your evidence" in practical
-    assert "subtle or indirect" not in practical
+    assert "when you are certain" in report_inconsistency.description and "gives feedback" in report_inconsistency.description
+    assert report_inconsistency.args["evidence"]["description"] == "one short sentence that describes the inconsistency"
+    assert "the rules of a sport" in explain.description and "a named sports event" in clarify_entity.description
+    assert "a question" in search.args["query"]["description"]
+    # rules the paper does not have stay out of its preset
+    for added in ("quote", "Search for each checkable detail", "clarify which one", "clearly states", "step left", "steps left"):
+        assert added.lower() not in paper.lower(), added
+    user = PromptLibrary().render("controller", **{**VALUES["controller"], "steps_left": 4})[1].content
+    assert "steps left" not in user
+    practical = PromptLibrary(variants={"controller": "practical"}).render("controller", **{**VALUES["controller"], "steps_left": 4})
+    assert "After a report, keep looking" in practical[0].content and "quote that passage" in practical[0].content
+    assert "You have 4 steps left." in practical[1].content
+
+
+def test_the_controller_shows_each_thought_before_its_action_only_when_thoughts_are_on():
+    library = PromptLibrary()
+    history = [{"action": "search", "argument": "When was it built?", "observation": "[1] a passage",
+                "thought": "The date is the detail to check."}]
+    on = library.render("controller", **{**VALUES["controller"], "history": history})
+    assert "Thought 1: The date is the detail to check.\nStep 1: search(When was it built?)" in on[1].content
+    assert on[1].content.rstrip().endswith("Think about what you have gathered, then choose your next action.")
+    off = library.render("controller", **{**VALUES["controller"], "history": history, "thoughts": False})
+    assert "Thought" not in off[1].content and "first think" not in off[0].content
+    text = library.render("controller", **{**VALUES["controller"], "text_actions": True})[0].content
+    assert "Write your thought first, then your action alone on the last line" in text
 
 
 def test_explain_clarify_and_extraction_follow_the_paper_and_keep_ours_as_variants():
     explain, clarify, extract = system_text("explain"), system_text("clarify_entity"), system_text("fact_extraction")
-    assert "Topic: Infanta Eulalia" in explain and "Topic: Carmen" in explain and "every plausible meaning" in explain
-    # the paper's situations (royals of one name who may be relatives; French scientists of one first
-    # name) with numbered results and numbered answers, and no call to decide which entity the fact means
-    assert "Entity: Princess Louise" in clarify and "the two are relatives" in clarify
-    assert "Entity: Pierre (French scientist)" in clarify and "[1] Pierre Curie" in clarify and "1. Pierre Curie" in clarify
-    assert "events with the same name in different years or places" in clarify
-    assert "which entity the fact" not in clarify and "which entity the fact is about" in system_text(
-        "clarify_entity", {"clarify_entity": "practical"})
-    for step in ("1. Read the passage carefully.", "2. Extract every atomic fact", "4. Add no outside knowledge",
-                 "5. Make each fact self-contained", "6. For each fact, find the exact sentence"):
+    assert "Topic: Infanta Eulalia" in explain and "Topic: Carmen" in explain and "every plausible reading" in explain
+    assert "most likely an adaptation" in explain and "nothing is looked up" in explain
+    # the fact itself is not an input of explain or clarify (the paper gives them the topic or entity and the paragraph)
+    assert "claim" not in PromptLibrary().info("explain").inputs and "claim" not in PromptLibrary().info("clarify_entity").inputs
+    # the paper's situations: five results about royals of one name merged into two entities, said first, relatives
+    assert "[5] Queen Victoria's daughter Beatrice" in clarify and "The results are about two entities" in clarify
+    assert "may be distant relatives" in clarify
+    assert "Entity: Pierre (French scientist)" in clarify and "1. Pierre Curie" in clarify
+    assert "All three are French scientists named Pierre, but they worked in different fields" in clarify
+    for case in ("share a last name but have different first names", "different professions or periods",
+                 "a recurring games event", "similar names but different purposes or places"):
+        assert case in clarify, case
+    assert "which entity the fact is about" in system_text("clarify_entity", {"clarify_entity": "practical"})
+    for step in ("expert at extracting atomic facts", "comprehensive list", "one indivisible piece", "directly and unambiguously",
+                 "no outside knowledge", "checked on its own", "inside <reasoning> tags, in seven steps",
+                 "7. the facts that repeat or overlap others, removed.", "give the final facts inside <facts> tags"):
         assert step in extract, step
+    assert "nothing more than those words" not in extract
     for paper in (explain, clarify):
-        assert "five sentences" not in paper and "Julian" not in paper
+        assert "five sentences" not in paper and "Julian" not in paper and "Do not judge" not in paper
     assert "Skip opinions" not in extract
     practical = {"explain": "practical", "clarify_entity": "practical", "fact_extraction": "practical"}
     assert "at most five clear sentences" in system_text("explain", practical) and "Julian" in system_text("explain", practical)
@@ -282,7 +312,7 @@ def changed_values(name: str, library: PromptLibrary) -> dict:
         "source": {"title": "other", "url": "https://y.example"},
         "fact": {**SIDE, "text": "Lyon lies on the Rhône."}, "passage": {**SIDE, "text": "Lyon lies on the Saône."},
     }
-    values = {key: value for key, value in VALUES[name].items() if key in library.info(name).inputs}
+    values = {key: value for key, value in {"claim": "c", **VALUES[name]}.items() if key in library.info(name).inputs}
     if name == "cite_support" or name == "cite_queries":
         other["context"] = "other words around the claim"
     return {**values, **{key: other[key] for key in values if key in other}}
@@ -296,7 +326,7 @@ def test_the_fixed_part_of_every_prompt_comes_first_and_holds_nothing_of_the_cla
     for name in sorted(VALUES):
         if name == "follow_up":  # one user message added to a conversation
             continue
-        values = {key: value for key, value in VALUES[name].items() if key in library.info(name).inputs}
+        values = {key: value for key, value in {"claim": "c", **VALUES[name]}.items() if key in library.info(name).inputs}
         first, second = library.render(name, **values), library.render(name, **changed_values(name, library))
         assert first[0].type == "system" and first[0].content == second[0].content, name
         assert first[1].content != second[1].content, name

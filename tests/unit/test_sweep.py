@@ -126,9 +126,9 @@ def test_one_numeric_axis_has_no_heatmap_and_limit_applies(tmp_path):
 
 
 def read_fidelity(cell_config):
-    """What separates the fidelity cells: search mode, stop rule, snippets, finish(), verifier and controller wording."""
+    """What separates the fidelity cells: search mode, stop rule, snippets, finish(), thoughts, verifier and controller wording."""
     return (cell_config.retrieval.mode, cell_config.agent.stop_on_report, cell_config.agent.snippet_chars,
-            cell_config.agent.finish_action, cell_config.prompts.variants.get("verifier"),
+            cell_config.agent.finish_action, cell_config.agent.thoughts, cell_config.prompts.variants.get("verifier"),
             cell_config.prompts.variants.get("controller"))
 
 
@@ -151,17 +151,19 @@ def read_fidelity(cell_config):
         }),
         ("systems.yaml", {"system=claire": "claire", "system=rav": "rav", "system=nli": "nli", "system=cascade": "cascade"}),
         ("fidelity.yaml", {
-            "paper": ("dense", True, 0, True, "old", None), "hybrid_search": ("hybrid", True, 0, True, "old", None),
-            "no_rerank": ("dense", True, 0, True, "old", None),
-            "keep_looking_after_report": ("dense", False, 0, True, "old", None),
-            "snippets_400": ("dense", True, 400, True, "old", None), "no_finish_action": ("dense", True, 0, False, "old", None),
-            "lenient_verifier": ("dense", True, 0, True, "lenient", None),
-            "project_prompts": ("dense", True, 0, True, "old", "practical"),
-            "practical": ("hybrid", False, 400, True, "lenient", "practical"),
+            "paper": ("dense", True, 0, False, True, "old", None), "hybrid_search": ("hybrid", True, 0, False, True, "old", None),
+            "no_rerank": ("dense", True, 0, False, True, "old", None),
+            "keep_looking_after_report": ("dense", False, 0, False, True, "old", None),
+            "snippets_400": ("dense", True, 400, False, True, "old", None),
+            "finish_action": ("dense", True, 0, True, True, "old", None),
+            "no_thoughts": ("dense", True, 0, False, False, "old", None),
+            "lenient_verifier": ("dense", True, 0, False, True, "lenient", None),
+            "project_prompts": ("dense", True, 0, False, True, "old", "practical"),
+            "practical": ("hybrid", False, 400, True, False, "lenient", "practical"),
         }),
         ("fidelity_small_model.yaml", {  # the same two ends on a small model's budget
-            "paper": ("dense", True, 0, True, "old", None),
-            "practical": ("hybrid", False, 400, True, "lenient", "practical"),
+            "paper": ("dense", True, 0, False, True, "old", None),
+            "practical": ("hybrid", False, 400, True, False, "lenient", "practical"),
         }),
     ],
 )
