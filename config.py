@@ -148,6 +148,12 @@ class LLMConfig(_Section):
                             "(direct for a plain endpoint; ChatOpenAI for Azure, streaming or a proxy)",
     )
     max_concurrency: int = Field(8, ge=1, description="LLM calls in flight at once, shared by everything one command runs")
+    structured: Literal["auto", "off"] = Field(
+        "off", description="auto: every answer of fixed shape (the verifier's score, the NLI label, RankGPT's order, "
+                            "extracted facts, the citation verdict, queries, the resolver's answer) is asked for as JSON "
+                            "and its schema sent (response_format), which the endpoint turns into constrained decoding; "
+                            "an endpoint that refuses schemas is asked without one. off: tagged text, the paper's "
+                            "format (the paper preset's; the practical preset's is auto)")
     tool_calling: Literal["native", "text"] = Field("native", description="native (the endpoint's tool calls) or text (name(argument) in the answer)")
     context_window: int | None = Field(
         None, ge=1024,
@@ -440,6 +446,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # cost is measured (evals/sweeps/fidelity.yaml with the oracle model); their accuracy with a
     # real model is not.
     "practical": {
+        "llm": {"structured": "auto"},
         "retrieval": {"mode": "hybrid"},
         "agent": {"stop_on_report": False, "snippet_chars": 400, "finish_action": True, "thoughts": False},
         "prompts": {"variants": {"verifier": "lenient", "controller": "practical", "explain": "practical",

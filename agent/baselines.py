@@ -139,7 +139,7 @@ class NLIPipeline(SearchOnce):
         try:  # an unreadable label is asked for once more
             asked = await parts.llm.ask(
                 prompt, nli_label,
-                follow_up=lambda problem: parts.prompts.render("follow_up", wanted="nli_label", problem=problem))
+                follow_up=lambda problem, detail="": parts.prompts.render("follow_up", wanted="nli_label", problem=problem, detail=detail))
         except ClaireError as error:
             return NLIJudgement(n=document.n, label=None, reason=None, error=str(error))
         answer, label = asked.text, asked.value

@@ -224,7 +224,7 @@ class CitationChecker:
         )
         asked = await self.llm.ask(
             prompt, lambda answer: tagged_score(answer, "support_score"),
-            follow_up=lambda problem: self.prompts.render("follow_up", wanted="support_score", problem=problem))
+            follow_up=lambda problem, detail="": self.prompts.render("follow_up", wanted="support_score", problem=problem, detail=detail))
         text, score = asked.text, asked.value
         sentence = tag_text(text, "supporting_sentence")
         if sentence is not None and sentence.strip().strip(".").lower() in _NONE:

@@ -242,6 +242,7 @@ def preview_values(name: str, inputs: tuple[str, ...], sample: PreviewSample, co
         "answer": "Paris",
         "wanted": "inconsistency_score",
         "problem": "unreadable",
+        "detail": "",
         "value": None,
         "other_value": None,
         "fact": {"label": "The fact", "text": claim.text, "document_title": claim.context.document_title,
@@ -298,7 +299,7 @@ def _library_for(config: Config, name: str, variant: str | None, sample: Preview
             raise PromptError(f"template {name} has no variant {variant!r}; its variants: "
                               f"{', '.join(known) if known else 'none'} (or default)")
         variants[name] = variant
-    return library(prompts.set_name, variants, prompts.max_value_chars)
+    return library(prompts.set_name, variants, prompts.max_value_chars, prompts.structured)
 
 
 def render_preview(name: str, config: Config, *, variant: str | None = None, sample: PreviewSample | None = None,

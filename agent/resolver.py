@@ -424,8 +424,8 @@ class Resolver:
             return {"both": both.startswith("yes"), "changes": changes.startswith("yes") if changes else None,
                     "reason": tag_text(text, "reason"), "explanation": tag_text(text, "explanation")}
 
-        asked = await self.llm.ask(prompt, read, follow_up=lambda problem: self.prompts.render(
-            "follow_up", wanted="both_can_stand", problem=problem))
+        asked = await self.llm.ask(prompt, read, follow_up=lambda problem, detail="": self.prompts.render(
+            "follow_up", wanted="both_can_stand", problem=problem, detail=detail))
         return asked.value or {}
 
     # -- the whole resolve -----------------------------------------------------------------------

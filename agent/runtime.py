@@ -37,7 +37,8 @@ def prompt_library(config: Config) -> PromptLibrary:
     preset_variants = PRESETS[config.preset].get("prompts", {}).get("variants", {})
     chosen = {name: variant for name, variant in config.prompts.variants.items()
               if not (name in task_variants and preset_variants.get(name) == variant)}
-    return library(config.prompts.set, {**task_variants, **chosen}, config.prompts.max_value_chars)
+    return library(config.prompts.set, {**task_variants, **chosen}, config.prompts.max_value_chars,
+                   structured=config.llm.structured == "auto")
 
 
 def run_settings(config: Config) -> dict:

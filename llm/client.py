@@ -50,6 +50,7 @@ from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
 from claire.llm.usage import record_event
 from claire.prompts import PROMPT_HEADER
+from claire.prompts.answers import read_json_answer
 from claire.retrying import TransientError, async_retrying, retry_after
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,10 @@ SAY_WAITING_EVERY = 15.0
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 """Anthropic's mark for "cache the prompt up to here" (``cache_control`` of a content block)."""
 T = TypeVar("T")
+SCHEMA_REFUSED: set[str] = set()
+"""Endpoints that refused a JSON schema (``response_format``) this process: their later requests go
+without one, the prompt still asking for JSON, and the answer is read as JSON or as tags."""
+_SCHEMA_WORDS = re.compile(r"response_format|json_schema|json schema|structured output|grammar|schema", re.I)
 
 
 class ModelRefusal(LLMError):
@@ -162,6 +167,21 @@ def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: 
     return error
 
 
+def structured_answer(answer: AIMessage, shape: Any, *, sent: bool) -> AIMessage:
+    """An answer to a prompt that asked for JSON of ``shape``: written back in the template's tags
+    when it fits; kept with ``schema_error`` when it is JSON that does not; kept as it is (the tags
+    reader reads it) when it is no JSON at all, counted as ``schema_ignored`` when a schema was sent."""
+    fitted, error = read_json_answer(str(answer.text), shape)
+    if fitted is not None:
+        return answer.model_copy(update={"content": fitted.as_tags()})
+    if error is not None:
+        record_event("schema_invalid")
+        return answer.model_copy(update={"additional_kwargs": {**answer.additional_kwargs, "schema_error": error}})
+    if sent and str(answer.text).strip():
+        record_event("schema_ignored")
+    return answer
+
+
 def _hung(error: BaseException) -> bool:
     return isinstance(error, TransientLLMError) and error.hung
 
@@ -245,6 +265,7 @@ class Asked(Generic[T]):
     text: str
     prompt: list[BaseMessage]
     asked: int
+    schema_error: str | None = None  # why the last JSON answer did not fit its shape (None: it did, or was not JSON)
 
 
 FollowUp = Callable[[str], Sequence[BaseMessage]]
@@ -346,9 +367,29 @@ class ChatClient:
                       tool_choice: Any = None) -> AIMessage:
         """One answer to ``prompt``, retried on transient failures (a prompt rendered by the prompt
         library carries its template's ``name``, which recordings keep and, with
-        ``llm.prompt_header``, a test server is told)."""
+        ``llm.prompt_header``, a test server is told). A prompt that asks for a JSON answer (its
+        ``answer`` shape, llm.structured) sends the shape's schema as ``response_format``; an
+        endpoint that refuses it is asked once more without, and remembered (SCHEMA_REFUSED). An
+        answer that fits the shape comes back in the template's tag form; one that does not keeps
+        its text and says why in ``additional_kwargs["schema_error"]``."""
+        shape = getattr(prompt, "answer", None)
+        send = shape is not None and not tools and self.setup.provider != "local" and self.endpoint not in SCHEMA_REFUSED
+        try:
+            answer = await self._invoke(prompt, tools, tool_choice, shape.response_format() if send else None)
+        except LLMError as error:
+            if not send or not _SCHEMA_WORDS.search(str(error)):
+                raise
+            SCHEMA_REFUSED.add(self.endpoint)
+            record_event("schema_refused")
+            log.warning("the LLM endpoint %s refused a JSON schema (%s): asking without one from now on",
+                        redact(self.endpoint), str(error)[:160])
+            answer = await self._invoke(prompt, tools, tool_choice, None)
+        return structured_answer(answer, shape, sent=send) if shape is not None else answer
+
+    async def _invoke(self, prompt: Sequence[BaseMessage], tools: Sequence[Any] | None, tool_choice: Any,
+                      response_format: dict[str, Any] | None) -> AIMessage:
         runnable = self._runnable(tools, tool_choice)
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"response_format": response_format} if response_format else {}
         name = getattr(prompt, "name", None)
         if self.prompt_header and name and name.isascii() and name.isprintable():
             options["extra_headers"] = {PROMPT_HEADER: name}
@@ -442,19 +483,24 @@ class ChatClient:
         ``refit(tokens)`` renders the prompt again with that many tokens less room."""
         answer = await self.ainvoke(prompt)
         first = str(answer.text)
-        value = read(without_cut_tail(first) if is_cut(answer) else first)
+        invalid = answer.additional_kwargs.get("schema_error")
+        # a JSON answer that does not fit its shape is never read for a value, however it looks
+        value = None if invalid else read(without_cut_tail(first) if is_cut(answer) else first)
         if value is not None:
             return Asked(value, first, list(prompt), 1)
         record_event("reasked")
-        problem = "empty" if not first.strip() else ("cut" if is_cut(answer) else "unreadable")
-        asking = list(follow_up(problem)) if callable(follow_up) else [HumanMessage(content=follow_up)]
+        problem = "invalid" if invalid else "empty" if not first.strip() else ("cut" if is_cut(answer) else "unreadable")
+        asking = (list(follow_up(problem, invalid) if invalid else follow_up(problem)) if callable(follow_up)
+                  else [HumanMessage(content=follow_up)])
         extra = [AIMessage(content=first or "(no answer)"), *asking]
         if refit is not None and self.count_tokens(list(prompt) + extra) > self.prompt_budget():
             prompt = refit(self.count_tokens(extra))  # the first answer needs room too
         conversation = prompt + extra if hasattr(prompt, "name") else list(prompt) + extra
         again = await self.ainvoke(conversation)
         second = str(again.text)
-        return Asked(read(without_cut_tail(second) if is_cut(again) else second), first + "\n" + second, list(prompt), 2)
+        still_invalid = again.additional_kwargs.get("schema_error")
+        value = None if still_invalid else read(without_cut_tail(second) if is_cut(again) else second)
+        return Asked(value, first + "\n" + second, list(prompt), 2, still_invalid)
 
     async def aclose(self) -> None:
         """Close the model's HTTP clients and its cache, and finish writing the recording."""

@@ -199,6 +199,9 @@ EVENTS: dict[str, str] = {
     "score_words": "a score written in words (high, low) was read as a number",
     "invalid_action": "an action that could not be run (unknown tool, missing argument, no action)",
     "repeated_action": "an action already taken was asked for again",
+    "schema_refused": "the endpoint refused a JSON schema for the answer: asked without one (remembered for the endpoint)",
+    "schema_ignored": "a JSON schema was sent but the answer was not JSON: read as tags",
+    "schema_invalid": "a JSON answer did not fit its schema: asked again with the validation error",
     "no_thought": "the controller chose an action without writing the thought asked for before it",
     "endpoint_unavailable": "a call gave up because the LLM endpoint kept failing (unreachable, too slow, 429 or 5xx)",
 }

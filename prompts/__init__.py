@@ -87,28 +87,37 @@ provider otherwise)."""
 _ROLES: dict[str, type[BaseMessage]] = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
 
 
+LIBRARY_VALUES = ("structured", "answer_fields")
+"""What every template may read without declaring it: whether its fixed-shape answer is asked for
+as JSON (llm.structured), and that answer's keys (for the shared ``_json_answer.j2`` section)."""
+
+
 class Prompt(list):
     """LangChain chat messages that remember the template they were rendered from: ``template``
     (``"verifier"``) and the ``variant`` chosen for it (``"feverous"`` or None). A plain list
     otherwise; ``prompt + [more messages]`` (a follow-up in the same conversation) keeps the names."""
 
-    def __init__(self, messages: Any = (), template: str = "", variant: str | None = None):
+    def __init__(self, messages: Any = (), template: str = "", variant: str | None = None, answer: Any = None):
         super().__init__(messages)
         self.template = template
         self.variant = variant
+        # The answer shape the prompt asked for as JSON (a claire.prompts.answers.Answer class), None
+        # when it asked for tags or prose: the LLM client sends its schema and reads the answer by it.
+        self.answer = answer
         # The template's name, with the variant after a dot when one was chosen (``verifier.feverous``).
         self.name = f"{template}.{variant}" if variant else template
 
     def __add__(self, other: Any) -> "Prompt":  # type: ignore[override]
-        return Prompt(list.__add__(self, list(other)), self.template, self.variant)
+        return Prompt(list.__add__(self, list(other)), self.template, self.variant, self.answer)
 
 
 class PromptLibrary:
     """Finds, checks and renders templates for one prompt set and its variants."""
 
     def __init__(self, set_name: str = "default", variants: Mapping[str, str] | None = None,
-                 max_value_chars: int = DEFAULT_MAX_VALUE_CHARS):
+                 max_value_chars: int = DEFAULT_MAX_VALUE_CHARS, structured: bool = False):
         self.set_name = set_name
+        self.structured = structured  # llm.structured = "auto": fixed-shape answers asked for as JSON
         self.max_value_chars = max_value_chars
         self.variants = dict(variants or {})
         folders = [BUILTIN_DIR]
@@ -190,7 +199,7 @@ class PromptLibrary:
             used = jinja2.meta.find_undeclared_variables(self._env.parse(source))
         except jinja2.TemplateSyntaxError as error:
             raise PromptError(f"{path}:{error.lineno}: {error.message}") from None
-        undeclared = sorted(used - set(inputs))
+        undeclared = sorted(used - set(inputs) - set(LIBRARY_VALUES))
         if undeclared:
             raise PromptError(f"{path}: uses variables not declared in its inputs: {', '.join(undeclared)}")
         return TemplateInfo(name=name, path=path, inputs=inputs, output=_declared_output(source))
@@ -205,7 +214,9 @@ class PromptLibrary:
         held: list[str] = []
         token = _HELD.set(held)
         try:
-            text = self._env.get_template(self.file_name(name)).render(**values)
+            shape = self.answer_shape(name)
+            text = self._env.get_template(self.file_name(name)).render(
+                **values, structured=shape is not None, answer_fields=shape.fields_for_prompt() if shape else [])
         except jinja2.UndefinedError as error:
             raise PromptError(f"template {info.path.name}: {error.message}") from None
         finally:
@@ -231,7 +242,15 @@ class PromptLibrary:
                 messages.append(_ROLES[role](content=content))
         if not messages:
             raise PromptError(f"template {self.file_name(name)} rendered no messages")
-        return Prompt(messages, name, self.variants.get(name))
+        return Prompt(messages, name, self.variants.get(name), self.answer_shape(name))
+
+    def answer_shape(self, name: str) -> Any:
+        """The JSON answer shape template ``name`` asks for in this library (None: tags or prose)."""
+        if not self.structured:
+            return None
+        from claire.prompts.answers import answer_for
+
+        return answer_for(name, self.variants.get(name))
 
 
 # The values held back during one render (a context variable, so concurrent renders stay apart).
@@ -301,11 +320,12 @@ def _truncate_chars(text: str, limit: int) -> str:
 
 
 @lru_cache(maxsize=16)
-def _cached_library(set_name: str, variants: tuple[tuple[str, str], ...], max_value_chars: int) -> PromptLibrary:
-    return PromptLibrary(set_name, dict(variants), max_value_chars)
+def _cached_library(set_name: str, variants: tuple[tuple[str, str], ...], max_value_chars: int,
+                    structured: bool) -> PromptLibrary:
+    return PromptLibrary(set_name, dict(variants), max_value_chars, structured)
 
 
 def library(set_name: str = "default", variants: Mapping[str, str] | None = None,
-            max_value_chars: int = DEFAULT_MAX_VALUE_CHARS) -> PromptLibrary:
-    """A shared library per (set, variants, cap) so templates are parsed once per process."""
-    return _cached_library(set_name, tuple(sorted((variants or {}).items())), max_value_chars)
+            max_value_chars: int = DEFAULT_MAX_VALUE_CHARS, structured: bool = False) -> PromptLibrary:
+    """A shared library per (set, variants, cap, answer format) so templates are parsed once per process."""
+    return _cached_library(set_name, tuple(sorted((variants or {}).items())), max_value_chars, structured)

@@ -152,8 +152,13 @@ class PrefixCache:
 class MockOpenAIServer(BackgroundServer):
     """A local OpenAI-compatible Chat Completions server for tests and benchmarks."""
     def __init__(self, responder: Responder | None = None, *, latency: float = 0.0, model: str = "mock-model",
-                 max_prompt_tokens: int | None = None, prompt_cache: bool = False, port: int = 0):
+                 max_prompt_tokens: int | None = None, prompt_cache: bool = False, port: int = 0,
+                 schemas: str = "honour"):
         self.responder = responder
+        # What a request's JSON schema (response_format) meets: "honour" (a tagged answer of the
+        # responder's is written as the schema's JSON, as constrained decoding would), "refuse" (HTTP
+        # 400, as an endpoint without structured output answers) or "ignore" (the answer as it is).
+        self.schemas = schemas
         self.latency = latency
         self.max_prompt_tokens = max_prompt_tokens
         self.rejected = 0
@@ -281,7 +286,16 @@ class MockOpenAIServer(BackgroundServer):
                                           "code": "context_length_exceeded"}}
                     self.send_body(400, json.dumps(body_out).encode())
                     return
+                schema = (body.get("response_format") or {}).get("json_schema") if isinstance(body.get("response_format"), dict) else None
+                if schema is not None and server.schemas == "refuse":
+                    self._error(400, "response_format json_schema is not supported by this server")
+                    return
                 item = server._next_item(body)
+                if schema is not None and server.schemas == "honour" and isinstance(item.get("content"), str) \
+                        and not item.get("tool_calls"):
+                    from claire.testing.structured import as_schema_json
+
+                    item = {**item, "content": as_schema_json(item["content"], schema)}
                 if server.latency:
                     time.sleep(server.latency)
                 fault = item.get("fault")

@@ -57,7 +57,7 @@ async def judge_label(claim: Claim, documents: Sequence[Evidence], clarification
         return smaller
 
     asked = await llm.ask(prompt, read_label, refit=refit,
-                          follow_up=lambda problem: prompts.render("follow_up", wanted="label", problem=problem))
+                          follow_up=lambda problem, detail="": prompts.render("follow_up", wanted="label", problem=problem, detail=detail))
     return Verdict(
         fit=refits[-1] if refits else fit,
         label=asked.value,

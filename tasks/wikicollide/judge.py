@@ -32,7 +32,7 @@ async def judge_score(claim: Claim, documents: Sequence[Evidence], clarification
         return smaller
 
     asked = await llm.ask(prompt, read_score, refit=refit,
-                          follow_up=lambda problem: prompts.render("follow_up", wanted=SCORE_TAG, problem=problem))
+                          follow_up=lambda problem, detail="": prompts.render("follow_up", wanted=SCORE_TAG, problem=problem, detail=detail))
     return Verdict(
         score=asked.value,
         restated_claim=tag_text(asked.text, "restated_claim"),

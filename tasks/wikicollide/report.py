@@ -40,6 +40,7 @@ PAPER_EMBEDDER = "Alibaba-NLP/gte-multilingual-base"
 PAPER_SETTINGS: dict[str, tuple[Any, str]] = {
     "llm.model": (PAPER_MODEL, f"GPT-4o, the snapshot {PAPER_MODEL}"),
     "llm.temperature": (0.0, "temperature 0"),
+    "llm.structured": ("off", "answers in tags, read after the fact"),
     "retrieval.mode": ("dense", "dense retrieval"),
     "retrieval.rerank": (True, "RankGPT reranking"),
     "agent.max_steps": (10, "10 steps"),

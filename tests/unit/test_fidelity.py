@@ -43,7 +43,7 @@ def test_the_paper_presets_settings_are_the_papers():
     for key, (expected, _) in PAPER_SETTINGS.items():
         section, _, name = key.partition(".")
         value = getattr(getattr(paper, section), name)
-        assert value == (None if key == "agent.tools" else expected), key  # agent.tools unset: every tool
+        assert value == expected, key
     assert paper.agent.finish_action is False and paper.agent.thoughts is True
     practical = load_config(None, {"preset": "practical"}, environ={})
     assert practical.agent.finish_action is True and practical.agent.thoughts is False

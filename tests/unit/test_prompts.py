@@ -33,7 +33,7 @@ VALUES = {
     "cite_queries": dict(claim="c", title="Paris", section="", context="", max_queries=3),
     "resolve_explain": dict(fact=SIDE, passage=SIDE),
     "qa_to_statement": dict(question="When did it open?", answer="1932"),
-    "follow_up": dict(wanted="inconsistency_score", problem="cut"),
+    "follow_up": dict(wanted="inconsistency_score", problem="cut", detail=""),
 }
 
 
@@ -144,7 +144,7 @@ def hostile_values(name: str, library: PromptLibrary) -> dict:
         "source": {"title": HOSTILE, "url": HOSTILE},
         "history": [{"action": HOSTILE, "argument": HOSTILE, "observation": HOSTILE, "thought": HOSTILE}],
         "tools": [{"name": "search", "argument": "query", "description": "d"}], "steps_left": 2, "text_actions": True,
-        "max_queries": 2, "max_chars": 600, "wanted": "label", "problem": "cut", "value": HOSTILE, "other_value": HOSTILE,
+        "max_queries": 2, "max_chars": 600, "wanted": "label", "problem": "cut", "detail": HOSTILE, "value": HOSTILE, "other_value": HOSTILE,
         "fact": hostile_side, "passage": hostile_side,
     }
     return {key: every[key] for key in library.info(name).inputs}

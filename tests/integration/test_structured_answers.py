@@ -1,0 +1,138 @@
+"""Structured answers over real HTTP: with llm.structured = "auto" a fixed-shape answer is asked for
+as JSON and its schema travels as response_format; an endpoint that refuses schemas is asked without
+one, once, and remembered; one that ignores them is read as tags; a JSON answer that does not fit its
+shape is asked again with the validation error and never becomes a score."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from claire.agent.runtime import prompt_library
+from claire.config import LLMConfig, load_config
+from claire.domain import Evidence
+from claire.llm import client as llm_client
+from claire.llm.client import ChatClient
+from claire.llm.usage import track_usage
+from claire.tasks.wikicollide.judge import judge_score
+from claire.testing.doubles import CLAIM
+from claire.testing.mock_openai import MockOpenAIServer
+
+CLIENTS = ["direct", "chat_openai"]
+DOCS = [Evidence(n=1, block_id="b1", document_title="Eiffel Tower", section_title="History",
+                 content="The tower was completed in March 1889.")]
+TAGGED = "<restated_claim>r</restated_claim><analysis>[1] gives 1889.</analysis><inconsistency_score>0.85</inconsistency_score>"
+
+
+def client_for(server: MockOpenAIServer, kind: str) -> ChatClient:
+    return ChatClient.from_config(LLMConfig(model="test-model", base_url=server.base_url, api_key="sk-test-secret",
+                                            timeout=5.0, max_attempts=2, retry_base_wait=0.01, retry_max_wait=0.02,
+                                            cache=False, openai_client=kind))
+
+
+def structured_prompts():
+    return prompt_library(load_config(None, {"llm.structured": "auto"}, environ={}))
+
+
+@pytest.fixture(autouse=True)
+def forget_refusals():
+    llm_client.SCHEMA_REFUSED.clear()
+    yield
+    llm_client.SCHEMA_REFUSED.clear()
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_the_verifier_asks_for_json_with_its_schema_and_reads_the_score(kind):
+    with MockOpenAIServer(lambda body: {"content": TAGGED}) as server:  # the server writes the schema's JSON
+        client = client_for(server, kind)
+        verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+        await client.aclose()
+    assert verdict.score == pytest.approx(0.85) and verdict.analysis == "[1] gives 1889."
+    request = server.requests[0]
+    assert request["response_format"]["type"] == "json_schema"
+    schema = request["response_format"]["json_schema"]
+    assert schema["name"] == "verifier_answer" and schema["schema"]["properties"]["inconsistency_score"]["maximum"] == 1
+    system = request["messages"][0]["content"]
+    assert "one JSON object with exactly these keys" in system and '"inconsistency_score"' in system
+    assert "<inconsistency_score>" not in system
+
+
+async def test_the_paper_preset_sends_no_schema_and_asks_for_tags():
+    with MockOpenAIServer(lambda body: {"content": TAGGED}) as server:
+        client = client_for(server, "direct")
+        verdict = await judge_score(CLAIM, DOCS, [], client, prompt_library(load_config(None, {}, environ={})))
+        await client.aclose()
+    assert verdict.score == pytest.approx(0.85)
+    assert "response_format" not in server.requests[0] and "<inconsistency_score>" in server.requests[0]["messages"][0]["content"]
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_an_endpoint_that_refuses_schemas_is_asked_without_once_and_remembered(kind):
+    with MockOpenAIServer(lambda body: {"content": json.dumps({"restated_claim": "r", "analysis": "a",
+                                                               "inconsistency_score": 0.3})}, schemas="refuse") as server:
+        client = client_for(server, kind)
+        with track_usage() as usage:
+            first = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+            second = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+        await client.aclose()
+    assert first.score == second.score == pytest.approx(0.3)
+    # refused once (HTTP 400), asked again without the schema; the next claim goes without one at once
+    assert [("response_format" in r) for r in server.requests] == [True, False, False]
+    assert usage.events["schema_refused"] == 1 and server.base_url in llm_client.SCHEMA_REFUSED
+
+
+async def test_an_endpoint_that_ignores_the_schema_is_read_as_tags_and_counted():
+    with MockOpenAIServer(lambda body: {"content": TAGGED}, schemas="ignore") as server:
+        client = client_for(server, "direct")
+        with track_usage() as usage:
+            verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+        await client.aclose()
+    assert verdict.score == pytest.approx(0.85) and usage.events["schema_ignored"] == 1
+
+
+async def test_a_json_answer_that_does_not_fit_is_asked_again_with_the_error_then_fails():
+    bad = json.dumps({"restated_claim": "r", "analysis": "a", "inconsistency_score": 1.7})
+    with MockOpenAIServer(lambda body: {"content": bad}) as server:
+        client = client_for(server, "direct")
+        with track_usage() as usage:
+            verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+        await client.aclose()
+    assert verdict.score is None and "inconsistency_score" in verdict.error  # never a score, however it reads
+    assert len(server.requests) == 2 and usage.events["schema_invalid"] == 2 and usage.events["reasked"] == 1
+    follow_up = server.requests[1]["messages"][-1]["content"]
+    assert "did not have the shape" in follow_up and "less than or equal to 1" in follow_up
+    assert "response_format" in server.requests[1]  # the follow-up is held to the schema too
+
+
+async def test_a_json_answer_fixed_on_the_second_try_is_read():
+    answers = iter([json.dumps({"restated_claim": "r", "analysis": "a", "inconsistency_score": "high"}),
+                    json.dumps({"restated_claim": "r", "analysis": "a", "inconsistency_score": 0.7})])
+    with MockOpenAIServer(lambda body: {"content": next(answers)}) as server:
+        client = client_for(server, "direct")
+        verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+        await client.aclose()
+    assert verdict.score == pytest.approx(0.7) and verdict.error is None
+
+
+async def test_every_fixed_shape_answer_of_a_practical_run_goes_as_json(tmp_path):
+    """The practical preset's systems end to end against the oracle: every request whose template has an
+    answer shape carries its schema, and every claim gets its score."""
+    from claire.agent.runtime import open_system
+    from claire.evals.runner import run_eval
+    from claire.tasks.wikicollide.dataset import load_wikicollide
+    from claire.testing.oracle import oracle_responder
+    from pathlib import Path
+
+    mini = Path(__file__).resolve().parents[1] / "fixtures" / "wikicollide_mini.json"
+    records = load_wikicollide(mini)[:3]
+    with MockOpenAIServer(oracle_responder(mini), model="oracle", prompt_cache=False) as server:
+        for system in ("rav", "nli"):
+            config = load_config(None, {"preset": "practical", "agent.system": system, "llm.base_url": server.base_url,
+                                        "llm.api_key": "sk-x", "llm.model": "oracle", "llm.cache": False,
+                                        "llm.prompt_header": True, "retrieval.rerank": True}, environ={})
+            async with open_system(config) as opened:
+                summary = await run_eval(records, opened, tmp_path / system, concurrency=2, show_progress=False)
+            assert summary.errors == 0, system
+    shaped = [r for r in server.requests if r.get("claire_prompt", "").split(".")[0] in ("verifier", "nli", "rankgpt")]
+    assert shaped and all("response_format" in r for r in shaped)
