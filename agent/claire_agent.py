@@ -29,7 +29,7 @@ from claire.config import data_dir
 from claire.errors import ClaireError, ConfigError
 from claire.llm.budget import FitNote
 from claire.llm.usage import track_usage
-from claire.tasks.base import Verdict
+from claire.tasks.base import Judgement
 from claire.tools.registry import tools_for
 
 Reviewer = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -46,7 +46,7 @@ def reviewed_verdict(verdict: str | None, decision: str) -> str | None:
         return verdict
     return "consistent" if verdict == "inconsistent" else "inconsistent"
 
-CHECKPOINT_TYPES = (Claim, Passage, Evidence, BlockElement, TraceItem, Verdict, FitNote)
+CHECKPOINT_TYPES = (Claim, Passage, Evidence, BlockElement, TraceItem, Judgement, FitNote)
 """The types of CLAIRE's own that a saved interactive check holds (what the checkpointer may load)."""
 
 
@@ -183,7 +183,7 @@ class ClaireAgent:
         errors = list(state.get("errors", []))
         warnings = [e for e in errors if e.startswith("report:")]
         errors = [e for e in errors if not e.startswith("report:")]
-        verdict: Verdict = state.get("verdict") or Verdict()
+        verdict: Judgement = state.get("verdict") or Judgement()
         assessment = Assessment(
             claim_id=claim.claim_id,
             system=self.name,

@@ -33,7 +33,7 @@ from langgraph.types import interrupt
 
 from claire.agent.controller import REVIEWER, controller, steps_taken
 from claire.agent.state import ResearchContext, ResearchState
-from claire.agent.verifier import report, verifier
+from claire.agent.verifier import verifier, write_report
 from claire.errors import ClaireError
 from claire.domain import TraceItem, outcome
 from claire.tools.registry import all_tools
@@ -82,7 +82,7 @@ def review_case(state: ResearchState) -> dict[str, Any]:
                          for item in passages]}
 
 
-def review(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
+def ask_reviewer(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     """Pause until a person decides on the flagged verdict: ``{"decision": "accept" | "reject",
     "comment"}`` (accept: the contradiction is confirmed; reject: it is not a contradiction). A
     rejection with a comment, while steps remain, sends the comment to the controller and the
@@ -113,13 +113,13 @@ def after_review(state: ResearchState) -> str:
 def after_verifier(state: ResearchState, runtime: Runtime[ResearchContext]) -> str:
     """The two-sided report follows a verdict when the run asks for it; then a person's review of a flagged one."""
     if runtime.context.report and state.verdict is not None and state.verdict.score is not None:
-        return "report"
+        return "write_report"
     return after_report(state, runtime)
 
 
 def after_report(state: ResearchState, runtime: Runtime[ResearchContext]) -> str:
     """A person reviews a flagged verdict in interactive runs."""
-    return "review" if runtime.context.review and flagged(state, runtime.context) else END
+    return "ask_reviewer" if runtime.context.review and flagged(state, runtime.context) else END
 
 
 def build_research() -> StateGraph:
@@ -128,13 +128,13 @@ def build_research() -> StateGraph:
     graph.add_node("controller", controller, destinations=("tools", "controller", "verifier", END))
     graph.add_node("tools", ToolNode(list(all_tools().values()), awrap_tool_call=_tool_failures))
     graph.add_node("verifier", verifier)
-    graph.add_node("report", report)
-    graph.add_node("review", review)
+    graph.add_node("write_report", write_report)
+    graph.add_node("ask_reviewer", ask_reviewer)
     graph.add_edge(START, "controller")
     graph.add_conditional_edges("tools", after_tools, ["controller", "verifier"])
-    graph.add_conditional_edges("verifier", after_verifier, ["report", "review", END])
-    graph.add_conditional_edges("report", after_report, ["review", END])
-    graph.add_conditional_edges("review", after_review, ["controller", END])
+    graph.add_conditional_edges("verifier", after_verifier, ["write_report", "ask_reviewer", END])
+    graph.add_conditional_edges("write_report", after_report, ["ask_reviewer", END])
+    graph.add_conditional_edges("ask_reviewer", after_review, ["controller", END])
     return graph
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from langchain_core.messages import AnyMessage
 
 from claire.domain import Claim, Evidence, TraceItem
-from claire.tasks.base import Task, Verdict
+from claire.tasks.base import Task, Judgement
 from claire.tools.context import ToolContext
 
 
@@ -36,7 +36,7 @@ class ResearchState:
     stop_reason: str | None = None  # set when the research is over
     condensed: list[int] = field(default_factory=list)  # steps the context budget has shortened so far
     queued: list[dict[str, Any]] = field(default_factory=list)  # further tool calls of one answer, run one a step
-    verdict: Verdict | None = None
+    verdict: Judgement | None = None
     report: dict[str, str] | None = None  # the two-sided report: {"consistent": ..., "inconsistent": ...}
     review: dict[str, Any] | None = None  # a person's decision on a flagged verdict: {"decision", "comment"}
 

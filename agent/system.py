@@ -9,9 +9,17 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol
 
 from claire.domain import Assessment, Claim, ScoreKind
+
+if TYPE_CHECKING:  # the types only: a system module imports this one, never the other way round
+    from claire.config import Config
+    from claire.indexes.registry import Searcher
+    from claire.indexes.search_engine import SearchEngine
+    from claire.llm.client import ChatClient, NoLLM
+    from claire.prompts import PromptLibrary
+    from claire.tasks.base import Task
 
 StepListener = Callable[[dict[str, Any]], None]
 """Called with ``{"item": trace item, "steps": n, "documents": n}`` as each step is taken."""
@@ -50,18 +58,18 @@ class SystemParts:
     cascade's stages). Every system — built in or written outside CLAIRE — is made by its class's
     ``from_config(parts)``."""
 
-    config: Any  # claire.config.Config
-    llm: Any  # claire.llm.client.ChatClient
-    retriever: Any  # claire.indexes.registry.Searcher
-    prompts: Any  # claire.prompts.PromptLibrary
-    task: Any  # claire.tasks.base.Task
-    make_search: Callable[[], Any]
-    build: Callable[..., Any]
-    reviewer: Any = None
+    config: Config
+    llm: ChatClient | NoLLM  # NoLLM for a system that declares it calls none
+    retriever: Searcher
+    prompts: PromptLibrary
+    task: Task
+    make_search: Callable[[], SearchEngine]
+    build: Callable[..., System]
+    reviewer: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None  # asks a person (interactive checks)
     on_step: StepListener | None = None
-    _search: Any = field(default=None, repr=False)
+    _search: SearchEngine | None = field(default=None, repr=False)
 
-    def search(self) -> Any:
+    def search(self) -> SearchEngine:
         """The search engine (claire.indexes.search_engine.SearchEngine), made on first use."""
         if self._search is None:
             self._search = self.make_search()

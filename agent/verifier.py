@@ -17,10 +17,10 @@ from claire.llm.answers import text_of
 from claire.llm.budget import FitNote
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tasks.base import Verdict, judging_prompt
+from claire.tasks.base import Judgement, judging_prompt
 
 
-def verdict_items(verdict: Verdict) -> list[TraceItem]:
+def verdict_items(verdict: Judgement) -> list[TraceItem]:
     """The trace of a judgement: what the context budget left out (when it did), then the verdict."""
     items = [TraceItem.model_validate(verdict.fit.trace_item())] if verdict.fit is not None and verdict.fit.changed else []
     output: dict[str, Any] = {"inconsistency_score": verdict.score, "analysis": verdict.analysis}
@@ -56,7 +56,7 @@ async def two_sided_report(claim: Claim, documents: Sequence[Evidence], clarific
     return report, [consistent_fit, inconsistent_fit]
 
 
-async def report(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
+async def write_report(state: ResearchState, runtime: Runtime[ResearchContext]) -> dict[str, Any]:
     """The two-sided report (a failure is only a warning: the verdict stands)."""
     context = runtime.context
     try:

@@ -31,7 +31,7 @@ from claire.config import PRESETS, Config
 from claire.agent.registry import needs_llm, reads_setting, score_kind
 from claire.domain import ScoreKind
 from claire.errors import ClaireError, ConfigError, DatasetError
-from claire.runs.executor import Executor, Outcome, todo
+from claire.runs.executor import Executor, RecordResult, todo
 from claire.runs.predictions import (
     PredictionLog, load_predictions, read_records, read_run_config, record_digest, write_records, write_run_config,
 )
@@ -179,7 +179,7 @@ class _Tally:
         return f"errors {self.errors} · {self.tokens:,} tokens{cached} · {cost}"
 
 
-def _line(task: Task, system_name: str, outcome: Outcome) -> BaseModel:
+def _line(task: Task, system_name: str, outcome: RecordResult) -> BaseModel:
     """A run's line for one checked record (a check that broke is an error line)."""
     if outcome.result is None:
         return task.failed_line(outcome.record, system_name, outcome.error or "no answer", outcome.usage,
@@ -213,7 +213,7 @@ class RunDirectorySink:
         """Nobody hears a batch run's steps (its trace is in the line)."""
         return None
 
-    async def put(self, outcome: Outcome) -> None:
+    async def put(self, outcome: RecordResult) -> None:
         """Append the outcome's line."""
         line = _line(self.task, self.system_name, outcome)
         try:

@@ -24,7 +24,7 @@ from claire.agent.system import StepListener, System
 from claire.config import Config
 from claire.domain import Claim, Passage
 from claire.errors import ClaireError
-from claire.runs.executor import Executor, Outcome
+from claire.runs.executor import Executor, RecordResult
 from claire.indexes.registry import Searcher
 from claire.llm.client import ChatClient
 from claire.jobs.store import JobStore
@@ -265,7 +265,7 @@ class JobSink:
 
         return on_step
 
-    async def put(self, outcome: Outcome) -> None:
+    async def put(self, outcome: RecordResult) -> None:
         """Store a fact's assessment (or why it has none) and publish it."""
         index = int(outcome.key)
         assessment = outcome.result.model_dump(mode="json") if outcome.result is not None else None

@@ -5,7 +5,7 @@ Everything that checks claims submits to an :class:`Executor` — a batch evalua
 of a sweep (their sink is the run directory's ``predictions.jsonl``), a scan, the web app's
 checks and scans and the patrol's edits (their sink is the job store,
 :mod:`claire.jobs.store`), and the commands that check one claim (``claire check``,
-``claire cite``, ``claire bench prompts``: :meth:`Executor.check`, then :meth:`Outcome.answer`). A work item is a record with a key (its claim id); a sink says
+``claire cite``, ``claire bench prompts``: :meth:`Executor.check`, then :meth:`RecordResult.answer`). A work item is a record with a key (its claim id); a sink says
 which keys it already holds, so running the same items again checks only the rest (resumable),
 and a key is checked at most once per run (idempotent). One executor's slots are shared by every
 run submitted to it: the web app's jobs and the patrol's edits together never check more than its
@@ -35,7 +35,7 @@ from claire.llm.usage import track_usage
 
 
 @dataclass
-class Outcome:
+class RecordResult:
     """What checking one record produced: the system's answer (``result``, which carries its own
     error when the system could not answer), or ``error`` when the check broke; its usage and
     latency either way."""
@@ -75,7 +75,7 @@ class Sink(Protocol):
         """Who hears the steps of the check of ``key`` (None: nobody)."""
         ...
 
-    async def put(self, outcome: Outcome) -> None:
+    async def put(self, outcome: RecordResult) -> None:
         """Keep an outcome (an OSError here ends the run: a result that cannot be kept is lost)."""
         ...
 
@@ -145,7 +145,7 @@ class Executor:
             yield
 
     async def check(self, system: Any, record: Any, *, key: str | None = None,
-                    on_step: StepListener | None = None, **options: Any) -> Outcome:
+                    on_step: StepListener | None = None, **options: Any) -> RecordResult:
         """Check one record with ``system`` under a slot, its steps to ``on_step`` and ``options``
         to the system's ``assess`` (an interactive check's thread id); never raises for a failed
         check (only cancellation goes through)."""
@@ -153,8 +153,8 @@ class Executor:
             return await self._check(system, record, key=key, on_step=on_step, options=options)
 
     async def _check(self, system: Any, record: Any, *, key: str | None, on_step: StepListener | None,
-                     options: dict[str, Any] | None = None) -> Outcome:
-        outcome = Outcome(key=key if key is not None else str(getattr(record, "claim_id", "")), record=record)
+                     options: dict[str, Any] | None = None) -> RecordResult:
+        outcome = RecordResult(key=key if key is not None else str(getattr(record, "claim_id", "")), record=record)
         start = time.perf_counter()
         with track_usage() as usage, steps_to(on_step):
             try:

@@ -1,7 +1,7 @@
 """What every task provides: :class:`Task`, the strategy a run's ``agent.task`` (or ``claire eval
 --task``) selects — the prompt variants its systems render, how a verifier's answer is judged,
 how the NLI pipeline's per-passage labels combine, how claims are read from the task's files and
-how a run is scored and reported — and :class:`Verdict`, what a judge returns.
+how a run is scored and reported — and :class:`Judgement`, what a judge returns.
 
 :func:`judging_prompt` renders a judging template (verifier, two-sided report) with the gathered
 passages de-duplicated, most relevant first, cut to fit the model's context window.
@@ -28,7 +28,7 @@ from claire.tasks.records import Prediction, failed_prediction, prediction_from
 
 
 @dataclass
-class Verdict:
+class Judgement:
     """A verifier's judgement of one claim: a score (WikiCollide) or a label with cited elements
     (FEVEROUS), with the restated claim and analysis, the raw answer and what went wrong."""
 
@@ -82,7 +82,7 @@ class Task(ABC):
         """The records of one of this task's data files (their published format)."""
 
     async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
-                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
+                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Judgement:
         """The verifier's verdict on a claim given the gathered passages and notes."""
         raise ConfigError(f"the {self.name} task has no verifier")
 

@@ -16,7 +16,7 @@ from claire.domain import Claim, Evidence, ScoreKind
 from claire.errors import ExitCode
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tasks.base import NLIJudgement, Task, Verdict
+from claire.tasks.base import NLIJudgement, Task, Judgement
 from claire.tasks.feverous.dataset import load_feverous_claims
 from claire.tasks.feverous.judge import combine_nli, judge_label
 from claire.tasks.feverous.scoring import feverous_metrics, write_outputs
@@ -34,7 +34,7 @@ class Feverous(Task):
         return load_feverous_claims(path)
 
     async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
-                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
+                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Judgement:
         """A label with the element ids it rests on."""
         return await judge_label(claim, documents, clarifications, llm, prompts)  # FEVEROUS's verifier reads no background notes
 

@@ -13,7 +13,7 @@ from claire.domain import Claim, element_kind, Evidence, known_elements
 from claire.llm.answers import NLI_LABELS, cited_elements, nli_label, tag_text
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tasks.base import NLIJudgement, Verdict, judging_prompt
+from claire.tasks.base import NLIJudgement, Judgement, judging_prompt
 
 LABELS = NLI_LABELS
 MAX_SENTENCES = 5
@@ -45,7 +45,7 @@ def read_label(text: str) -> str | None:
 
 
 async def judge_label(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
-                      llm: ChatClient, prompts: PromptLibrary) -> Verdict:
+                      llm: ChatClient, prompts: PromptLibrary) -> Judgement:
     """The FEVEROUS verifier: a label and cited element ids; an unreadable label is asked for once
     more. The passages are fitted to the model's window as for every judging prompt."""
     prompt, fit = judging_prompt("verifier", claim, documents, clarifications, llm, prompts)
@@ -58,7 +58,7 @@ async def judge_label(claim: Claim, documents: Sequence[Evidence], clarification
 
     asked = await llm.ask(prompt, read_label, refit=refit,
                           follow_up=lambda problem, detail="": prompts.render("follow_up", wanted="label", problem=problem, detail=detail))
-    return Verdict(
+    return Judgement(
         fit=refits[-1] if refits else fit,
         label=asked.value,
         analysis=tag_text(asked.text, "analysis") or asked.text.strip(),

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from claire.domain import Claim, Evidence, ScoreKind
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tasks.base import Task, Verdict
+from claire.tasks.base import Task, Judgement
 from claire.tasks.wikicollide.dataset import SPLITS, infer_split, load_wikicollide
 from claire.tasks.wikicollide.judge import judge_score
 from claire.tasks.measures import auroc_text
@@ -34,7 +34,7 @@ class WikiCollide(Task):
         return load_wikicollide(path)
 
     async def judge(self, claim: Claim, documents: Sequence[Evidence], *, clarifications: list[dict[str, str]],
-                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
+                    llm: ChatClient, prompts: PromptLibrary, explanations: Sequence[dict[str, str]] = ()) -> Judgement:
         """The inconsistency score of the claim given the passages."""
         return await judge_score(claim, documents, clarifications, llm, prompts, explanations=explanations)
 

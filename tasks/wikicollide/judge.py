@@ -9,7 +9,7 @@ from claire.domain import Claim, Evidence
 from claire.llm.answers import tag_text, tagged_score
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.tasks.base import Verdict, judging_prompt
+from claire.tasks.base import Judgement, judging_prompt
 
 SCORE_TAG = "inconsistency_score"
 
@@ -20,7 +20,7 @@ def read_score(text: str) -> float | None:
 
 
 async def judge_score(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
-                      llm: ChatClient, prompts: PromptLibrary, *, explanations: Sequence[dict[str, str]] = ()) -> Verdict:
+                      llm: ChatClient, prompts: PromptLibrary, *, explanations: Sequence[dict[str, str]] = ()) -> Judgement:
     """Ask for the score; a missing or malformed score is asked for once more, then an error."""
     prompt, fit = judging_prompt("verifier", claim, documents, clarifications, llm, prompts, explanations=explanations)
     refits = []
@@ -33,7 +33,7 @@ async def judge_score(claim: Claim, documents: Sequence[Evidence], clarification
 
     asked = await llm.ask(prompt, read_score, refit=refit,
                           follow_up=lambda problem, detail="": prompts.render("follow_up", wanted=SCORE_TAG, problem=problem, detail=detail))
-    return Verdict(
+    return Judgement(
         score=asked.value,
         restated_claim=tag_text(asked.text, "restated_claim"),
         analysis=tag_text(asked.text, "analysis") or asked.text.strip(),

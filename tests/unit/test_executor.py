@@ -9,7 +9,7 @@ import pytest
 
 from claire.agent.system import report_step
 from claire.domain import Assessment, Claim
-from claire.runs.executor import Executor, Outcome, todo
+from claire.runs.executor import Executor, RecordResult, todo
 
 
 # -- the executor ---------------------------------------------------------------------------------
@@ -18,7 +18,7 @@ class ListSink:
 
     def __init__(self, held: dict[str, str | None] | None = None):
         self.held = dict(held or {})
-        self.outcomes: list[Outcome] = []
+        self.outcomes: list[RecordResult] = []
         self.started_keys: list[str] = []
         self.steps: dict[str, list[dict]] = {}
 
