@@ -42,6 +42,7 @@ async def _run(claims: int, latency: float, cut: float) -> dict[str, Any]:
             llm = ChatClient.from_config(LLMConfig(model="bench-model", base_url=server.base_url, api_key="bench-key",
                                                    cache=False, max_concurrency=16))
             config = Config().with_overrides({"agent.system": system, "retrieval.rerank": False, "agent.cascade_cut": cut,
+                                              "agent.finish_action": True,  # the bench model finishes its research
                                               "agent.cascade_first": "rav"})
             try:
                 async with open_system(config, llm=llm) as opened:

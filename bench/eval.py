@@ -53,7 +53,8 @@ async def _run_once(server: ServerProcess, claims: list[Claim], out_dir: Path, c
         if system == "tiny":
             summary = await run_eval(claims, TinyAgent(client), out_dir, concurrency=concurrency, show_progress=False)
         else:
-            full = Config().with_overrides({"agent.system": system, "retrieval.rerank": False})
+            # the bench model ends its research with finish(), offered here (the paper preset has none)
+            full = Config().with_overrides({"agent.system": system, "retrieval.rerank": False, "agent.finish_action": True})
             async with open_system(full, llm=client) as real:
                 summary = await run_eval(claims, real, out_dir, concurrency=concurrency, show_progress=False)
     finally:

@@ -162,6 +162,7 @@ def run_prompt_bench(dataset: Path, corpus: Path, *, window: int = 8192, max_ste
             "llm.model": "bench-local-model", "llm.api_key": "bench-key", "llm.cache": False, "llm.max_attempts": 1,
             "llm.context_window": UNBOUNDED, "llm.prompt_header": True,  # the server reads each request's template
             "retrieval.path": tmp, "retrieval.index": "bench", "retrieval.rerank": True, "agent.report": True,
+            "agent.finish_action": True,  # its plan ends with finish()
         })
         shares = prefix_shares(_cache_run(cache_config, claims, "claire") + _cache_run(cache_config, claims, "nli"))
     table = Table(title=f"Prompt tokens per claim, {len(claims)} claims, {max_steps} steps x {docs_per_query} passages")

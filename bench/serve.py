@@ -124,6 +124,7 @@ def run_serve_bench(*, facts: int = 40, concurrency: int = 8, latency: float = 0
     with tempfile.TemporaryDirectory(prefix="claire-bench-serve-") as tmp, \
             MockOpenAIServer(_responder(sentences), latency=latency) as llm:
         config = load_config(None, {"llm.base_url": llm.base_url, "llm.cache": False, "llm.api_key": "sk-bench",
+                                    "agent.finish_action": True,  # the stand-in model finishes its research
                                     "llm.max_concurrency": max(concurrency, 8), "retrieval.rerank": False,
                                     **({"retrieval.path": str(index_root)} if index_root else {})})
         own_retriever = retriever is None

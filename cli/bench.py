@@ -117,11 +117,14 @@ def bench_eval(
     latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,
     system: Annotated[str, typer.Option("--system", help="tiny (a 3-call stand-in), or the real claire / rav on the demo index.")] = "tiny",
     repeat: Annotated[int, typer.Option("--repeat", min=1, help="Runs at each concurrency above 1; the median is reported.")] = 3,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=2, max=512,
+                                             help="The concurrency measured against the ideal (beside 1).")] = 16,
 ) -> None:
-    """Batch-eval throughput at concurrency 1 and 16 vs the ideal, and a warm-cache re-run."""
+    """Batch-eval throughput at concurrency 1 and --concurrency (16) vs the ideal, and a warm-cache re-run."""
     from claire.bench.eval import run_eval_bench
 
-    run_eval_bench(claims=claims, latency=latency, system=system, repeat=repeat, console=console)
+    run_eval_bench(claims=claims, latency=latency, system=system, repeat=repeat, concurrencies=(1, concurrency),
+                   console=console)
 
 
 def bench_cascade(

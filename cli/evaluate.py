@@ -165,7 +165,9 @@ def sweep_command(
         require_index(cell.config, settings.index is not None, f"sweeping over {dataset.name}")
     summary = run(run_sweep(sweep_file, dataset=dataset, out_dir=out, base_config=config, make_system=open_system,
                             limit=limit, concurrency=concurrency, retry_errors=retry_errors, console=err))
-    console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s; see {out}/summary.md")
+    # two short lines, the path never broken across lines (a narrow terminal wraps it whole, or not at all)
+    console.print(f"sweep {summary.name}: {len(summary.cells)} cells in {summary.wall_time_s:.1f} s")
+    console.print(f"summary: {out}/summary.md", soft_wrap=True, highlight=False)
 
 
 def one_score(run_dir: Path) -> float | None:

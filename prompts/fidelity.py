@@ -114,7 +114,10 @@ PAPER_RULES: tuple[PaperRule, ...] = (
               "e.g. a technical term or the rules of a sport"),
     PaperRule("A5", "clarify_entity(entity and description): separate similarly named entities; a named sports event",
               "tools/clarify_entity.py", "e.g. a named sports event"),
-    PaperRule("A6", "search outside the claim's article; its argument is a question", "tools/search.py", "query: a question to look up"),
+    PaperRule("A6", "search outside the claim's article; its argument is a question", "tools/search.py", "query: a question to look up",
+              "the action is named search, not search_wikipedia_outside_claim_article (its description says where it "
+              "searches; the paper's name, written by a model, is read as search)",
+              "a short name that small models spell right"),
     PaperRule("A7", "report_inconsistency(evidence) when certain; one short sentence; a person reviews it", "tools/report_inconsistency.py",
               "when you are certain you have found one",
               "in a batch run no person reviews the report: the research ends there (agent.stop_on_report) and the "

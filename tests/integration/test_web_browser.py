@@ -241,7 +241,7 @@ def test_planted_markup_in_the_passage_and_model_output_stays_inert(stack, brows
     assert_inert(browser)
 
 
-def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
+def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser, shots):
     browser.get(stack["app"] + "/")
     browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
     browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was completed in 1890.")
@@ -251,6 +251,22 @@ def test_single_fact_form_streams_steps_and_opens_the_panel(stack, browser):
     wait(browser).until(lambda d: "score 0.90" in panel.text)
     steps = browser.execute_script("return Array.from(document.querySelectorAll('#steps li')).map(li => li.textContent)")
     assert any("search" in step for step in steps) and any("verifier" in step for step in steps)
+    # the Patrol tab shows the patrol, not the check just made: its result and side panel are hidden
+    browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=patrol-view]").click()
+    wait(browser).until(lambda d: not d.find_element(By.ID, "panel").is_displayed()
+                        and not d.find_element(By.ID, "result").is_displayed())
+    browser.save_screenshot(str(shots / "web-patrol-after-check.png"))
+
+
+def test_an_article_loaded_from_the_index_comes_whole_in_reading_order_with_its_headings(stack, browser, shots):
+    browser.get(stack["app"] + "/")
+    browser.find_element(By.ID, "scan-title").send_keys("Eiffel Tower")
+    browser.find_element(By.ID, "load-article").click()
+    wait(browser).until(lambda d: d.find_element(By.ID, "scan-text").get_attribute("value").strip())
+    text = browser.find_element(By.ID, "scan-text").get_attribute("value")
+    headings = [line for line in text.splitlines() if line.startswith("== ")]
+    assert headings and not text.startswith("=")  # the introduction first, then the sections under their headings
+    browser.save_screenshot(str(shots / "web-article-from-index.png"))
 
 
 def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, shots, tmp_path):
@@ -281,8 +297,7 @@ def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, b
             assert reason.count("cannot connect") == 1 and "\n" not in reason
             assert "cannot connect" not in text  # the progress line does not say it again
             assert browser.find_element(By.ID, "recheck").text == "Re-check the facts that failed"
-            if "CLAIRE_SCREENSHOTS" not in os.environ:  # a debugging aid, not one of README's pictures
-                browser.save_screenshot(str(shots / "web-failed.png"))
+            browser.save_screenshot(str(shots / "web-endpoint-down.png"))
             browser.find_element(By.ID, "recheck").click()  # the endpoint is still down: it fails again, and says so
             wait(browser).until(lambda d: d.find_element(By.ID, "failures").is_displayed()
                                 and "Stopped" in d.find_element(By.ID, "progress-text").text)
