@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -67,7 +67,7 @@ def bench_retrieval_quality(
     from claire.bench.retrieval import run_retrieval_quality
     from claire.indexes.rankgpt import RankGPTReranker
 
-    reranker = None
+    reranker: Any = None
     if rerank:
         config = settings.resolve()
         loop = asyncio.new_event_loop()
@@ -76,8 +76,10 @@ def bench_retrieval_quality(
         ranker = RankGPTReranker(llm, prompt_library(config), window=config.retrieval.rerank_window,
                                  step=config.retrieval.rerank_step, max_chars=config.retrieval.rerank_max_chars)
 
-        def reranker(query, hits):  # the bench is synchronous; the LLM client lives on its own loop
+        def rerank_now(query, hits):  # the bench is synchronous; the LLM client lives on its own loop
             return asyncio.run_coroutine_threadsafe(ranker.rerank(query, hits), loop).result()
+
+        reranker = rerank_now
 
     run_retrieval_quality(dataset, k=k, console=console, reranker=reranker)
 

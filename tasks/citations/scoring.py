@@ -6,7 +6,6 @@ precision/recall at the threshold); written as metrics.json, report.md and plots
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 

@@ -16,7 +16,6 @@ Predictions with an error are left out of every figure and counted, as in WikiCo
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
