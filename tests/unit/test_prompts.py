@@ -103,8 +103,8 @@ def test_kind_of_reads_the_template_name_first_and_agrees_with_the_phrases():
 
     variants = [{}, {"verifier": "strict", "controller": "thorough"},
                 {"verifier": "feverous", "nli": "feverous", "controller": "feverous"}]
-    for chosen in variants:
-        library = PromptLibrary(variants=chosen)
+    for chosen, structured in [(variant, structured) for variant in variants for structured in (False, True)]:
+        library = PromptLibrary(variants=chosen, structured=structured)
         for name, values in VALUES.items():
             values = {key: value for key, value in values.items() if key in library.info(name).inputs}
             if chosen.get(name) == "feverous":  # FEVEROUS passages come with their element rows
