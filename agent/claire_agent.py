@@ -74,7 +74,8 @@ class ClaireAgent:
         context = ResearchContext(
             llm=parts.llm, search=parts.search(), prompts=parts.prompts, docs_per_query=agent.docs_per_query,
             clarify_k=agent.clarify_k, stop_on_report=agent.stop_on_report, review=reviewer is not None, task=parts.task,
-            snippet_chars=agent.snippet_chars, tools=tuple(tools_for(agent.tools, finish=agent.finish_action)),
+            snippet_chars=agent.snippet_chars,
+            tools=tuple(tools_for(agent.tools, finish=agent.finish_action or parts.task.always_finish)),
             max_steps=agent.max_steps, keep_observations=agent.keep_observations, report=bool(agent.report),
             threshold=agent.threshold, thoughts=agent.thoughts,
         )

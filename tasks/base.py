@@ -76,6 +76,9 @@ class Task(ABC):
     name: ClassVar[str]
     prompt_variants: ClassVar[dict[str, str]] = {}
     """Template name -> variant this task renders (a user's ``prompts.variants`` win)."""
+    always_finish: ClassVar[bool] = False
+    """Whether the controller may finish() whatever agent.finish_action says (a task whose research
+    gathers evidence toward a verdict, not the paper's search for a contradiction)."""
 
     @abstractmethod
     def load_claims(self, path: str | Path) -> list[Any]:

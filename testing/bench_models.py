@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from claire.domain import Assessment, Claim
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
-from claire.testing.doubles import kind_of
+from claire.testing.doubles import first_step, kind_of
 
 CALLS_PER_CLAIM = 3
 
@@ -44,7 +44,7 @@ def agent_answer(body: dict[str, Any]) -> dict[str, Any]:
     call's purpose is the prompt the client names (``X-Claire-Prompt``, see ``testing.mock_openai``)."""
     if kind_of(body) == "controller":
         prompt = body["messages"][-1]["content"]
-        first = "Your research so far" not in prompt  # the controller prompt's own record of earlier steps
+        first = first_step(prompt)  # the controller prompt shows no earlier step
         fact = prompt.split("<fact>", 1)[-1].split("</fact>", 1)[0]
         if not body.get("tools"):  # text actions
             return {"content": f"search({json.dumps(fact)})" if first else "finish()"}

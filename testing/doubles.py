@@ -66,6 +66,12 @@ _KIND_OF_TEMPLATE = {"clarify_entity": "clarify", "fact_extraction": "extract",
                      "verifier.feverous": "feverous_verifier", "nli.feverous": "feverous_nli"}
 
 
+def first_step(prompt: str) -> bool:
+    """Whether a controller prompt shows no research yet (the paper controller's wording, or the
+    FEVEROUS variant's)."""
+    return "No actions have been taken yet" in prompt or "You have not taken any action yet" in prompt
+
+
 def kind_of(request: ScriptedRequest | dict) -> str:
     """Which CLAIRE prompt a request (or an OpenAI request body) was rendered from: the template
     named by the client (``ScriptedRequest.prompt``, or ``body["claire_prompt"]`` that
@@ -128,13 +134,16 @@ def http_responder(verifier_score: float = 0.9, search_query: str = "Eiffel Towe
         kind = kind_of(body)
         user = body["messages"][-1]["content"]
         if kind == "controller":
-            first = "You have not taken any action yet" in user
+            first = first_step(user)
+            # asked for a thought before each action (the paper's ReAct thought), it writes one
+            thought = "The year is the detail to check." if "first think about" in body["messages"][0]["content"] else ""
             if body.get("tools"):
                 if first:
-                    return {"tool_calls": [{"name": "search", "arguments": {"query": search_query}}]}
+                    return {"content": thought, "tool_calls": [{"name": "search", "arguments": {"query": search_query}}]}
                 if "report_inconsistency(" in user:  # reported already: done
-                    return {"tool_calls": [{"name": "finish", "arguments": {}}]}
-                return {"tool_calls": [{"name": "report_inconsistency", "arguments": {"evidence": "[1] gives a different year"}}]}
+                    return {"content": thought, "tool_calls": [{"name": "finish", "arguments": {}}]}
+                return {"content": thought,
+                        "tool_calls": [{"name": "report_inconsistency", "arguments": {"evidence": "[1] gives a different year"}}]}
             return {"content": f'search("{search_query}")' if first else "finish()"}
         if kind == "verifier":  # the planted 1890 contradiction scores high, anything else low
             asked = next((m["content"] for m in body["messages"] if "<fact>" in (m.get("content") or "")), user)

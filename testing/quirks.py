@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from claire.testing.doubles import kind_of
+from claire.testing.doubles import first_step, kind_of
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 Change = Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]
@@ -114,7 +114,7 @@ def _label_language(item: dict[str, Any], body: dict[str, Any]) -> dict[str, Any
 
 def _plain_text(item: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
     user = body["messages"][-1]["content"]
-    if "You have not taken any action yet" in user:
+    if first_step(user):
         return item
     return {"content": "Based on my research, passage [1] gives 1889 for the completion, so the fact looks wrong."}
 

@@ -28,6 +28,7 @@ class Feverous(Task):
 
     name = "feverous"
     prompt_variants = {"controller": "feverous", "verifier": "feverous", "nli": "feverous"}
+    always_finish = True  # its controller finishes once every part of the claim is covered
 
     def load_claims(self, path: str | Path) -> list[Claim]:
         """The claims of a FEVEROUS JSONL file, with their gold labels and evidence sets."""

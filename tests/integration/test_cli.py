@@ -67,6 +67,7 @@ def test_check_text_action_mode_and_trace_out(server, demo_cache, tmp_path):
     trace = tmp_path / "trace.json"
     result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--base-url", server.base_url,
                         "--no-cache", "--no-rerank", "--set", "llm.tool_calling=\"text\"", "--trace-out", str(trace),
+                        "--set", "agent.finish_action=true",  # the responder ends its text research with finish()
                         cache=demo_cache)
     assert result.returncode == 1, result.stderr
     assert "INCONSISTENT" in result.stdout and "evidence" in result.stdout

@@ -12,7 +12,7 @@ import pytest
 
 from claire.evals.runner import score_run
 from claire.testing.cli import run_claire
-from claire.testing.doubles import kind_of
+from claire.testing.doubles import first_step, kind_of
 from claire.testing.mock_openai import MockOpenAIServer
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -34,7 +34,7 @@ def feverous_responder(body: dict) -> dict:
     label, wanted = next(answer for fragment, answer in ANSWERS.items() if fragment in claim)
     shown = [e for e in wanted if f"[{e}]" in user]
     if kind == "controller":
-        if "You have not taken any action yet" in user:
+        if first_step(user):
             return {"tool_calls": [{"name": "search", "arguments": {"query": claim}}]}
         return {"tool_calls": [{"name": "finish", "arguments": {}}]}
     if kind == "feverous_verifier":

@@ -17,7 +17,7 @@ from claire.config import load_config
 from claire.ingestion.dump_build import IngestOptions, build_from_dump
 from claire.indexes.retriever import open_retriever
 from claire.testing.cli import start_claire
-from claire.testing.doubles import kind_of
+from claire.testing.doubles import first_step, kind_of
 from claire.testing.dumps import WikiPage, write_xml_dump
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.testing.wiki_doubles import EventStreamServer, WikiApiServer, change_event
@@ -510,7 +510,7 @@ async def test_research_cut_short_by_a_429_is_retried_never_published_as_a_verdi
 
     def flaky(body: dict) -> dict:
         if kind_of(body) == "controller":
-            if "You have not taken any action yet" in body["messages"][-1]["content"]:
+            if first_step(body["messages"][-1]["content"]):
                 return {"tool_calls": [{"name": "search", "arguments": {"query": "Eiffel Tower completed"}}]}
             state["until"] = state["until"] or time.monotonic() + 1.0
             if time.monotonic() < state["until"]:

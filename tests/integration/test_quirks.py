@@ -21,7 +21,9 @@ async def assess(quirk: str, system: str = "claire", **agent: object):
     with MockOpenAIServer(quirky(http_responder(), quirk)) as server:
         llm = ChatClient.from_config(LLMConfig(model="quirky-model", base_url=server.base_url, api_key="sk-quirks",
                                                cache=False, max_attempts=3, retry_base_wait=0.0, retry_max_wait=0.0))
-        config = Config().with_overrides({"retrieval.rerank": False, **{f"agent.{k}": v for k, v in agent.items()}})
+        # the responder ends its research with finish(), offered here (the paper preset has none)
+        config = Config().with_overrides({"retrieval.rerank": False, "agent.finish_action": True,
+                                          **{f"agent.{k}": v for k, v in agent.items()}})
         try:
             result = await build_system(config, llm=llm, retriever=KeywordRetriever(), name=system).assess(CLAIM)
         finally:
