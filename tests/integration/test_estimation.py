@@ -89,7 +89,8 @@ def extracting_responder():
     def respond(body: dict) -> dict:
         if kind_of(body) == "extract":
             user = body["messages"][-1]["content"]
-            title = user.split("Article: ", 1)[1].split("\n", 1)[0].split(" > ")[0].strip()
+            head = "Title: " if "Title: " in user else "Article: "  # the paper's extraction, or the practical one
+            title = user.split(head, 1)[1].split("\n", 1)[0].split(" > ")[0].strip()
             digest = hashlib.md5(user.encode()).hexdigest()[:6]
             return {"content": f"<fact>{title} is described in passage {digest}.</fact>\n"
                                f"<fact>{title} was first recorded in 1890 according to passage {digest}.</fact>\n"

@@ -257,7 +257,7 @@ async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(op
     prompts_ = PromptLibrary(variants={"nli": "feverous"})
     prompts = [
         prompts_.render("controller", claim="c", context=context, history=[], steps_left=3, text_actions=False,
-                        finish=True, tools=[{"name": "search", "argument": "query", "description": "d"}]),
+                        finish=True, thoughts=True, tools=[{"name": "search", "argument": "query", "description": "d"}]),
         prompts_.render("verifier", claim="c", context=context, clarifications=[], explanations=[], documents=docs),
         prompts_.render("rankgpt", query="q", passages=docs, max_chars=600),
         prompts_.render("nli", claim="c", document=docs[0]),
