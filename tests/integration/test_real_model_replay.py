@@ -1,8 +1,8 @@
 """Real model output, replayed through the real pipeline: the cassette recorded from the real-model
 run (Qwen2.5-Coder-1.5B on the shared WikiCollide sample, ``evals/sweeps/real_model.yaml``) is
 served by the mock OpenAI server, and the same sweep runs again — every system, every claim — so
-CI reads what a real small model really wrote (tags as HTML entities, repeated actions, no
-finish, verdicts with no readable score) without the model. The cassette is recorded with the current
+CI reads what a real small model really wrote (tags as HTML entities, empty and invalid actions, tool
+calls with no thought beside them, research that ends by the budget) without the model. The cassette is recorded with the current
 prompts: at least 90% of the requests must replay exactly, so a prompt changed without a new recording
 fails here; the few whose text differs (retrieval) are answered with the model's answer for the same
 template and fact. Skips without the shared sample (its claims are the requests' facts)."""
@@ -45,7 +45,7 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
     # evals/sweeps/real_model.yaml and llm.record; the few requests whose text differs, by retrieval, are
     # served by template and fact).
     served = cassette.exact + cassette.by_fact
-    assert cassette.missing == 0 and cassette.refused == 0 and served >= 100, (cassette.exact, cassette.by_fact, cassette.missing)
+    assert cassette.missing == 0 and cassette.refused == 0 and served >= 60, (cassette.exact, cassette.by_fact, cassette.missing)
     assert cassette.exact >= 0.9 * served, f"only {cassette.exact} of {served} requests replay exactly: re-record the cassette"
     by_cell = {result.cell.name: result for result in summary.cells}
     assert set(by_cell) == {"rav", "nli", "claire", "cascade"}
@@ -64,6 +64,9 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
         assert same >= 0.8 * len(lines), (name, same, len(lines))  # retrieval may differ a little from the recording
         assert counts["errors"] == sum(line["score"] is None for line in lines.values()), (name, counts)
     # what the real model did that the pipeline had to handle: tags written as HTML entities were read, and
-    # its unreadable verdicts were asked again before the claim failed
+    # the paper preset's research ran to its step budget (no finish()) with the model's actions, thoughtless
     assert any(score is not None for score in expected["scores"]["claire"].values())
-    assert by_cell["rav"].metrics["counts"]["errors"] >= 1
+    claire_lines = [json.loads(line) for line in (by_cell["claire"].out_dir / "predictions.jsonl").read_text().splitlines()]
+    assert all(line["trace"][-2]["action_name"] in ("budget_exhausted", "report_inconsistency") for line in claire_lines
+               if line["score"] is not None)
+    assert all("finish" not in [item["action_name"] for item in line["trace"]] for line in claire_lines)
