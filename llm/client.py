@@ -64,9 +64,14 @@ SAY_WAITING_EVERY = 15.0
 CACHE_BREAKPOINT = {"type": "ephemeral"}
 """Anthropic's mark for "cache the prompt up to here" (``cache_control`` of a content block)."""
 T = TypeVar("T")
-SCHEMA_REFUSED: set[str] = set()
-"""Endpoints that refused a JSON schema (``response_format``) this process: their later requests go
-without one, the prompt still asking for JSON, and the answer is read as JSON or as tags."""
+SCHEMA_FORMATS = ("json_schema", "json_object")
+"""The ways an answer's schema is sent, tried in order: OpenAI's ``json_schema`` (OpenAI, vLLM,
+llama.cpp's own server, Ollama), then ``json_object`` with the schema beside it (llama-cpp-python's
+server, which refuses the first)."""
+SCHEMA_REFUSED: dict[str, int] = {}
+"""Endpoints that refused schemas this process, with how many of SCHEMA_FORMATS they refused: their
+later requests start at the next way, or go without a schema when every way was refused (the prompt
+still asking for JSON; the answer is read as JSON or as tags)."""
 _SCHEMA_WORDS = re.compile(r"response_format|json_schema|json schema|structured output|grammar|schema", re.I)
 
 
@@ -138,6 +143,9 @@ def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: 
     ``error`` itself when it is none of the known kinds."""
     names = {cls.__name__ for cls in type(error).__mro__}
     status = status_of(error)
+    if status is not None and status >= 400 and _SCHEMA_WORDS.search(brief(error)):
+        # the endpoint cannot take the request's answer format: no retry helps (a 500 from some servers)
+        return LLMError(f"the LLM endpoint {endpoint} refused the answer format (HTTP {status}): {brief(error)}")
     if status is not None:
         headers = getattr(getattr(error, "response", None), "headers", None)
         if 200 <= status < 300:  # the body of a successful answer could not be read
@@ -165,6 +173,13 @@ def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: 
         detail = str(error) if "UnreadableAnswer" in names else type(error).__name__
         return TransientLLMError(f"unparseable response from the endpoint: {detail}")
     return error
+
+
+def schema_format(shape: Any, way: str) -> dict[str, Any]:
+    """The ``response_format`` that sends ``shape``'s JSON schema the given way (see SCHEMA_FORMATS)."""
+    if way == "json_object":
+        return {"type": "json_object", "schema": shape.model_json_schema()}
+    return shape.response_format()
 
 
 def structured_answer(answer: AIMessage, shape: Any, *, sent: bool) -> AIMessage:
@@ -373,17 +388,22 @@ class ChatClient:
         answer that fits the shape comes back in the template's tag form; one that does not keeps
         its text and says why in ``additional_kwargs["schema_error"]``."""
         shape = getattr(prompt, "answer", None)
-        send = shape is not None and not tools and self.setup.provider != "local" and self.endpoint not in SCHEMA_REFUSED
-        try:
-            answer = await self._invoke(prompt, tools, tool_choice, shape.response_format() if send else None)
-        except LLMError as error:
-            if not send or not _SCHEMA_WORDS.search(str(error)):
-                raise
-            SCHEMA_REFUSED.add(self.endpoint)
-            record_event("schema_refused")
-            log.warning("the LLM endpoint %s refused a JSON schema (%s): asking without one from now on",
-                        redact(self.endpoint), str(error)[:160])
-            answer = await self._invoke(prompt, tools, tool_choice, None)
+        wanted = shape is not None and not tools and self.setup.provider != "local"
+        while True:
+            level = SCHEMA_REFUSED.get(self.endpoint, 0)
+            send = wanted and level < len(SCHEMA_FORMATS)
+            try:
+                answer = await self._invoke(prompt, tools, tool_choice,
+                                            schema_format(shape, SCHEMA_FORMATS[level]) if send else None)
+                break
+            except LLMError as error:
+                if not send or not _SCHEMA_WORDS.search(str(error)):
+                    raise
+                SCHEMA_REFUSED[self.endpoint] = level + 1
+                record_event("schema_refused")
+                after = SCHEMA_FORMATS[level + 1] if level + 1 < len(SCHEMA_FORMATS) else "no schema"
+                log.warning("the LLM endpoint %s refused a %s answer format (%s): trying %s from now on",
+                            redact(self.endpoint), SCHEMA_FORMATS[level], str(error)[:160], after)
         return structured_answer(answer, shape, sent=send) if shape is not None else answer
 
     async def _invoke(self, prompt: Sequence[BaseMessage], tools: Sequence[Any] | None, tool_choice: Any,

@@ -157,7 +157,9 @@ class MockOpenAIServer(BackgroundServer):
         self.responder = responder
         # What a request's JSON schema (response_format) meets: "honour" (a tagged answer of the
         # responder's is written as the schema's JSON, as constrained decoding would), "refuse" (HTTP
-        # 400, as an endpoint without structured output answers) or "ignore" (the answer as it is).
+        # 400, as an endpoint without structured output answers), "json_object" (HTTP 500 for OpenAI's
+        # json_schema, honoured as {"type": "json_object", "schema": ...}, as llama-cpp-python's server
+        # does) or "ignore" (the answer as it is).
         self.schemas = schemas
         self.latency = latency
         self.max_prompt_tokens = max_prompt_tokens
@@ -286,12 +288,17 @@ class MockOpenAIServer(BackgroundServer):
                                           "code": "context_length_exceeded"}}
                     self.send_body(400, json.dumps(body_out).encode())
                     return
-                schema = (body.get("response_format") or {}).get("json_schema") if isinstance(body.get("response_format"), dict) else None
-                if schema is not None and server.schemas == "refuse":
-                    self._error(400, "response_format json_schema is not supported by this server")
+                wanted = body.get("response_format") if isinstance(body.get("response_format"), dict) else None
+                schema = (wanted.get("json_schema") or ({"schema": wanted["schema"]} if "schema" in wanted else None)
+                          if wanted else None)
+                if wanted and server.schemas == "refuse":
+                    self._error(400, "response_format is not supported by this server")
+                    return
+                if wanted and server.schemas == "json_object" and wanted.get("type") != "json_object":
+                    self._error(500, "1 validation error: response_format.type: Input should be 'text' or 'json_object'")
                     return
                 item = server._next_item(body)
-                if schema is not None and server.schemas == "honour" and isinstance(item.get("content"), str) \
+                if schema is not None and server.schemas in ("honour", "json_object") and isinstance(item.get("content"), str) \
                         and not item.get("tool_calls"):
                     from claire.testing.structured import as_schema_json
 

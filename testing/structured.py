@@ -12,7 +12,10 @@ from claire.prompts.answers import ANSWERS, Answer, ExtractionAnswer, RankingAns
 
 
 def _shape(schema: dict[str, Any]) -> type[Answer] | None:
-    return next((shape for shape in ANSWERS.values() if shape.schema_name == schema.get("name")), None)
+    """The answer shape a request's schema names: by the json_schema's name, or by the schema's title."""
+    title = (schema.get("schema") or {}).get("title")
+    return next((shape for shape in ANSWERS.values()
+                 if shape.schema_name == schema.get("name") or shape.__name__ == title), None)
 
 
 def _tag(text: str, name: str) -> str | None:

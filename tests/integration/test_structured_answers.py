@@ -77,9 +77,26 @@ async def test_an_endpoint_that_refuses_schemas_is_asked_without_once_and_rememb
             second = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
         await client.aclose()
     assert first.score == second.score == pytest.approx(0.3)
-    # refused once (HTTP 400), asked again without the schema; the next claim goes without one at once
-    assert [("response_format" in r) for r in server.requests] == [True, False, False]
-    assert usage.events["schema_refused"] == 1 and server.base_url in llm_client.SCHEMA_REFUSED
+    # json_schema refused (HTTP 400), then json_object with the schema refused, then asked without one; the
+    # next claim goes without one at once
+    assert [(r.get("response_format") or {}).get("type") for r in server.requests] == ["json_schema", "json_object", None, None]
+    assert usage.events["schema_refused"] == 2 and llm_client.SCHEMA_REFUSED[server.base_url] == 2
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+async def test_a_server_that_takes_the_schema_as_a_json_object_gets_it_so(kind):
+    """llama-cpp-python's server answers OpenAI's json_schema with HTTP 500 and takes the schema as
+    {"type": "json_object", "schema": ...}: one refusal, no retries of the 500, then every request that way."""
+    with MockOpenAIServer(lambda body: {"content": TAGGED}, schemas="json_object") as server:
+        client = client_for(server, kind)
+        with track_usage() as usage:
+            first = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+            second = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
+        await client.aclose()
+    assert first.score == second.score == pytest.approx(0.85) and first.error is None
+    assert [(r.get("response_format") or {}).get("type") for r in server.requests] == ["json_schema", "json_object", "json_object"]
+    assert server.requests[1]["response_format"]["schema"]["title"] == "VerifierAnswer"
+    assert usage.events["schema_refused"] == 1 and "schema_ignored" not in usage.events
 
 
 async def test_an_endpoint_that_ignores_the_schema_is_read_as_tags_and_counted():
