@@ -115,7 +115,7 @@ async def test_a_json_answer_that_does_not_fit_is_asked_again_with_the_error_the
         with track_usage() as usage:
             verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
         await client.aclose()
-    assert verdict.score is None and "inconsistency_score" in verdict.error  # never a score, however it reads
+    assert verdict.score is None and "less than or equal to 1" in verdict.error  # the reason, never a score
     assert len(server.requests) == 2 and usage.events["schema_invalid"] == 2 and usage.events["reasked"] == 1
     follow_up = server.requests[1]["messages"][-1]["content"]
     assert "did not have the shape" in follow_up and "less than or equal to 1" in follow_up
