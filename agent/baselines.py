@@ -143,6 +143,8 @@ class NLIPipeline(SearchOnce):
         except ClaireError as error:
             return NLIJudgement(n=document.n, label=None, reason=None, error=str(error))
         answer, label = asked.text, asked.value
+        if asked.schema_error:  # JSON that never fitted its shape fails the call; it is never counted as a label
+            return NLIJudgement(n=document.n, label=None, reason=None, error=asked.failure("the NLI step", "nli_label"))
         reasons = _REASON_TAG.findall(answer)
         return NLIJudgement(
             n=document.n, label=label, reason=reasons[-1].strip() if reasons else answer.strip()[:300],

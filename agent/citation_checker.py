@@ -238,7 +238,7 @@ class CitationChecker:
             "sentence": sentence,
             "stance": stance_of(text, score, self.settings.threshold),
             "analysis": tag_text(text, "analysis"),
-            "error": None if score is not None else "the verifier gave no usable <support_score> (asked twice)",
+            "error": asked.failure("the verifier", "support_score"),
         })
 
     # -- the whole check ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ supporting source; with none on either side the answer is *cannot tell*, saying 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
 from typing import Any, ClassVar, Iterable
@@ -69,6 +70,8 @@ _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _STOP = frozenset("""a an the of in on at to for by with from and or but as is are was were be been being it its
 this that these those there their has have had not no he she they his her them who which what when where than then
 into over under about after before during also only some all any each most more many much one""".split())
+
+log = logging.getLogger(__name__)
 
 
 # -- values ---------------------------------------------------------------------------------------
@@ -426,6 +429,8 @@ class Resolver:
 
         asked = await self.llm.ask(prompt, read, follow_up=lambda problem, detail="": self.prompts.render(
             "follow_up", wanted="both_can_stand", problem=problem, detail=detail))
+        if asked.value is None:  # the rule still decides; only the model's readings are missing
+            log.warning("no explanation: %s", asked.failure("the explainer", "both_can_stand"))
         return asked.value or {}
 
     # -- the whole resolve -----------------------------------------------------------------------

@@ -282,6 +282,15 @@ class Asked(Generic[T]):
     asked: int
     schema_error: str | None = None  # why the last JSON answer did not fit its shape (None: it did, or was not JSON)
 
+    def failure(self, who: str, wanted: str) -> str | None:
+        """Why no value was read, for the error of a claim or a call (None when one was): the
+        validation error of a JSON answer that never fitted its shape, else the missing tag."""
+        if self.value is not None:
+            return None
+        if self.schema_error:
+            return f"{who}'s {wanted} did not fit its schema, asked twice ({self.schema_error})"
+        return f"{who} gave no usable <{wanted}> (asked twice)"
+
 
 FollowUp = Callable[[str], Sequence[BaseMessage]]
 """Renders the message that asks again, given what was wrong: ``unreadable``, ``cut`` or ``empty``."""

@@ -63,7 +63,7 @@ async def judge_label(claim: Claim, documents: Sequence[Evidence], clarification
         label=asked.value,
         analysis=tag_text(asked.text, "analysis") or asked.text.strip(),
         raw=asked.text,
-        error=None if asked.value else "the verifier gave no usable <label> (asked twice)",
+        error=asked.failure("the verifier", "label"),
         evidence_elements=limit_evidence(cited_elements(asked.text, known_elements(documents))),
     )
 

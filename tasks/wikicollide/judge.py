@@ -38,8 +38,6 @@ async def judge_score(claim: Claim, documents: Sequence[Evidence], clarification
         restated_claim=tag_text(asked.text, "restated_claim"),
         analysis=tag_text(asked.text, "analysis") or asked.text.strip(),
         raw=asked.text,
-        error=None if asked.value is not None else (
-            f"the verifier's inconsistency_score did not fit its schema, asked twice ({asked.schema_error})"
-            if asked.schema_error else "the verifier gave no usable <inconsistency_score> (asked twice)"),
+        error=asked.failure("the verifier", SCORE_TAG),
         fit=refits[-1] if refits else fit,
     )

@@ -153,3 +153,33 @@ async def test_every_fixed_shape_answer_of_a_practical_run_goes_as_json(tmp_path
             assert summary.errors == 0, system
     shaped = [r for r in server.requests if r.get("claire_prompt", "").split(".")[0] in ("verifier", "nli", "rankgpt")]
     assert shaped and all("response_format" in r for r in shaped)
+
+
+async def test_an_nli_answer_that_never_fits_fails_the_claim_with_the_validation_error(tmp_path):
+    """An NLI label outside the schema is never counted (not even as NOT ENOUGH INFO): the claim fails,
+    and its error is the validation error."""
+    from claire.agent.runtime import open_system
+    from claire.evals.runner import run_eval
+    from claire.tasks.wikicollide.dataset import load_wikicollide
+    from claire.testing.oracle import oracle_responder
+    from pathlib import Path
+
+    mini = Path(__file__).resolve().parents[1] / "fixtures" / "wikicollide_mini.json"
+    records = load_wikicollide(mini)[:1]
+    oracle = oracle_responder(mini)
+
+    def responder(body):
+        if body.get("claire_prompt", "").startswith("nli"):
+            return {"content": json.dumps({"label": "MAYBE", "reason": "unsure"})}
+        return oracle(body)
+
+    with MockOpenAIServer(responder, model="oracle", prompt_cache=False) as server:
+        config = load_config(None, {"preset": "practical", "agent.system": "nli", "llm.base_url": server.base_url,
+                                    "llm.api_key": "sk-x", "llm.model": "oracle", "llm.cache": False,
+                                    "llm.prompt_header": True}, environ={})
+        async with open_system(config) as opened:
+            summary = await run_eval(records, opened, tmp_path / "nli", concurrency=1, show_progress=False)
+    assert summary.errors == 1
+    line = json.loads((tmp_path / "nli" / "predictions.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert line["score"] is None
+    assert "nli_label did not fit its schema" in line["error"] and "Input should be 'SUPPORTS'" in line["error"]
