@@ -56,6 +56,11 @@ def _checked_name(setting: str, value: Any) -> Any:
 
 
 ENV_PREFIX = "CLAIRE_"
+RETIRED_SETTINGS = {
+    "llm.openai_client": "every OpenAI-compatible endpoint is called through langchain-openai's ChatOpenAI",
+}
+"""Settings CLAIRE no longer has, with why: given anywhere, each is ignored with a note (an old
+claire.toml or run keeps working)."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # settings whose values are never echoed in error messages
 _SECRET_FIELDS = {"api_key", "api_key_env", "qdrant_api_key"}
@@ -142,11 +147,6 @@ class LLMConfig(_Section):
     retry_base_wait: float = Field(0.5, ge=0, le=600, description="first backoff between tries (seconds), growing exponentially with jitter")
     retry_max_wait: float = Field(30.0, ge=0, le=3600, description="longest backoff between tries (seconds); a server's Retry-After is honoured up to 120 s")
     stream: bool = Field(False, description="receive answers as a stream of chunks")
-    openai_client: Literal["auto", "chat_openai", "direct"] = Field(
-        "auto", description="how OpenAI-compatible endpoints are called: direct (CLAIRE's lean LangChain chat model over "
-                            "aiohttp), chat_openai (langchain-openai's ChatOpenAI through the OpenAI SDK), or auto "
-                            "(direct for a plain endpoint; ChatOpenAI for Azure, streaming or a proxy)",
-    )
     max_concurrency: int = Field(8, ge=1, description="LLM calls in flight at once, shared by everything one command runs")
     structured: Literal["auto", "off"] = Field(
         "off", description="auto: every answer of fixed shape (the verifier's score, the NLI label, RankGPT's order, "
@@ -600,6 +600,16 @@ class ConfigWarning(UserWarning):
     """A setting that is ignored (e.g. a misspelt CLAIRE_* variable); the CLI prints it as a note."""
 
 
+def _without_retired(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` without the RETIRED_SETTINGS it holds, each noted as ignored."""
+    for setting, why in RETIRED_SETTINGS.items():
+        section, _, field = setting.partition(".")
+        if isinstance(data.get(section), dict) and field in data[section]:
+            data = {**data, section: {k: v for k, v in data[section].items() if k != field}}
+            warnings.warn(f"{setting} ({source}) is ignored: it was retired ({why})", ConfigWarning, stacklevel=3)
+    return data
+
+
 def _validate(data: dict[str, Any], source: str) -> Config:
     try:
         config = Config.model_validate(data)
@@ -658,14 +668,19 @@ def load_config(
     environ = dict(os.environ if environ is None else environ)
     overrides = dict(overrides or {})
     file_data, file_source = _file_layer(config_file)
+    file_data = _without_retired(file_data, file_source)
     _validate(file_data, source=file_source)
-    env_data = _env_layer(environ)
+    env_data = _without_retired(_env_layer(environ), "environment")
     preset = overrides.pop("preset", None) or environ.get(ENV_PREFIX + "PRESET") or file_data.get("preset") or "paper"
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {str(preset)!r}; allowed: {', '.join(PRESETS)}")
     data = _merge(_merge(PRESETS[preset], file_data), env_data)
     data["preset"] = preset
     config = _validate(data, source="environment" if env_data else file_source)
+    for setting in RETIRED_SETTINGS.keys() & overrides.keys():
+        warnings.warn(f"{setting} (--set) is ignored: it was retired ({RETIRED_SETTINGS[setting]})", ConfigWarning,
+                      stacklevel=2)
+        del overrides[setting]
     if overrides:
         config = config.with_overrides(overrides)
     return config

@@ -1,10 +1,9 @@
 """The LLM layer: LangChain chat models built from the configuration and the one client every
 part of CLAIRE calls them through.
 
-- ``models``: which LangChain chat model a configuration names (``ChatOpenAI``, ``AzureChatOpenAI``,
-  any ``init_chat_model`` provider, the in-process llama.cpp model) with its public parameters;
-- ``chat_completions``: a lean LangChain chat model for plain OpenAI-compatible endpoints, posted
-  over aiohttp (``claire bench llm`` shows why it exists beside ``ChatOpenAI``);
+- ``models``: which LangChain chat model a configuration names (``ChatOpenAI`` on the OpenAI SDK's
+  aiohttp transport for every OpenAI-compatible endpoint, ``AzureChatOpenAI``, any
+  ``init_chat_model`` provider, the in-process llama.cpp model) with its public parameters;
 - ``local``: a GGUF file run in-process by llama-cpp-python, as a LangChain chat model;
 - ``client``: :class:`~claire.llm.client.ChatClient`: which failures are worth retrying and the
   retries themselves (the one policy in ``retrying``), a process-wide concurrency limit, failing
@@ -15,7 +14,7 @@ part of CLAIRE calls them through.
   context windows and token counts; ``answers``: reading scores, labels and tags out of model
   answers; ``cassette``: recording a run's calls for replay tests.
 
-One call passes four of these modules (``client``, the chat model, ``cache``, ``usage``; five
-while recording), so what happens to a request is read in few places.
+One call passes three of these modules (``client``, ``cache``, ``usage``; four while recording)
+and the library's chat model, so what happens to a request is read in few places.
 May import ``config``, ``errors``, ``files``, ``retrying`` and ``prompts``; nothing else of CLAIRE.
 """

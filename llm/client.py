@@ -32,6 +32,7 @@ itself (its ``cache`` and the callback of ``llm.usage``).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -39,13 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
 
+import aiohttp
+import httpx
+import openai
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from pydantic import ValidationError
 from tenacity import RetryCallState, stop_after_attempt
 
 from claire.config import LLMConfig
 from claire.errors import ClaireError, ConfigError, LLMError, LLMUnavailable, redact
 from claire.llm.cassette import Recorder
+from claire.llm.local import UnreadableAnswer
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
 from claire.llm.usage import record_event
@@ -94,14 +101,25 @@ class TransientLLMError(TransientError):
 
 
 # -- which failures are worth retrying ----------------------------------------------------------
-# Provider SDKs share one shape — ``status_code`` and ``response.headers`` on HTTP errors, timeout
-# and connection classes below them — so errors are read by shape, not by SDK.
-_TIMEOUTS = {"APITimeoutError", "TimeoutException", "TimeoutError", "ReadTimeout", "ConnectTimeout"}
-_CONNECTION = {"APIConnectionError", "ConnectError", "ConnectionError", "RemoteProtocolError", "NetworkError"}
-_GARBLED = {"APIResponseValidationError", "JSONDecodeError", "KeyError", "IndexError", "TypeError", "ValidationError",
-            "ClientPayloadError", "OutputParserException", "UnreadableAnswer"}
-_REFUSED = {"ClientConnectorError", "ClientConnectorDNSError", "ServerDisconnectedError", "ClientOSError",
-            "ConnectionRefusedError", "ConnectionResetError"}
+# The SDKs' own exception types decide: OpenAI's (every OpenAI-compatible endpoint goes through it)
+# and Anthropic's when it is installed. Other providers' SDKs (through init_chat_model) raise their
+# HTTP library's errors, or errors with a ``status_code``: those are read by the same rules.
+_SDKS = [openai]
+try:
+    import anthropic
+except ImportError:  # an optional provider
+    pass
+else:
+    _SDKS.append(anthropic)
+_STATUS = tuple(sdk.APIStatusError for sdk in _SDKS)
+_TIMEOUTS = (*(sdk.APITimeoutError for sdk in _SDKS), httpx.TimeoutException, aiohttp.ServerTimeoutError, TimeoutError)
+_CONNECTION = (*(sdk.APIConnectionError for sdk in _SDKS), httpx.TransportError, aiohttp.ClientConnectionError,
+               ConnectionError)
+_GARBLED = (openai.APIResponseValidationError, aiohttp.ClientPayloadError, OutputParserException, ValidationError,
+            UnreadableAnswer, json.JSONDecodeError, KeyError, IndexError, TypeError)
+# a connection that failed (refused, reset, no route): aiohttp reports some of these as a connect *timeout*
+_REFUSED = (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, httpx.ConnectError,
+            ConnectionRefusedError, ConnectionResetError)
 
 
 def brief(error: BaseException) -> str:
@@ -116,7 +134,10 @@ def brief(error: BaseException) -> str:
 
 
 def status_of(error: BaseException) -> int | None:
-    """The HTTP status an error carries (on itself or on its response), if any."""
+    """The HTTP status an error carries: an SDK's APIStatusError, else a ``status_code`` on the
+    error or its response (other providers' SDKs)."""
+    if isinstance(error, _STATUS):
+        return error.status_code
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         return status
@@ -132,7 +153,7 @@ def refused(error: BaseException) -> bool:
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if type(cause).__name__ in _REFUSED:
+        if isinstance(cause, _REFUSED):
             return True
         cause = cause.__cause__ or cause.__context__
     return False
@@ -141,7 +162,6 @@ def refused(error: BaseException) -> bool:
 def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: float) -> Exception:
     """The error to raise for a failed call: TransientLLMError (retry), LLMError (give up), or
     ``error`` itself when it is none of the known kinds."""
-    names = {cls.__name__ for cls in type(error).__mro__}
     status = status_of(error)
     if status is not None and status >= 400 and _SCHEMA_WORDS.search(brief(error)):
         # the endpoint cannot take the request's answer format: no retry helps (a 500 from some servers)
@@ -158,19 +178,19 @@ def classify_error(error: BaseException, *, endpoint: str, model: str, timeout: 
         if status == 404:
             return LLMError(f"model '{model}' was not found at {endpoint} (404: {brief(error)}); "
                             "set --model / llm.model to a model that endpoint serves")
-        if status == 429:
+        if status == 429 or isinstance(error, openai.RateLimitError):
             return TransientLLMError("rate limited (429)", retry_after(headers), outage=True)
         if status in (408, 409, 425) or status >= 500:
             return TransientLLMError(f"server error ({status})", retry_after(headers), outage=True)
         return LLMError(f"the LLM endpoint answered HTTP {status}: {brief(error)}")
     if refused(error):
         return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
-    if names & _TIMEOUTS:
+    if isinstance(error, _TIMEOUTS):  # before connection errors: the SDKs' timeouts are connection errors too
         return TransientLLMError(f"no answer within {timeout:g} s (timeout)", hung=True)
-    if names & _CONNECTION:
+    if isinstance(error, _CONNECTION):
         return TransientLLMError(f"cannot connect to {endpoint}", unresponsive=True)
-    if names & _GARBLED:
-        detail = str(error) if "UnreadableAnswer" in names else type(error).__name__
+    if isinstance(error, _GARBLED):
+        detail = str(error) if isinstance(error, UnreadableAnswer) else type(error).__name__
         return TransientLLMError(f"unparseable response from the endpoint: {detail}")
     return error
 

@@ -1,6 +1,8 @@
 """A GGUF model run in-process by llama-cpp-python (``pip install 'claire[local]'``), as a LangChain
-chat model: llama.cpp answers in the Chat Completions shape, which
-:func:`claire.llm.chat_completions.chat_result` reads, tool calls included."""
+chat model: llama.cpp answers in the Chat Completions shape, which :func:`chat_result` reads into
+LangChain's ChatResult, tool calls and usage included (the prompt tokens served from a prefix cache
+as ``input_token_details["cache_read"]``). OpenAI-compatible endpoints over HTTP go through
+langchain-openai's ``ChatOpenAI`` instead (:mod:`claire.llm.models`)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,88 @@ from typing import Any, Callable, Sequence
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_openai_messages
-from langchain_core.outputs import ChatResult
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.output_parsers.openai_tools import make_invalid_tool_call, parse_tool_call
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
 from claire.errors import LLMError
-from claire.llm.chat_completions import bind_openai_tools, chat_result
+from claire.llm.usage import CallTokens
+
+
+class UnreadableAnswer(ValueError):
+    """The model answered with something that is not a chat completion (retried: a garbled answer)."""
+
+
+def chat_result(data: Any, model: str) -> ChatResult:
+    """A chat-completions JSON answer as LangChain's ChatResult (tool calls parsed, bad ones kept
+    as invalid tool calls, usage and finish reason in the message's metadata)."""
+    try:
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+        calls, invalid = [], []
+        for raw in message.get("tool_calls") or []:
+            try:
+                calls.append(parse_tool_call(raw, return_id=True))
+            except Exception as error:  # arguments that are not JSON: kept, so the agent can say what went wrong
+                invalid.append(make_invalid_tool_call(raw, str(error)))
+        answer = AIMessage(
+            content=content or "",
+            tool_calls=[call for call in calls if call is not None],
+            invalid_tool_calls=invalid,
+            usage_metadata=usage_metadata(data.get("usage")),
+            response_metadata={"model_name": data.get("model") or model, "finish_reason": choice.get("finish_reason")},
+            # what some servers send beside the content: a refusal (OpenAI) and the model's reasoning
+            # (vLLM, llama.cpp, DeepSeek), kept as LangChain's ChatOpenAI keeps them
+            additional_kwargs={key: message[key] for key in ("refusal", "reasoning_content") if message.get(key)},
+            id=data.get("id"),
+        )
+    except (KeyError, IndexError, TypeError, AttributeError) as error:
+        raise UnreadableAnswer(f"not a chat completion ({error!r})") from None
+    return ChatResult(generations=[ChatGeneration(message=answer)])
+
+
+
+def usage_metadata(usage: Any) -> UsageMetadata:
+    """A chat completion's ``usage`` as LangChain's UsageMetadata, with the prompt tokens served
+    from the endpoint's prompt cache as ``input_token_details["cache_read"]``."""
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    raw = {"input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens"),
+           "input_token_details": {"cache_read": details.get("cached_tokens") if isinstance(details, dict) else None}}
+    tokens = CallTokens.from_metadata(raw)  # impossible counts dropped or clamped (and noted), the answer kept
+    metadata = UsageMetadata(input_tokens=tokens.prompt, output_tokens=tokens.completion,
+                             total_tokens=tokens.prompt + tokens.completion)
+    if tokens.cache_read:
+        metadata["input_token_details"] = {"cache_read": tokens.cache_read}
+    return metadata
+
+
+
+def tool_choice_value(choice: Any) -> Any:
+    """An OpenAI ``tool_choice`` from LangChain's forms: "auto" / "none" / "required" / a tool name."""
+    if choice in (None, "auto", "none", "required") or isinstance(choice, dict):
+        return choice
+    if choice in ("any", True):
+        return "required"
+    return {"type": "function", "function": {"name": str(choice)}}
+
+
+
+def bind_openai_tools(model: BaseChatModel, tools: Sequence[Any], tool_choice: Any,
+                      kwargs: dict[str, Any]) -> Runnable[LanguageModelInput, AIMessage]:
+    """``model`` bound to OpenAI tool schemas (and a tool choice) for every call."""
+    schemas = [convert_to_openai_tool(tool) for tool in tools]
+    if tool_choice is not None:
+        kwargs["tool_choice"] = tool_choice_value(tool_choice)
+    return model.bind(tools=schemas, **kwargs)
+
 
 
 class LlamaCppChatModel(BaseChatModel):

@@ -23,8 +23,8 @@ from pydantic import PrivateAttr
 
 from claire.errors import LLMError
 from claire.llm.answers import text_of
-from claire.llm.chat_completions import tool_choice_value
 from claire.llm.client import ChatClient
+from claire.llm.local import tool_choice_value
 from claire.llm.models import ChatModelSetup
 from claire.prompts import PROMPT_HEADER
 

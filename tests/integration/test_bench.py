@@ -3,6 +3,7 @@ not speed: timing targets belong to real benchmark runs, not to CI)."""
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
 from claire.bench.eval import CALLS_PER_CLAIM, run_eval_bench
@@ -28,7 +29,8 @@ def test_llm_bench_reports_overhead_scaling_and_cache_hits():
     result = run_llm_bench(calls=20, console=console)
     overhead, scaling, cache = result["overhead"], result["scaling"], result["cache_hit"]
     assert overhead["client_p50_ms"] > 0 and overhead["raw_p50_ms"] > 0
-    assert overhead["server_calls"] == 2 * (20 + WARMUP)  # raw and client calls alike went over HTTP
+    assert overhead["server_calls"] == 3 * (20 + WARMUP)  # raw, bare-model and client calls alike went over HTTP
+    assert overhead["library_p50_ms"] + overhead["ours_p50_ms"] == pytest.approx(overhead["overhead_p50_ms"])
     assert overhead["client_p95_ms"] >= overhead["client_p50_ms"] and overhead["raw_p95_ms"] >= overhead["raw_p50_ms"]
     assert scaling["calls_c32"] == 20 and scaling["calls_per_s_c1"] > 0 and scaling["speedup"] > 1
     assert cache["server_calls"] == 0 and cache["p50_ms"] > 0

@@ -10,7 +10,6 @@ from langchain_core.tools import tool
 
 from claire.config import LLMConfig
 from claire.llm.answers import text_of
-from claire.llm.chat_completions import ChatCompletionsModel
 from claire.llm.client import ChatClient
 from claire.llm.models import ChatModelSetup
 
@@ -27,11 +26,10 @@ def over(model) -> ChatClient:
     return ChatClient(ChatModelSetup(model, "fake", "fake", "fake-model", None, False))
 
 
-@pytest.mark.parametrize("kind", ["direct", "chat_openai"])
-async def test_provider_qualified_openai_name_over_http(openai_server, kind):
+async def test_provider_qualified_openai_name_over_http(openai_server):
     openai_server.script({"tool_calls": [{"name": "search", "arguments": {"query": "q"}}]}, {"content": "plain"})
     config = LLMConfig(model="openai:test-model", base_url=openai_server.base_url, api_key="sk-test-secret-value",
-                       cache=False, retry_base_wait=0.01, openai_client=kind)
+                       cache=False, retry_base_wait=0.01)
     client = ChatClient.from_config(config)
     answer = await client.ainvoke(HELLO, tools=[search], tool_choice="auto")
     assert answer.tool_calls[0]["args"] == {"query": "q"}
@@ -42,11 +40,3 @@ async def test_provider_qualified_openai_name_over_http(openai_server, kind):
     assert first["messages"] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hello"}]
     assert openai_server.headers[0]["authorization"] == "Bearer sk-test-secret-value"
     await client.aclose()
-
-
-async def test_a_header_set_by_the_caller_wins_over_the_key(openai_server):
-    model = ChatCompletionsModel(model="m", base_url=openai_server.base_url, api_key="sk-test-key-0000",
-                                 default_headers={"Authorization": "Token mine"})
-    await model.ainvoke(HELLO)
-    assert openai_server.headers[0]["authorization"] == "Token mine"
-    await model.aclose()

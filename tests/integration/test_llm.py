@@ -1,5 +1,5 @@
 """The LLM layer over real HTTP: answers, tool calls, streaming, retries, faults, cache, usage —
-for both OpenAI-compatible chat models (CLAIRE's direct one and langchain-openai's ChatOpenAI)."""
+through langchain-openai's ChatOpenAI, the one client of OpenAI-compatible endpoints."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from claire.testing.doubles import kind_of
 from claire.testing.mock_openai import MockOpenAIServer
 
 HELLO = [HumanMessage("hello")]
-CLIENTS = ["direct", "chat_openai"]
 
 
 @tool
@@ -57,10 +56,9 @@ class Clock:
         self.waits.append(seconds)
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_plain_answer_and_usage(openai_server, kind):
+async def test_plain_answer_and_usage(openai_server):
     openai_server.script({"content": "the answer"})
-    client = client_for(openai_server, openai_client=kind)
+    client = client_for(openai_server)
     with track_usage() as usage:
         answer = await client.ainvoke(HELLO)
     assert text_of(answer) == "the answer"
@@ -72,10 +70,10 @@ async def test_plain_answer_and_usage(openai_server, kind):
     await client.aclose()
 
 
-@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", False), ("chat_openai", True)])
-async def test_tool_calls_and_streaming(openai_server, kind, stream):
+@pytest.mark.parametrize("stream", [False, True])
+async def test_tool_calls_and_streaming(openai_server, stream):
     openai_server.script({"tool_calls": [{"name": "search", "arguments": {"query": "Eiffel Tower height"}}]})
-    client = client_for(openai_server, openai_client=kind, stream=stream)
+    client = client_for(openai_server, stream=stream)
     with track_usage() as usage:
         answer = await client.ainvoke(HELLO, tools=[search])
     assert [(c["name"], c["args"]) for c in answer.tool_calls] == [("search", {"query": "Eiffel Tower height"})]
@@ -101,10 +99,9 @@ async def test_streamed_text(openai_server):
     await client.aclose()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_429_honours_retry_after(openai_server, kind):
+async def test_429_honours_retry_after(openai_server):
     openai_server.script({"fault": "429", "retry_after": 7.5}, {"content": "after the wait"})
-    client = client_for(openai_server, openai_client=kind)
+    client = client_for(openai_server)
     client.sleep = clock = Clock()
     assert text_of(await client.ainvoke(HELLO)) == "after the wait"
     assert openai_server.calls == 2  # the SDK did not retry on its own
@@ -112,22 +109,20 @@ async def test_429_honours_retry_after(openai_server, kind):
     await client.aclose()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
 @pytest.mark.parametrize("fault", ["500", "malformed", "empty"])
-async def test_transient_faults_are_retried(openai_server, fault, kind):
+async def test_transient_faults_are_retried(openai_server, fault):
     openai_server.script({"fault": fault}, {"content": "recovered"})
-    client = client_for(openai_server, openai_client=kind)
+    client = client_for(openai_server)
     assert text_of(await client.ainvoke(HELLO)) == "recovered"
     assert openai_server.calls == 2
     await client.aclose()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_a_hung_endpoint_fails_after_one_timeout_not_six(openai_server, kind):
+async def test_a_hung_endpoint_fails_after_one_timeout_not_six(openai_server):
     # an endpoint that accepts and never answers: the first call gives up after one timeout (another
     # try would only wait as long again), and the calls after it fail at once
     openai_server.script({"fault": "hang", "seconds": 2}, {"fault": "hang", "seconds": 2})
-    client = client_for(openai_server, timeout=0.3, max_attempts=6, openai_client=kind)
+    client = client_for(openai_server, timeout=0.3, max_attempts=6)
     with pytest.raises(LLMError, match=r"after 1 attempt\(s\).*timeout.*not tried again"):
         await client.ainvoke(HELLO)
     with pytest.raises(LLMError, match="did not answer 0 s ago"):
@@ -145,10 +140,9 @@ async def test_gives_up_after_max_attempts(openai_server):
     await client.aclose()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_bad_key_and_unknown_model_are_not_retried(openai_server, kind):
+async def test_bad_key_and_unknown_model_are_not_retried(openai_server):
     openai_server.script({"fault": "401"}, {"fault": "404"})
-    client = client_for(openai_server, openai_client=kind)
+    client = client_for(openai_server)
     with pytest.raises(LLMError, match="OPENAI_API_KEY"):
         await client.ainvoke(HELLO)
     with pytest.raises(LLMError, match="model 'test-model' was not found.*llm.model"):
@@ -157,13 +151,11 @@ async def test_bad_key_and_unknown_model_are_not_retried(openai_server, kind):
     await client.aclose()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_unreachable_endpoint_says_what_to_set(kind):
+async def test_unreachable_endpoint_says_what_to_set():
     server = MockOpenAIServer()
     url = server.base_url
     server.stop()  # nothing listens on that port any more
-    config = LLMConfig(model="m", base_url=url, max_attempts=2, retry_base_wait=0.01, cache=False, timeout=2,
-                       openai_client=kind)
+    config = LLMConfig(model="m", base_url=url, max_attempts=2, retry_base_wait=0.01, cache=False, timeout=2)
     client = ChatClient.from_config(config)
     with pytest.raises(LLMError, match="OPENAI_BASE_URL"):
         await client.ainvoke(HELLO)
@@ -191,9 +183,8 @@ async def test_concurrency_limit_is_shared(openai_server):
     await client.aclose()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_cache_makes_reruns_free_and_survives_reopen(openai_server, tmp_path, kind):
-    client = client_for(openai_server, tmp_path, openai_client=kind)
+async def test_cache_makes_reruns_free_and_survives_reopen(openai_server, tmp_path):
+    client = client_for(openai_server, tmp_path)
     first = await client.ainvoke(HELLO)
     with track_usage() as usage:
         second = await client.ainvoke(HELLO)
@@ -202,15 +193,15 @@ async def test_cache_makes_reruns_free_and_survives_reopen(openai_server, tmp_pa
     assert openai_server.calls == 1
     await client.aclose()
 
-    reopened = client_for(openai_server, tmp_path, openai_client=kind)  # a new process would see the same file
+    reopened = client_for(openai_server, tmp_path)  # a new process would see the same file
     assert (await reopened.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")
     await reopened.aclose()
-    warmer = client_for(openai_server, tmp_path, openai_client=kind, temperature=0.7)  # another sampling setting
+    warmer = client_for(openai_server, tmp_path, temperature=0.7)  # another sampling setting
     await warmer.ainvoke(HELLO)
     assert openai_server.calls == 2
     await warmer.aclose()
 
-    refreshing = client_for(openai_server, tmp_path, refresh_cache=True, openai_client=kind)
+    refreshing = client_for(openai_server, tmp_path, refresh_cache=True)
     assert not (await refreshing.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")
     assert openai_server.calls == 3
     await refreshing.aclose()
@@ -246,9 +237,9 @@ async def test_cache_is_per_endpoint(tmp_path):
         await other.aclose()
 
 
-@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", True)])
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("prompt_header", [False, True])
-async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(openai_server, tmp_path, kind, stream,
+async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(openai_server, tmp_path, stream,
                                                                               prompt_header):
     from claire.domain import Evidence, Passage
 
@@ -263,7 +254,7 @@ async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(op
         prompts_.render("nli", claim="c", document=docs[0]),
         prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France."),
     ]
-    client = client_for(openai_server, tmp_path, stream=stream, openai_client=kind, prompt_header=prompt_header)
+    client = client_for(openai_server, tmp_path, stream=stream, prompt_header=prompt_header)
     for prompt in prompts:
         await client.ainvoke(prompt, tools=[search] if prompt.template == "controller" else None)
     await client.ainvoke(prompts[1] + [AIMessage("no score"), HumanMessage("Once more, with the score.")])  # a follow-up
@@ -287,11 +278,11 @@ async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(op
 
 
 # -- what providers bill: their prompt caches -----------------------------------------------------
-@pytest.mark.parametrize(("kind", "stream"), [("direct", False), ("chat_openai", False), ("chat_openai", True)])
-async def test_the_cached_tokens_an_endpoint_reports_are_counted_and_priced(kind, stream):
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_cached_tokens_an_endpoint_reports_are_counted_and_priced(stream):
     instructions = SystemMessage("Fixed instructions that every request repeats. " * 150)  # ~1,800 tokens
     with MockOpenAIServer(prompt_cache=True) as server:
-        client = client_for(server, model="gpt-4o-mini", openai_client=kind, stream=stream)
+        client = client_for(server, model="gpt-4o-mini", stream=stream)
         with track_usage() as usage:
             for question in ("first question", "second question"):
                 await client.ainvoke([instructions, HumanMessage(question)])
@@ -304,14 +295,11 @@ async def test_the_cached_tokens_an_endpoint_reports_are_counted_and_priced(kind
 
 
 # -- answers that are hard to read ----------------------------------------------------------------
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_half_a_surrogate_pair_in_an_answer_is_read(openai_server, tmp_path, kind):
+async def test_half_a_surrogate_pair_in_an_answer_is_read(openai_server, tmp_path):
     openai_server.script({"content": "<inconsistency_score>0.7</inconsistency_score> broken \ud800 text"})
-    client = client_for(openai_server, tmp_path, openai_client=kind)
+    client = client_for(openai_server, tmp_path)
     answer = await client.ainvoke(HELLO)  # orjson refuses the body: read leniently, not retried
     assert "<inconsistency_score>0.7</inconsistency_score> broken" in text_of(answer) and openai_server.calls == 1
-    if kind == "direct":
-        assert text_of(answer).endswith("broken \ufffd text")
     assert (await client.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")  # and it could be cached
     await client.aclose()
 
@@ -372,7 +360,7 @@ async def test_one_call_passes_at_most_five_claire_modules(openai_server, tmp_pa
         retried = sorted(seen)
     await client.aclose()
     print("one call:", plain, "\na retried call:", retried)
-    assert plain == ["llm/cache.py", "llm/cassette.py", "llm/chat_completions.py", "llm/client.py", "llm/usage.py"]
+    assert plain == ["llm/cache.py", "llm/cassette.py", "llm/client.py", "llm/usage.py"]
     assert set(retried) - set(plain) == {"retrying.py"}  # the wait between tries: the one retry policy
 
 
@@ -403,7 +391,7 @@ async def test_impossible_usage_figures_are_dropped_and_the_answer_kept(openai_s
     """Usage is the endpoint's advice: what no call could have is dropped or clamped, noted once,
     and the good answer beside it is read (issue 45, item 9)."""
     openai_server.script({"content": "the answer", "usage": usage})
-    client = client_for(openai_server, openai_client="direct")
+    client = client_for(openai_server)
     with track_usage() as tally:
         answer = await client.ainvoke(HELLO)
     assert text_of(answer) == "the answer"

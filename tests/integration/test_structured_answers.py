@@ -19,16 +19,15 @@ from claire.tasks.wikicollide.judge import judge_score
 from claire.testing.doubles import CLAIM
 from claire.testing.mock_openai import MockOpenAIServer
 
-CLIENTS = ["direct", "chat_openai"]
 DOCS = [Evidence(n=1, block_id="b1", document_title="Eiffel Tower", section_title="History",
                  content="The tower was completed in March 1889.")]
 TAGGED = "<restated_claim>r</restated_claim><analysis>[1] gives 1889.</analysis><inconsistency_score>0.85</inconsistency_score>"
 
 
-def client_for(server: MockOpenAIServer, kind: str) -> ChatClient:
+def client_for(server: MockOpenAIServer) -> ChatClient:
     return ChatClient.from_config(LLMConfig(model="test-model", base_url=server.base_url, api_key="sk-test-secret",
                                             timeout=5.0, max_attempts=2, retry_base_wait=0.01, retry_max_wait=0.02,
-                                            cache=False, openai_client=kind))
+                                            cache=False))
 
 
 def structured_prompts():
@@ -42,10 +41,9 @@ def forget_refusals():
     llm_client.SCHEMA_REFUSED.clear()
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_the_verifier_asks_for_json_with_its_schema_and_reads_the_score(kind):
+async def test_the_verifier_asks_for_json_with_its_schema_and_reads_the_score():
     with MockOpenAIServer(lambda body: {"content": TAGGED}) as server:  # the server writes the schema's JSON
-        client = client_for(server, kind)
+        client = client_for(server)
         verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
         await client.aclose()
     assert verdict.score == pytest.approx(0.85) and verdict.analysis == "[1] gives 1889."
@@ -60,18 +58,17 @@ async def test_the_verifier_asks_for_json_with_its_schema_and_reads_the_score(ki
 
 async def test_the_paper_preset_sends_no_schema_and_asks_for_tags():
     with MockOpenAIServer(lambda body: {"content": TAGGED}) as server:
-        client = client_for(server, "direct")
+        client = client_for(server)
         verdict = await judge_score(CLAIM, DOCS, [], client, prompt_library(load_config(None, {}, environ={})))
         await client.aclose()
     assert verdict.score == pytest.approx(0.85)
     assert "response_format" not in server.requests[0] and "<inconsistency_score>" in server.requests[0]["messages"][0]["content"]
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_an_endpoint_that_refuses_schemas_is_asked_without_once_and_remembered(kind):
+async def test_an_endpoint_that_refuses_schemas_is_asked_without_once_and_remembered():
     with MockOpenAIServer(lambda body: {"content": json.dumps({"restated_claim": "r", "analysis": "a",
                                                                "inconsistency_score": 0.3})}, schemas="refuse") as server:
-        client = client_for(server, kind)
+        client = client_for(server)
         with track_usage() as usage:
             first = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
             second = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
@@ -83,12 +80,11 @@ async def test_an_endpoint_that_refuses_schemas_is_asked_without_once_and_rememb
     assert usage.events["schema_refused"] == 2 and llm_client.SCHEMA_REFUSED[server.base_url] == 2
 
 
-@pytest.mark.parametrize("kind", CLIENTS)
-async def test_a_server_that_takes_the_schema_as_a_json_object_gets_it_so(kind):
+async def test_a_server_that_takes_the_schema_as_a_json_object_gets_it_so():
     """llama-cpp-python's server answers OpenAI's json_schema with HTTP 500 and takes the schema as
     {"type": "json_object", "schema": ...}: one refusal, no retries of the 500, then every request that way."""
     with MockOpenAIServer(lambda body: {"content": TAGGED}, schemas="json_object") as server:
-        client = client_for(server, kind)
+        client = client_for(server)
         with track_usage() as usage:
             first = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
             second = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
@@ -101,7 +97,7 @@ async def test_a_server_that_takes_the_schema_as_a_json_object_gets_it_so(kind):
 
 async def test_an_endpoint_that_ignores_the_schema_is_read_as_tags_and_counted():
     with MockOpenAIServer(lambda body: {"content": TAGGED}, schemas="ignore") as server:
-        client = client_for(server, "direct")
+        client = client_for(server)
         with track_usage() as usage:
             verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
         await client.aclose()
@@ -111,7 +107,7 @@ async def test_an_endpoint_that_ignores_the_schema_is_read_as_tags_and_counted()
 async def test_a_json_answer_that_does_not_fit_is_asked_again_with_the_error_then_fails():
     bad = json.dumps({"restated_claim": "r", "analysis": "a", "inconsistency_score": 1.7})
     with MockOpenAIServer(lambda body: {"content": bad}) as server:
-        client = client_for(server, "direct")
+        client = client_for(server)
         with track_usage() as usage:
             verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
         await client.aclose()
@@ -126,7 +122,7 @@ async def test_a_json_answer_fixed_on_the_second_try_is_read():
     answers = iter([json.dumps({"restated_claim": "r", "analysis": "a", "inconsistency_score": "high"}),
                     json.dumps({"restated_claim": "r", "analysis": "a", "inconsistency_score": 0.7})])
     with MockOpenAIServer(lambda body: {"content": next(answers)}) as server:
-        client = client_for(server, "direct")
+        client = client_for(server)
         verdict = await judge_score(CLAIM, DOCS, [], client, structured_prompts())
         await client.aclose()
     assert verdict.score == pytest.approx(0.7) and verdict.error is None

@@ -13,7 +13,6 @@ from langchain_core.tools import tool
 from claire.agent.actions import read_actions
 from claire.config import LLMConfig
 from claire.errors import LLMError
-from claire.llm.chat_completions import ChatCompletionsModel, uses_proxy
 from claire.llm.client import ChatClient
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.providers import provider_of, split_model
@@ -87,22 +86,24 @@ def test_missing_provider_package_is_a_clear_error():
         ChatClient.from_config(LLMConfig(model="mistralai:mistral-large-latest", cache=False))
 
 
-def test_the_direct_model_serves_plain_endpoints_and_leaves_the_rest_to_chat_openai(monkeypatch):
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
+def test_every_openai_compatible_endpoint_goes_through_chat_openai(tmp_path):
     plain = LLMConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="sk-test-key-0000", cache=False)
-    assert isinstance(chat_model_from_config(plain).model, ChatCompletionsModel)
+    assert type(chat_model_from_config(plain).model).__name__ == "ChatOpenAI"
     assert type(chat_model_from_config(plain.model_copy(update={"stream": True})).model).__name__ == "ChatOpenAI"
     azure = plain.model_copy(update={"provider": "azure"})
     assert type(chat_model_from_config(azure).model).__name__ == "AzureChatOpenAI"
-    assert type(chat_model_from_config(plain.model_copy(update={"openai_client": "chat_openai"})).model).__name__ == "ChatOpenAI"
-    monkeypatch.setenv("ALL_PROXY", "http://proxy.invalid:3128")
-    assert uses_proxy("http://127.0.0.1:9/v1")
-    assert type(chat_model_from_config(plain).model).__name__ == "ChatOpenAI"  # the SDK goes through the proxy
-    with pytest.raises(LLMError, match="proxy"):
-        chat_model_from_config(plain.model_copy(update={"openai_client": "direct"}))
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    assert not uses_proxy("http://127.0.0.1:9/v1")
+
+
+def test_the_retired_client_setting_is_ignored_with_a_note(tmp_path):
+    """An old claire.toml, environment or --set naming llm.openai_client keeps working, with a note."""
+    from claire.config import ConfigWarning, load_config
+
+    toml = tmp_path / "claire.toml"
+    toml.write_text('[llm]\nopenai_client = "direct"\nmodel = "m"\n', encoding="utf-8")
+    with pytest.warns(ConfigWarning, match="llm.openai_client .* is ignored: it was retired") as caught:
+        config = load_config(toml, {"llm.openai_client": "chat_openai"}, environ={"CLAIRE_LLM__OPENAI_CLIENT": "direct"})
+    assert config.llm.model == "m" and len(caught) == 3
+    assert "openai_client" not in config.llm.model_dump()
 
 
 

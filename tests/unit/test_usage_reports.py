@@ -22,7 +22,7 @@ def test_a_believable_token_count_is_read():
 
 
 def test_usage_metadata_drops_what_is_impossible_and_keeps_the_rest():
-    from claire.llm.chat_completions import usage_metadata
+    from claire.llm.local import usage_metadata
     from claire.llm.usage import track_usage
 
     with track_usage() as tally:
