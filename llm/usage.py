@@ -11,7 +11,8 @@ Providers cache repeated prompt prefixes themselves and bill those tokens apart:
 writes; LangChain's chat models hand both on as ``usage_metadata["input_token_details"]``
 (``cache_read``, ``cache_creation`` and its 5-minute / 1-hour split). They are counted in
 ``cache_read_tokens`` and ``cache_write_tokens`` (both part of ``prompt_tokens``) and priced as
-the provider prices them (:class:`Price`, USD per million tokens).
+the provider prices them, by `genai-prices` (its bundled price data, never fetched at run time:
+cache reads and 5-minute / one-hour cache writes, price tiers and price changes by date).
 
 Beside the tokens, a scope counts what had to be done to read real models' answers
 (:func:`record_event`): an answer asked again, a reasoning block removed, a cut or empty answer,
@@ -27,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Mapping
 
+import genai_prices
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.tracers.context import register_configure_hook
@@ -35,62 +37,6 @@ log = logging.getLogger(__name__)
 
 CACHE_HIT = "claire_cache_hit"
 """The ``response_metadata`` key the LLM cache sets on an answer it served."""
-
-
-@dataclass(frozen=True)
-class Price:
-    """What a provider charges, in USD per million tokens: prompt tokens it computed afresh
-    (``input``), answer tokens (``output``), prompt tokens served from its prompt cache
-    (``cache_read``) and prompt tokens written to it (``cache_write``; ``cache_write_long`` for
-    Anthropic's one-hour cache)."""
-
-    input: float
-    output: float
-    cache_read: float
-    cache_write: float
-    cache_write_long: float
-
-
-def openai_price(input: float, cached: float, output: float) -> Price:
-    """OpenAI's way: a cached prefix is read at ``cached``; writing it costs nothing extra."""
-    return Price(input, output, cached, input, input)
-
-
-def anthropic_price(input: float, output: float) -> Price:
-    """Anthropic's way: cache reads at a tenth of the input price, writes at 1.25x (5-minute
-    cache) or 2x (one-hour cache)."""
-    return Price(input, output, input * 0.1, input * 1.25, input * 2.0)
-
-
-# From the providers' public price lists (2025-2026).
-PRICES: dict[str, Price] = {
-    "gpt-4o": openai_price(2.50, 1.25, 10.00),
-    "gpt-4o-mini": openai_price(0.15, 0.075, 0.60),
-    "gpt-4.1": openai_price(2.00, 0.50, 8.00),
-    "gpt-4.1-mini": openai_price(0.40, 0.10, 1.60),
-    "gpt-4.1-nano": openai_price(0.10, 0.025, 0.40),
-    "gpt-5": openai_price(1.25, 0.125, 10.00),
-    "gpt-5-mini": openai_price(0.25, 0.025, 2.00),
-    "gpt-5-nano": openai_price(0.05, 0.005, 0.40),
-    "o3-mini": openai_price(1.10, 0.55, 4.40),
-    "o4-mini": openai_price(1.10, 0.275, 4.40),
-    "claude-opus-4-5": anthropic_price(5.00, 25.00),
-    "claude-opus-4-1": anthropic_price(15.00, 75.00),
-    "claude-opus-4": anthropic_price(15.00, 75.00),
-    "claude-sonnet-4-5": anthropic_price(3.00, 15.00),
-    "claude-sonnet-4": anthropic_price(3.00, 15.00),
-    "claude-3-7-sonnet": anthropic_price(3.00, 15.00),
-    "claude-haiku-4-5": anthropic_price(1.00, 5.00),
-    "claude-3-5-haiku": anthropic_price(0.80, 4.00),
-}
-
-
-def price_for(model: str) -> Price | None:
-    """The price entry for a model name, matching dated snapshots like gpt-4o-2024-08-06."""
-    if model in PRICES:
-        return PRICES[model]
-    best = max((name for name in PRICES if model.startswith(name + "-")), key=len, default=None)
-    return PRICES[best] if best else None
 
 
 MAX_CALL_TOKENS = 100_000_000
@@ -176,12 +122,18 @@ class CallTokens:
             note_unbelievable_usage(", ".join(wrong))
         return cls(prompt, completion, read, written, long)
 
-    def cost(self, price: Price) -> float:
-        """USD for this call at ``price``."""
-        fresh = max(self.prompt - self.cache_read - self.cache_write, 0)
-        return (fresh * price.input + self.cache_read * price.cache_read
-                + (self.cache_write - self.cache_write_long) * price.cache_write
-                + self.cache_write_long * price.cache_write_long + self.completion * price.output) / 1_000_000
+    def cost(self, model: str) -> float | None:
+        """USD for this call by ``model``'s price (genai-prices), None when the model is unknown."""
+        if not model:
+            return None
+        usage = genai_prices.Usage(input_tokens=self.prompt, output_tokens=self.completion,
+                                   cache_read_tokens=self.cache_read, cache_write_tokens=self.cache_write,
+                                   cache_write_1h_tokens=self.cache_write_long,
+                                   cache_write_5m_tokens=self.cache_write - self.cache_write_long)
+        try:
+            return float(genai_prices.calc_price(usage, model_ref=model).total_price)
+        except LookupError:  # a local or self-hosted model: no price
+            return None
 
 
 EVENTS: dict[str, str] = {
@@ -241,13 +193,13 @@ class Usage:
     def record(self, model: str, tokens: CallTokens, cached: bool) -> None:
         """Add one call (a cache hit counts as a cached call: its tokens and cost are what a fresh
         run would pay, kept apart from what this one paid)."""
-        price = price_for(model)
+        cost = tokens.cost(model)
         if cached:
             self.cached_calls += 1
             self.cached_prompt_tokens += tokens.prompt
             self.cached_completion_tokens += tokens.completion
-            if price is not None:
-                self.cached_cost_usd = (self.cached_cost_usd or 0.0) + tokens.cost(price)
+            if cost is not None:
+                self.cached_cost_usd = (self.cached_cost_usd or 0.0) + cost
                 self.cost_usd = self.cost_usd or 0.0  # served from the cache: this run paid nothing for it
             return
         self.calls += 1
@@ -255,8 +207,8 @@ class Usage:
         self.completion_tokens += tokens.completion
         self.cache_read_tokens += tokens.cache_read
         self.cache_write_tokens += tokens.cache_write
-        if price is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + tokens.cost(price)
+        if cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost
 
     def add(self, other: "Usage") -> None:
         """Add another tally to this one."""

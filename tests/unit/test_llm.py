@@ -13,7 +13,7 @@ from claire.domain import Passage
 from claire.config import LLMConfig
 from claire.errors import LLMError
 from claire.llm.client import ChatClient
-from claire.llm.usage import price_for, track_usage
+from claire.llm.usage import CallTokens, track_usage
 from claire.prompts import library
 from claire.testing.scripted import scripted_client
 
@@ -35,10 +35,11 @@ async def test_scripted_client_and_nested_usage_scopes():
     assert claim.calls == 1 and run.calls == 2
 
 
-def test_price_table():
-    assert price_for("gpt-4o-2024-08-06") == price_for("gpt-4o")
-    assert price_for("gpt-4o-mini") != price_for("gpt-4o")
-    assert price_for("my-local-model") is None
+def test_prices_come_from_genai_prices_by_model_name():
+    tokens = CallTokens(prompt=1000, completion=100)
+    assert tokens.cost("gpt-4o-2024-08-06") == pytest.approx((1000 * 2.5 + 100 * 10) / 1e6)  # a dated snapshot
+    assert tokens.cost("gpt-4o-mini") == pytest.approx((1000 * 0.15 + 100 * 0.6) / 1e6)
+    assert tokens.cost("my-local-model") is None and tokens.cost("") is None
 
 
 async def test_scripted_model_sees_the_template_name():
