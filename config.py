@@ -157,8 +157,8 @@ class LLMConfig(_Section):
     tool_calling: Literal["native", "text"] = Field("native", description="native (the endpoint's tool calls) or text (name(argument) in the answer)")
     context_window: int | None = Field(
         None, ge=1024,
-        description="tokens the model can take (prompt + answer); unset: a known default for the model "
-                    "(8192 for models CLAIRE does not know; llm.local_n_ctx for the local provider)",
+        description="tokens the model can take (prompt + answer); unset: the model's LangChain profile, else a "
+                    "known default (8192 for models nobody knows; llm.local_n_ctx for the local provider)",
     )
     cache: bool = Field(True, description="keep answers in the SQLite response cache")
     refresh_cache: bool = Field(False, description="ignore cached answers and store fresh ones")

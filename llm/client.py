@@ -332,7 +332,7 @@ class ChatClient:
         self.max_attempts = max_attempts
         self.max_concurrency = max_concurrency
         self.tool_calling = tool_calling
-        self.context_window = context_window or known_context_window(setup.model_name)
+        self.context_window = context_window or known_context_window(setup.model_name, setup.model)
         self.counter = TokenCounter(setup.model_name)
         self.recorder = Recorder(record, model=setup.model_name) if record is not None else None  # llm.record
         self.prompt_header = prompt_header and setup.sends_headers  # llm.prompt_header: for test servers only

@@ -1,6 +1,9 @@
 """How many tokens a prompt takes and how many a model can take: the context window of a model
-(known defaults, ``llm.context_window`` overrides) and a counter (tiktoken for OpenAI models
-when its encoding files are available, otherwise a deliberately high estimate).
+(``llm.context_window``, else the chat model's LangChain profile, else a table of open-weight
+model families served locally) and a counter (tiktoken for OpenAI models when its encoding files
+are available, otherwise a deliberately high estimate). The counter is CLAIRE's, not the chat
+model's ``get_num_tokens_from_messages``: that one would fetch tiktoken's files for OpenAI models
+and ask Anthropic's API for every count, and a prompt is counted several times while it is fitted.
 
 The estimate counts one token per three UTF-8 bytes: English runs about four characters a
 token in every common tokenizer, so it over-counts by roughly a third there, and it stays on the
@@ -19,20 +22,11 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from claire.llm.providers import split_model
 
-# Context windows (tokens) by model-name prefix, from the providers' model pages (2025-2026).
-# The longest matching prefix wins; a model nobody knows gets DEFAULT_CONTEXT_WINDOW, the size of
-# a small local model, so an unknown model is never handed a prompt it cannot take.
+# Context windows (tokens) of models LangChain has no profile for (open-weight families served by
+# vLLM, llama.cpp, Ollama or LM Studio under their own names), by model-name prefix, from the
+# models' cards. The longest matching prefix wins; a model nobody knows gets DEFAULT_CONTEXT_WINDOW,
+# the size of a small local model, so an unknown model is never handed a prompt it cannot take.
 CONTEXT_WINDOWS: dict[str, int] = {
-    "gpt-4o": 128_000,
-    "gpt-4.1": 1_047_576,
-    "gpt-5": 400_000,
-    "gpt-4-turbo": 128_000,
-    "gpt-3.5-turbo": 16_385,
-    "o1": 200_000,
-    "o3": 200_000,
-    "o4-mini": 200_000,
-    "claude": 200_000,
-    "gemini": 1_048_576,
     "mistral-large": 128_000,
     "llama3.1": 128_000,
     "llama-3.1": 128_000,
@@ -41,6 +35,8 @@ CONTEXT_WINDOWS: dict[str, int] = {
     "qwen2.5": 32_768,
     "qwen3": 32_768,
     "deepseek": 128_000,
+    "gemma-3": 128_000,
+    "gemma3": 128_000,
 }
 DEFAULT_CONTEXT_WINDOW = 8192
 MESSAGE_OVERHEAD = 4  # role and separators of one chat message
@@ -48,8 +44,14 @@ REPLY_PRIMING = 3
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-embedding-")
 
 
-def known_context_window(model: str) -> int:
-    """The window for a model name (provider prefix like ``openai:`` ignored)."""
+def known_context_window(model: str, chat_model: Any = None) -> int:
+    """The window for a model: the input tokens its LangChain profile gives (``chat_model.profile``,
+    the models.dev data the provider packages ship), else CONTEXT_WINDOWS by name (a provider
+    prefix like ``ollama:`` ignored), else DEFAULT_CONTEXT_WINDOW."""
+    profile = getattr(chat_model, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    if isinstance(window, int) and window > 0:
+        return window
     name = split_model(model)[1].lower().rsplit("/", 1)[-1]
     best = max((prefix for prefix in CONTEXT_WINDOWS if name.startswith(prefix)), key=len, default=None)
     return CONTEXT_WINDOWS[best] if best else DEFAULT_CONTEXT_WINDOW

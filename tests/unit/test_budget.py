@@ -23,8 +23,12 @@ def doc(n: int, content: str, block_id: str | None = None, title: str = "T") -> 
 
 
 def test_context_windows_and_counts():
-    assert known_context_window("gpt-4o-2024-08-06") == 128_000
-    assert known_context_window("openai:gpt-4o") == 128_000
+    # a known model's window comes from its LangChain profile (gpt-5: 272k input tokens), read by the client
+    gpt = ChatClient.from_config(LLMConfig(model="gpt-5", base_url="http://127.0.0.1:9/v1", api_key="sk-x", cache=False))
+    assert gpt.model.profile["max_input_tokens"] == gpt.context_window == 272_000
+    assert ChatClient.from_config(LLMConfig(model="openai:gpt-4o-2024-08-06", base_url="http://127.0.0.1:9/v1",
+                                            api_key="sk-x", cache=False)).context_window == 128_000
+    assert known_context_window("gpt-4o", None) == DEFAULT_CONTEXT_WINDOW  # no profile, not in the local table
     assert known_context_window("ollama:qwen2.5") == known_context_window("qwen2.5:7b") == 32_768
     assert known_context_window("my-local-model") == DEFAULT_CONTEXT_WINDOW == 8192
     assert ChatClient.from_config(LLMConfig(model="mock", base_url="http://127.0.0.1:9/v1", cache=False)).context_window == 8192
