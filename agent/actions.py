@@ -123,8 +123,9 @@ def lenient_arguments(raw: Any) -> dict[str, Any] | None:
     return {"value": text} if text and not text.startswith(("{", "[")) else None
 
 
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """Every JSON object written in the text, in order (nested ones inside a found object skipped)."""
+def _json_spans(text: str) -> list[tuple[dict[str, Any], int, int]]:
+    """Every JSON object written in the text with where it starts and ends, in order (nested ones
+    inside a found object skipped)."""
     decoder, found, at = json.JSONDecoder(), [], 0
     while (start := text.find("{", at)) >= 0:
         try:
@@ -133,9 +134,14 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
             at = start + 1
             continue
         if isinstance(value, dict):
-            found.append(value)
+            found.append((value, start, end))
         at = end
     return found
+
+
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every JSON object written in the text, in order."""
+    return [value for value, _, _ in _json_spans(text)]
 
 
 def _text_calls(text: str) -> list[tuple[str, dict[str, Any] | str]]:
@@ -206,9 +212,9 @@ def thought_of(answer: AIMessage) -> str:
     the action written in it (a ``name(argument)`` line, a JSON call or a ``<tool_call>``) and
     without a leading "Thought:" label; "" when it wrote none."""
     text = _TOOL_CALL_TAG.sub(" ", html.unescape(text_of(answer)))
-    for data in _json_objects(text):
+    for data, start, end in reversed(_json_spans(text)):  # from the end, so earlier spans stay where they are
         if any(key in data for key in ("name", "tool", "action", "function")):
-            text = text.replace(json.dumps(data), " ")
+            text = text[:start] + " " + text[end:]
     calls = [match for match in _CALL.finditer(text) if _meant_tool(match.group(1)) is not None]
     if calls:  # the thought ends where the action is written
         text = text[: calls[-1].start()]

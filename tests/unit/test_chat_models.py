@@ -113,3 +113,15 @@ def test_a_misspelt_tool_name_written_in_text_counts_as_one_repair():
         action = read_actions(AIMessage(content='Next: Search("Eiffel Tower")'), ["search", "finish"])[0]
     assert (action.name, action.argument) == ("search", "Eiffel Tower")
     assert usage.events.get("tool_name_fixed") == 1
+
+
+@pytest.mark.parametrize("written", ['{"name": "search", "arguments": {"query": "Eiffel"}}',
+                                     '{"name":"search",  "arguments":{"query":"Eiffel"}}',
+                                     '{\n  "tool": "search",\n  "args": {"query": "Eiffel"}\n}'])
+def test_the_thought_is_the_text_before_a_json_action_however_it_is_spaced(written):
+    from langchain_core.messages import AIMessage
+
+    from claire.agent.actions import thought_of
+
+    assert thought_of(AIMessage(content=f"Thought: the year is in the history section.\n{written}")) == \
+        "the year is in the history section."
