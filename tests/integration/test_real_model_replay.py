@@ -53,6 +53,7 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
     # served by template and fact).
     served = cassette.exact + cassette.by_fact
     calls = len(read_cassette(CASSETTES / f"{stem}.jsonl.gz"))
+    print(f"{stem}: {cassette.exact} exact, {cassette.by_fact} by fact, of {calls} recorded calls")
     assert cassette.missing == 0 and cassette.refused == 0 and served >= 0.9 * calls, (
         cassette.exact, cassette.by_fact, cassette.missing, calls)
     assert cassette.exact >= 0.9 * served, f"only {cassette.exact} of {served} requests replay exactly: re-record the cassette"
