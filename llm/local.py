@@ -60,7 +60,6 @@ def chat_result(data: Any, model: str) -> ChatResult:
     return ChatResult(generations=[ChatGeneration(message=answer)])
 
 
-
 def usage_metadata(usage: Any) -> UsageMetadata:
     """A chat completion's ``usage`` as LangChain's UsageMetadata, with the prompt tokens served
     from the endpoint's prompt cache as ``input_token_details["cache_read"]``."""

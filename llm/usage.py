@@ -26,6 +26,7 @@ import contextvars
 import logging
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 import genai_prices
@@ -124,16 +125,19 @@ class CallTokens:
 
     def cost(self, model: str) -> float | None:
         """USD for this call by ``model``'s price (genai-prices), None when the model is unknown."""
-        if not model:
-            return None
-        usage = genai_prices.Usage(input_tokens=self.prompt, output_tokens=self.completion,
-                                   cache_read_tokens=self.cache_read, cache_write_tokens=self.cache_write,
-                                   cache_write_1h_tokens=self.cache_write_long,
-                                   cache_write_5m_tokens=self.cache_write - self.cache_write_long)
-        try:
-            return float(genai_prices.calc_price(usage, model_ref=model).total_price)
-        except LookupError:  # a local or self-hosted model: no price
-            return None
+        return _cost(model, self) if model else None
+
+
+@lru_cache(maxsize=256)  # one call is recorded in every open scope (the run's, the claim's): priced once
+def _cost(model: str, tokens: CallTokens) -> float | None:
+    usage = genai_prices.Usage(input_tokens=tokens.prompt, output_tokens=tokens.completion,
+                               cache_read_tokens=tokens.cache_read, cache_write_tokens=tokens.cache_write,
+                               cache_write_1h_tokens=tokens.cache_write_long,
+                               cache_write_5m_tokens=tokens.cache_write - tokens.cache_write_long)
+    try:
+        return float(genai_prices.calc_price(usage, model_ref=model).total_price)
+    except LookupError:  # a local or self-hosted model: no price
+        return None
 
 
 EVENTS: dict[str, str] = {

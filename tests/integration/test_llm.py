@@ -298,7 +298,7 @@ async def test_the_cached_tokens_an_endpoint_reports_are_counted_and_priced(stre
 async def test_half_a_surrogate_pair_in_an_answer_is_read(openai_server, tmp_path):
     openai_server.script({"content": "<inconsistency_score>0.7</inconsistency_score> broken \ud800 text"})
     client = client_for(openai_server, tmp_path)
-    answer = await client.ainvoke(HELLO)  # orjson refuses the body: read leniently, not retried
+    answer = await client.ainvoke(HELLO)  # read, not retried as a garbled answer
     assert "<inconsistency_score>0.7</inconsistency_score> broken" in text_of(answer) and openai_server.calls == 1
     assert (await client.ainvoke(HELLO)).response_metadata.get("claire_cache_hit")  # and it could be cached
     await client.aclose()
@@ -326,7 +326,7 @@ async def test_a_broken_cache_row_is_a_miss_and_is_replaced(openai_server, tmp_p
 
 
 # -- how many of CLAIRE's modules one call passes -------------------------------------------------
-async def test_one_call_passes_at_most_five_claire_modules(openai_server, tmp_path):
+async def test_one_call_passes_at_most_four_claire_modules(openai_server, tmp_path):
     import sys
     from pathlib import Path
 

@@ -223,3 +223,41 @@ def test_the_cassette_recorder_keeps_an_answer_with_half_a_surrogate_pair(tmp_pa
     recorder.close()
     line = (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
     assert "half \ufffd a pair" in json.loads(line)["answer"]["content"]
+
+
+# -- which failures are retried: read by the SDKs' own exception types ----------------------------
+def test_failures_are_classified_by_the_sdks_exception_types():
+    import anthropic
+    import httpx
+    import httpx2
+    import openai
+
+    from claire.errors import LLMError
+    from claire.llm.client import TransientLLMError, classify_error
+
+    def classify(error):
+        return classify_error(error, endpoint="http://127.0.0.1:9/v1", model="m", timeout=30)
+
+    request2, request = httpx2.Request("POST", "http://127.0.0.1:9/v1"), httpx.Request("POST", "https://api.anthropic.com")
+    limited = classify(openai.RateLimitError("slow down", body=None,
+                                             response=httpx2.Response(429, headers={"retry-after": "3"}, request=request2)))
+    assert isinstance(limited, TransientLLMError) and limited.retry_after == 3 and limited.outage
+    assert isinstance(classify(openai.AuthenticationError("bad key", body=None, response=httpx2.Response(401, request=request2))),
+                      LLMError)
+    hung = classify(openai.APITimeoutError(request=request2))  # a timeout is a connection error too: read first
+    assert isinstance(hung, TransientLLMError) and hung.hung
+    try:
+        raise openai.APIConnectionError(request=request2) from ConnectionRefusedError("refused")
+    except openai.APIConnectionError as error:
+        down = classify(error)
+    assert isinstance(down, TransientLLMError) and down.unresponsive and not down.hung
+    # another SDK's types, by the same rules
+    busy = classify(anthropic.InternalServerError("overloaded", body=None, response=httpx.Response(529, request=request)))
+    assert isinstance(busy, TransientLLMError) and busy.outage
+    assert classify(anthropic.APITimeoutError(request=request)).hung
+    refused_format = classify(openai.InternalServerError("response_format: Input should be 'text' or 'json_object'", body=None,
+                                                         response=httpx2.Response(500, request=request2)))
+    assert isinstance(refused_format, LLMError) and "refused the answer format" in str(refused_format)  # never retried
+    assert classify(KeyError("x")).__class__ is TransientLLMError  # a garbled answer
+    other = ValueError("a bug of ours")
+    assert classify(other) is other  # nothing it knows: raised as it is
