@@ -3,7 +3,9 @@
 Precedence, lowest first: built-in defaults < ``claire.toml`` (the working directory, or the file
 given with ``--config``) < environment (``CLAIRE_SECTION__FIELD``, plus ``OPENAI_API_KEY`` /
 ``OPENAI_BASE_URL`` as the OpenAI SDK reads them) < command-line flags and ``--set key=value``;
-a preset (``paper``, the defaults, or ``practical``) sits just above the defaults.
+a preset (``paper``, the defaults, or ``practical``) sits just above the defaults. pydantic-settings
+reads the environment and the file and layers them (:func:`load_config`); this module adds what
+it does not do: the preset, retired settings, misspelt sections, and naming the layer at fault.
 A leaf module: every layer may import it, and it imports no CLAIRE module but ``errors`` and
 ``validation``. The settings that name an entry of a registry (``agent.system``, ``agent.task``,
 ``agent.tools``) are checked by that registry: each registers its check here when it is imported
@@ -27,6 +29,7 @@ import sys
 import tomllib
 import warnings
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 from typing import Any, Literal
@@ -34,6 +37,8 @@ from typing import Any, Literal
 import platformdirs
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
+from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, PydanticBaseSettingsSource,
+                               SettingsConfigDict, TomlConfigSettingsSource)
 
 from claire.errors import ConfigError, mask, redact, register_secret
 from claire.validation import problems
@@ -458,8 +463,16 @@ claire.toml, or ``CLAIRE_PRESET``): the preset's settings sit just above the bui
 so claire.toml, the environment and flags still override each of them."""
 
 
-class Config(_Section):
+_RESOLVING: ContextVar[tuple[PydanticBaseSettingsSource, ...]] = ContextVar("claire_config_layers", default=())
+"""The layers below the values given (environment, claire.toml, preset) while :func:`load_config`
+builds a Config; empty otherwise, so ``Config(...)`` elsewhere is the values given over the defaults."""
+
+
+class Config(BaseSettings):
     """The whole configuration of CLAIRE, one section per concern."""
+    model_config = SettingsConfigDict(extra="forbid", validate_assignment=True, env_prefix=ENV_PREFIX,
+                                      env_nested_delimiter="__", case_sensitive=False)
+
     preset: Literal["paper", "practical"] = Field(
         "paper", description="the starting point the settings were resolved from: paper (the paper's method, the "
                              "defaults) or practical (this project's additions)",
@@ -473,6 +486,13 @@ class Config(_Section):
     cite: CiteConfig = Field(default_factory=CiteConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
     resolve: ResolveConfig = Field(default_factory=ResolveConfig)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Highest first: the values given (flags), then the layers :func:`load_config` resolves."""
+        return (init_settings, *_RESOLVING.get())
 
     def public_dict(self) -> dict[str, Any]:
         """The resolved config as plain data with every secret masked (for show and run dirs)."""
@@ -560,16 +580,6 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     data[section][field] = value
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "variants":
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def _format_errors(error: ValidationError, source: str) -> str:
     lines = [f"invalid configuration ({source}):"]
     for item, (where, message) in zip(error.errors(), problems(error)):
@@ -619,70 +629,73 @@ def _validate(data: dict[str, Any], source: str) -> Config:
     return config
 
 
-def _env_layer(environ: dict[str, str]) -> dict[str, Any]:
-    data: dict[str, Any] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX) or "__" not in name:
-            continue
-        section, _, field = name[len(ENV_PREFIX):].lower().partition("__")
-        if section in SECTIONS:
-            data.setdefault(section, {})[field] = _toml_value(value)
-        else:
-            warnings.warn(
-                f"environment variable {name} is ignored: '{section}' is not a config section "
-                f"(sections: {', '.join(SECTIONS)})",
-                ConfigWarning,
-                stacklevel=2,
-            )
-    if environ.get("OPENAI_BASE_URL") and "base_url" not in data.get("llm", {}):
-        data.setdefault("llm", {})["base_url"] = environ["OPENAI_BASE_URL"]
-    return data
+def _misspelt_environment() -> None:
+    """Note every CLAIRE_X__FIELD variable whose X is no section (pydantic-settings passes them by)."""
+    for name in os.environ:
+        section = name[len(ENV_PREFIX):].lower().partition("__")[0]
+        if name.upper().startswith(ENV_PREFIX) and "__" in name and section not in SECTIONS:
+            warnings.warn(f"environment variable {name} is ignored: '{section}' is not a config section "
+                          f"(sections: {', '.join(SECTIONS)})", ConfigWarning, stacklevel=3)
 
 
 def _file_layer(path: Path | None) -> tuple[dict[str, Any], str]:
+    """The claire.toml layer (``path``, else one in the working directory) as pydantic-settings
+    reads it, and the layer's name."""
     if path is None:
-        candidate = Path.cwd() / "claire.toml"
-        if not candidate.is_file():
+        path = Path.cwd() / "claire.toml"
+        if not path.is_file():
             return {}, "defaults"
-        path = candidate
     elif path.is_dir():
         raise ConfigError(f"config file {path} is a folder; give the claire.toml file itself")
     elif not path.is_file():
         raise ConfigError(f"config file {path} does not exist")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8")), str(path)
+        return TomlConfigSettingsSource(Config, toml_file=path)(), str(path)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
     except OSError as error:
         raise ConfigError(f"cannot read config file {path}: {error.strerror or error}") from None
 
 
-def load_config(
-    config_file: Path | None = None,
-    overrides: dict[str, Any] | None = None,
-    environ: dict[str, str] | None = None,
-) -> Config:
+def _holds(data: Any, loc: tuple[Any, ...]) -> bool:
+    return not loc or (isinstance(data, dict) and loc[0] in data and _holds(data[loc[0]], loc[1:]))
+
+
+def load_config(config_file: Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
     """Resolve defaults < preset < claire.toml < environment < overrides into one validated Config.
-    The preset is named by the overrides (``{"preset": ...}``), else ``CLAIRE_PRESET``, else the
-    file's ``preset``, else it is ``paper``."""
-    environ = dict(os.environ if environ is None else environ)
+    pydantic-settings reads the environment (``CLAIRE_SECTION__FIELD``) and the file, and layers
+    them under the overrides (flags and ``--set``) field by field
+    (:meth:`Config.settings_customise_sources`). The preset is named by the overrides
+    (``{"preset": ...}``), else ``CLAIRE_PRESET``, else the file's ``preset``, else it is ``paper``.
+    An invalid value is reported with the layer it came from."""
     overrides = dict(overrides or {})
-    file_data, file_source = _file_layer(config_file)
-    file_data = _without_retired(file_data, file_source)
-    _validate(file_data, source=file_source)
-    env_data = _without_retired(_env_layer(environ), "environment")
-    preset = overrides.pop("preset", None) or environ.get(ENV_PREFIX + "PRESET") or file_data.get("preset") or "paper"
+    file_data, file_name = _file_layer(config_file)
+    file_data = _without_retired(file_data, file_name)
+    _validate(file_data, source=file_name)
+    _misspelt_environment()
+    env_data = _without_retired(EnvSettingsSource(Config)(), "environment")
+    if os.environ.get("OPENAI_BASE_URL"):  # as the OpenAI SDK reads it, under CLAIRE_LLM__BASE_URL
+        env_data = {**env_data, "llm": {"base_url": os.environ["OPENAI_BASE_URL"], **env_data.get("llm", {})}}
+    preset = overrides.pop("preset", None) or env_data.get("preset") or file_data.get("preset") or "paper"
     if preset not in PRESETS:
         raise ConfigError(f"unknown preset {str(preset)!r}; allowed: {', '.join(PRESETS)}")
-    data = _merge(_merge(PRESETS[preset], file_data), env_data)
-    data["preset"] = preset
-    config = _validate(data, source="environment" if env_data else file_source)
-    for setting in RETIRED_SETTINGS.keys() & overrides.keys():
-        warnings.warn(f"{setting} (--set) is ignored: it was retired ({RETIRED_SETTINGS[setting]})", ConfigWarning,
-                      stacklevel=2)
-        del overrides[setting]
-    if overrides:
-        config = config.with_overrides(overrides)
+    given: dict[str, Any] = {"preset": preset}
+    for key, value in overrides.items():
+        if key in RETIRED_SETTINGS:
+            warnings.warn(f"{key} (--set) is ignored: it was retired ({RETIRED_SETTINGS[key]})", ConfigWarning,
+                          stacklevel=2)
+        else:
+            _set_dotted(given, key, value)
+    layers = {"--set or a flag": given, "environment": env_data, file_name: file_data, f"preset {preset}": PRESETS[preset]}
+    token = _RESOLVING.set(tuple(InitSettingsSource(Config, data) for data in list(layers.values())[1:]))
+    try:
+        config = Config(**given)
+    except ValidationError as error:
+        blamed = [name for name, data in layers.items() if any(_holds(data, item["loc"]) for item in error.errors())]
+        raise ConfigError(_format_errors(error, ", ".join(blamed) or "defaults")) from None
+    finally:
+        _RESOLVING.reset(token)
+    config.register_secrets()
     return config
 
 

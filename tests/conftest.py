@@ -28,8 +28,12 @@ def private_user_folders(tmp_path_factory):
     """No test reads or writes the user's own CLAIRE folders: the data folder (indexes, saved
     checks) and the cache folder point at this session's tmp folders. (Both, so that the one-time
     move of indexes from the cache to the data folder never takes the user's indexes into tmp.)
-    Tests and fixtures that need their own folders set the variables again."""
+    Tests and fixtures that need their own folders set the variables again. The shell's other
+    CLAIRE_* and OPENAI_* variables are cleared: configurations resolve from the defaults."""
     with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):  # the developer's own settings (CLAIRE_LLM__MODEL, OPENAI_BASE_URL, ...)
+            if name.startswith(LEFT_OUT) and name not in ("CLAIRE_DATA_DIR", "CLAIRE_CACHE_DIR"):
+                patch.delenv(name)
         patch.setenv("CLAIRE_DATA_DIR", str(tmp_path_factory.mktemp("claire-data")))
         patch.setenv("CLAIRE_CACHE_DIR", str(tmp_path_factory.mktemp("claire-cache")))
         yield

@@ -1,12 +1,19 @@
 """How ``claire serve`` listens and guards itself: address, token, limits, where jobs are kept
-and which extra origins may call it. What a check does follows :class:`~claire.config.Config`."""
+and which extra origins may call it. What a check does follows :class:`~claire.config.Config`.
+Resolved by pydantic-settings as the configuration is: defaults < environment (``CLAIRE_SERVE_PORT``,
+``CLAIRE_SERVE_TOKEN``, ...) < the flags of ``claire serve``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field, SecretStr
+from typing import Any
 
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from claire.errors import ConfigError
+from claire.validation import describe
 from claire.web.security import is_loopback
 from claire.jobs.store import default_store_path
 
@@ -14,8 +21,10 @@ from claire.jobs.store import default_store_path
 WILDCARD_HOSTS = {"0.0.0.0", "::", ""}
 
 
-class ServeSettings(BaseModel):
-    """The server's own settings (the checking itself follows :class:`~claire.config.Config`)."""
+class ServeSettings(BaseSettings):
+    """The server's own settings (the checking itself follows :class:`~claire.config.Config`); each
+    may be given as ``CLAIRE_SERVE_<NAME>`` (lists as JSON), and the values passed win."""
+    model_config = SettingsConfigDict(env_prefix="CLAIRE_SERVE_", extra="forbid", case_sensitive=False)
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -28,6 +37,15 @@ class ServeSettings(BaseModel):
     allowed_hosts: list[str] = Field(default_factory=list)  # more names the Host header may give
     watch: bool = False  # also run the patrol of live edits (config.watch) inside the server
     request_timeout: float = Field(30.0, gt=0, le=3600)  # seconds a client has to send a whole request
+
+    @classmethod
+    def resolve(cls, **given: Any) -> "ServeSettings":
+        """The settings from the values given (None: not given, so the environment or the default
+        decides); a ConfigError naming each invalid one."""
+        try:
+            return cls(**{name: value for name, value in given.items() if value is not None})
+        except ValidationError as error:
+            raise ConfigError(f"invalid server settings (flags or CLAIRE_SERVE_* variables): {describe(error)}") from None
 
     def trusted_hosts(self) -> list[str] | None:
         """The names a request's Host header may give: the bound address, the loopback names and

@@ -48,7 +48,7 @@ def config_for(server, index_root, tmp_path, **more):
                  "retrieval.path": str(index_root), "cite.index": "sources", "llm.retry_base_wait": 0.0,
                  "agent.task": "citations", "agent.system": "cite"}
     overrides.update(more)
-    return load_config(None, overrides, environ={})
+    return load_config(None, overrides)
 
 
 # -- parsing and reading ------------------------------------------------------------------------
@@ -201,7 +201,7 @@ async def test_the_shipped_examples_work_with_the_default_sources_index(tmp_path
     with MockOpenAIServer(citation_responder()) as srv:
         config = load_config(None, {"llm.base_url": srv.base_url, "llm.api_key": "k", "llm.cache": False,
                                     "retrieval.path": str(tmp_path / "idx"), "agent.task": "citations",
-                                    "agent.system": "cite"}, environ={})
+                                    "agent.system": "cite"})
         assert config.cite.index == EXAMPLE_INDEX
         async with open_system(config) as checker:
             summary = await run_eval(load(example), checker, tmp_path / "run", task="citations", dataset=example,

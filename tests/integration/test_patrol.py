@@ -90,7 +90,7 @@ def config_for(llm: MockOpenAIServer, root: Path, **watch: object):
         "llm.base_url": llm.base_url, "llm.api_key": "sk-patrol", "llm.cache": False, "llm.max_attempts": 2,
         "llm.retry_base_wait": 0.0, "agent.system": "rav", "retrieval.rerank": False, "retrieval.index": "live",
         "retrieval.path": str(root), "retrieval.query_runtime": "torch", "watch.index_every": 0,
-        **{f"watch.{key}": value for key, value in watch.items()}}, environ={})
+        **{f"watch.{key}": value for key, value in watch.items()}})
 
 
 async def test_the_patrol_checks_each_kept_edit_once_and_keeps_the_index_current(tmp_path, wiki_index):
@@ -482,7 +482,7 @@ async def test_an_edit_that_keeps_failing_ends_as_failed_after_its_tries_and_can
     from claire.livewiki.patrol import ChangeSource
 
     with pytest.raises(ConfigError, match="retry_wait"):
-        load_config(None, {"watch.retry_wait": 0}, environ={})
+        load_config(None, {"watch.retry_wait": 0})
     store = JobStore(tmp_path / "jobs.sqlite")
     try:
         with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS, failures=10**6) as api, \

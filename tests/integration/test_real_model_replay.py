@@ -44,7 +44,7 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
         config = load_config(None, {
             "llm.model": expected["model"], "llm.base_url": server.base_url, "llm.api_key": "sk-replay", "llm.cache": False,
             "retrieval.index": "wikicollide-sample", "retrieval.path": str(tmp_path / "idx"), "retrieval.query_runtime": "torch",
-        }, environ={})
+        })
         summary = await run_sweep(SWEEPS / RECORDINGS[stem], dataset=shared_sample, out_dir=tmp_path / "runs", base_config=config,
                                   make_system=open_system, show_progress=False)
     # Every request finds what the model answered, and nearly every one by its exact text: the cassette was

@@ -31,7 +31,7 @@ def client_for(server: MockOpenAIServer) -> ChatClient:
 
 
 def structured_prompts():
-    return prompt_library(load_config(None, {"llm.structured": "auto"}, environ={}))
+    return prompt_library(load_config(None, {"llm.structured": "auto"}))
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +59,7 @@ async def test_the_verifier_asks_for_json_with_its_schema_and_reads_the_score():
 async def test_the_paper_preset_sends_no_schema_and_asks_for_tags():
     with MockOpenAIServer(lambda body: {"content": TAGGED}) as server:
         client = client_for(server)
-        verdict = await judge_score(CLAIM, DOCS, [], client, prompt_library(load_config(None, {}, environ={})))
+        verdict = await judge_score(CLAIM, DOCS, [], client, prompt_library(load_config(None, {})))
         await client.aclose()
     assert verdict.score == pytest.approx(0.85)
     assert "response_format" not in server.requests[0] and "<inconsistency_score>" in server.requests[0]["messages"][0]["content"]
@@ -143,7 +143,7 @@ async def test_every_fixed_shape_answer_of_a_practical_run_goes_as_json(tmp_path
         for system in ("rav", "nli"):
             config = load_config(None, {"preset": "practical", "agent.system": system, "llm.base_url": server.base_url,
                                         "llm.api_key": "sk-x", "llm.model": "oracle", "llm.cache": False,
-                                        "llm.prompt_header": True, "retrieval.rerank": True}, environ={})
+                                        "llm.prompt_header": True, "retrieval.rerank": True})
             async with open_system(config) as opened:
                 summary = await run_eval(records, opened, tmp_path / system, concurrency=2, show_progress=False)
             assert summary.errors == 0, system
@@ -172,7 +172,7 @@ async def test_an_nli_answer_that_never_fits_fails_the_claim_with_the_validation
     with MockOpenAIServer(responder, model="oracle", prompt_cache=False) as server:
         config = load_config(None, {"preset": "practical", "agent.system": "nli", "llm.base_url": server.base_url,
                                     "llm.api_key": "sk-x", "llm.model": "oracle", "llm.cache": False,
-                                    "llm.prompt_header": True}, environ={})
+                                    "llm.prompt_header": True})
         async with open_system(config) as opened:
             summary = await run_eval(records, opened, tmp_path / "nli", concurrency=1, show_progress=False)
     assert summary.errors == 1

@@ -22,6 +22,11 @@ def test_serve_refuses_a_public_address_without_a_token(tmp_path):
     result = run_claire("serve", "--host", "0.0.0.0", cache=tmp_path / "cache", timeout=120)
     assert result.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in result.stderr
     assert "Traceback" not in result.stderr
+    from_env = run_claire("serve", cache=tmp_path / "cache", env={"CLAIRE_SERVE_HOST": "0.0.0.0"}, timeout=120)
+    assert from_env.returncode == 2 and "refusing to listen on 0.0.0.0 without a token" in from_env.stderr
+    bad = run_claire("serve", cache=tmp_path / "cache", env={"CLAIRE_SERVE_PORT": "eighty"}, timeout=120)
+    assert bad.returncode == 2 and "invalid server settings" in bad.stderr and "field port" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_serve_start_problems_are_one_line_before_anything_listens(tmp_path):
@@ -39,8 +44,9 @@ def test_serve_start_problems_are_one_line_before_anything_listens(tmp_path):
 def test_serve_starts_answers_with_its_token_and_stops_cleanly(tmp_path):
     port = _free_port()
     # The WikiChat backend opens nothing at start-up, so this test needs no index.
-    server = start_claire("serve", "--port", str(port), "--data-dir", str(tmp_path / "web"), "--set", 'retrieval.backend="wikichat"',
-                          cache=tmp_path / "cache", env={"CLAIRE_SERVE_TOKEN": "s3cret", "OPENAI_API_KEY": "sk-cli-secret-987654321"})
+    server = start_claire("serve", "--data-dir", str(tmp_path / "web"), "--set", 'retrieval.backend="wikichat"',
+                          cache=tmp_path / "cache", env={"CLAIRE_SERVE_TOKEN": "s3cret", "CLAIRE_SERVE_PORT": str(port),
+                                                         "OPENAI_API_KEY": "sk-cli-secret-987654321"})
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120

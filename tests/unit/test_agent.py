@@ -71,7 +71,7 @@ def preset_agent(preset: str, model: ScriptedModel):
     """CLAIRE as a preset sets it up, over the scripted model (no reranking)."""
     from claire.config import load_config
 
-    config = load_config(None, {"preset": preset, "retrieval.rerank": False}, environ={})
+    config = load_config(None, {"preset": preset, "retrieval.rerank": False})
     return build_system(config, llm=scripted_client(model), retriever=KeywordRetriever(), name="claire")
 
 

@@ -94,14 +94,15 @@ def test_every_openai_compatible_endpoint_goes_through_chat_openai(tmp_path):
     assert type(chat_model_from_config(azure).model).__name__ == "AzureChatOpenAI"
 
 
-def test_the_retired_client_setting_is_ignored_with_a_note(tmp_path):
+def test_the_retired_client_setting_is_ignored_with_a_note(tmp_path, monkeypatch):
     """An old claire.toml, environment or --set naming llm.openai_client keeps working, with a note."""
     from claire.config import ConfigWarning, load_config
 
     toml = tmp_path / "claire.toml"
     toml.write_text('[llm]\nopenai_client = "direct"\nmodel = "m"\n', encoding="utf-8")
+    monkeypatch.setenv("CLAIRE_LLM__OPENAI_CLIENT", "direct")
     with pytest.warns(ConfigWarning, match="llm.openai_client .* is ignored: it was retired") as caught:
-        config = load_config(toml, {"llm.openai_client": "chat_openai"}, environ={"CLAIRE_LLM__OPENAI_CLIENT": "direct"})
+        config = load_config(toml, {"llm.openai_client": "chat_openai"})
     assert config.llm.model == "m" and len(caught) == 3
     assert "openai_client" not in config.llm.model_dump()
 

@@ -39,13 +39,13 @@ def test_each_rule_and_addition_points_at_a_line_that_holds_it():
 def test_the_paper_presets_settings_are_the_papers():
     from claire.tasks.wikicollide.report import PAPER_SETTINGS
 
-    paper = load_config(None, {}, environ={})
+    paper = load_config(None, {})
     for key, (expected, _) in PAPER_SETTINGS.items():
         section, _, name = key.partition(".")
         value = getattr(getattr(paper, section), name)
         assert value == expected, key
     assert paper.agent.finish_action is False and paper.agent.thoughts is True
-    practical = load_config(None, {"preset": "practical"}, environ={})
+    practical = load_config(None, {"preset": "practical"})
     assert practical.agent.finish_action is True and practical.agent.thoughts is False
 
 
@@ -54,8 +54,8 @@ def test_the_paper_preset_adds_no_unlisted_rule_to_its_controller():
     the paper preset's controller is shown, and live in the practical variant."""
     from claire.agent.prompt_preview import render_preview
 
-    paper = load_config(None, {}, environ={})
-    practical = load_config(None, {"preset": "practical"}, environ={})
+    paper = load_config(None, {})
+    practical = load_config(None, {"preset": "practical"})
     shown = " ".join(" ".join(m.content.split()) for m in render_preview("controller", paper, steps=2).messages)
     kept = " ".join(" ".join(m.content.split()) for m in render_preview("controller", practical, steps=2).messages)
     for added in ("each checkable detail", "clarify which one", "clearly states", "steps left", "finish()"):

@@ -105,7 +105,7 @@ def test_prompts_cap_every_inserted_value():
 def test_redact_masks_url_passwords_and_registered_keys(monkeypatch):
     assert redact("cannot connect to https://bob:hunter2@example.org/v1") == "cannot connect to https://****@example.org/v1"
     monkeypatch.setenv("MY_KEY", "sk-registered-abcdef123456")
-    config = load_config(environ={}, overrides={"llm.api_key_env": "MY_KEY"})
+    config = load_config(overrides={"llm.api_key_env": "MY_KEY"})
     assert config.llm.resolved_api_key() == "sk-registered-abcdef123456"
     assert "sk-registered" not in redact("echo sk-registered-abcdef123456")
     assert "sk-registered" not in str(ConfigError("the key sk-registered-abcdef123456 was refused"))
@@ -114,9 +114,10 @@ def test_redact_masks_url_passwords_and_registered_keys(monkeypatch):
 # -- 6. smaller defects ---------------------------------------------------------------------
 
 
-def test_misspelt_environment_section_is_reported():
+def test_misspelt_environment_section_is_reported(monkeypatch):
+    monkeypatch.setenv("CLAIRE_AGNET__MAX_STEPS", "3")
     with pytest.warns(ConfigWarning, match="CLAIRE_AGNET__MAX_STEPS"):
-        config = load_config(environ={"CLAIRE_AGNET__MAX_STEPS": "3"})
+        config = load_config()
     assert config.agent.max_steps == 10
 
 
@@ -131,7 +132,7 @@ def test_non_utf8_corpus_line_is_named_and_skippable(tmp_path):
 
 
 async def test_a_dead_endpoint_fails_fast_for_later_calls():
-    config = load_config(environ={}, overrides={"llm.base_url": "http://127.0.0.1:9/v1", "llm.api_key": "k",
+    config = load_config(overrides={"llm.base_url": "http://127.0.0.1:9/v1", "llm.api_key": "k",
                                                "llm.max_attempts": 4, "llm.retry_base_wait": 0.01,
                                                "llm.retry_max_wait": 0.01, "llm.cache": False})
     llm = ChatClient.from_config(config.llm)
@@ -146,20 +147,21 @@ async def test_a_dead_endpoint_fails_fast_for_later_calls():
 
 def test_set_values_that_look_like_dates_or_numbers():
     key, value = parse_assignment("llm.model=2024-08-06")
-    assert load_config(environ={}, overrides={key: value}).llm.model == "2024-08-06"
+    assert load_config(overrides={key: value}).llm.model == "2024-08-06"
     with pytest.raises(ConfigError, match="quote it"):
-        load_config(environ={}, overrides=dict([parse_assignment("llm.model=4")]))
+        load_config(overrides=dict([parse_assignment("llm.model=4")]))
 
 
 # -- round two (issue 28) ---------------------------------------------------------------------
 
 
-def test_credentials_leave_the_base_url_and_become_the_key():
-    config = load_config(environ={"OPENAI_BASE_URL": "http://user:sk-in-url-0123456789@127.0.0.1:8080/v1"})
+def test_credentials_leave_the_base_url_and_become_the_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://user:sk-in-url-0123456789@127.0.0.1:8080/v1")
+    config = load_config()
     assert config.llm.base_url == "http://127.0.0.1:8080/v1"
     assert config.llm.resolved_api_key() == "sk-in-url-0123456789"
     assert "sk-in-url" not in redact("failed: sk-in-url-0123456789")  # registered as a secret
-    kept = load_config(environ={}, overrides={"llm.base_url": "http://u:sk-other-0123456789@[::1]:9/v1", "llm.api_key": "mine"})
+    kept = load_config(overrides={"llm.base_url": "http://u:sk-other-0123456789@[::1]:9/v1", "llm.api_key": "mine"})
     assert kept.llm.base_url == "http://[::1]:9/v1" and kept.llm.resolved_api_key() == "mine"
 
 
@@ -167,9 +169,9 @@ def test_credentials_leave_the_base_url_and_become_the_key():
                                            ("ftp://host/v1", "not an http")])
 def test_endpoint_urls_are_checked_when_read(url, problem):
     with pytest.raises(ConfigError, match=problem):
-        load_config(environ={}, overrides={"llm.base_url": url})
+        load_config(overrides={"llm.base_url": url})
     with pytest.raises(ConfigError, match=problem):
-        load_config(environ={}, overrides={"retrieval.url": url})
+        load_config(overrides={"retrieval.url": url})
 
 
 async def test_extraction_refuses_a_huge_passage_before_any_call():
@@ -291,7 +293,7 @@ def test_a_failed_run_names_its_most_common_error_and_a_new_endpoint_may_finish_
 
 def test_a_config_folder_and_a_busy_run_directory_are_named(tmp_path):
     with pytest.raises(ConfigError, match="is a folder"):
-        load_config(tmp_path, environ={})
+        load_config(tmp_path)
     log = PredictionLog(tmp_path / "run")
     try:
         with pytest.raises(ConfigError, match="in use by another"):

@@ -220,7 +220,7 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
     from claire.agent.registry import reads_setting
     from claire.tasks.wikicollide.report import describe_setup, render_report
 
-    paper = load_config(None, {}, environ={}).public_dict()
+    paper = load_config(None, {}).public_dict()
     setup = describe_setup({**paper, "index_embedder": "Alibaba-NLP/gte-multilingual-base"}, partial(reads_setting, "claire"))
     # the paper preset differs only in its prompts' words; each rule's place is in the side-by-side
     assert setup["differences_from_paper"] == [
@@ -231,7 +231,7 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
     assert setup["paper_rule_counts"]["follows"] + setup["paper_rule_counts"]["listed"] == 48
     assert setup["retrieval_mode"] == "dense"
     assert "finish_action" not in " ".join(describe_setup(paper, partial(reads_setting, "rav"))["differences_from_paper"])  # not an agent
-    practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}, environ={}).public_dict()
+    practical = load_config(None, {"preset": "practical", "llm.model": "qwen"}).public_dict()
     found = " ".join(describe_setup({**practical, "index_embedder": "all-MiniLM-L6-v2"}, partial(reads_setting, "claire"))["differences_from_paper"])
     for expected in ("embedder all-MiniLM-L6-v2", "llm.model", "retrieval.mode", "agent.stop_on_report = false",
                      "agent.snippet_chars", "agent.finish_action = true", "agent.thoughts = false", "the project's wording",
@@ -239,7 +239,7 @@ def test_the_report_names_the_setup_and_each_difference_from_the_paper():
                      'prompts.variants.explain = "practical"', 'prompts.variants.clarify_entity = "practical"',
                      'prompts.variants.fact_extraction = "practical"'):
         assert expected in found, expected
-    ablation = load_config(None, {"agent.tools": ["search"], "prompts.set": "/my/prompts"}, environ={}).public_dict()
+    ablation = load_config(None, {"agent.tools": ["search"], "prompts.set": "/my/prompts"}).public_dict()
     found = " ".join(describe_setup(ablation, partial(reads_setting, "claire"))["differences_from_paper"])
     assert 'agent.tools = ["search", "report_inconsistency"]' in found and 'prompts.set = "/my/prompts"' in found
     metrics = compute_metrics(TIES, threshold=0.5, system="claire")

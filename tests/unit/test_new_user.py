@@ -81,7 +81,7 @@ def test_a_system_of_ones_own_is_named_package_module_class_and_bad_names_are_on
         "class NotASystem:\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert system_class("my_systems:Counting").name == "counting" and score_kind("my_systems:Counting") == "count"
-    assert load_config(None, {"agent.system": "my_systems:Counting"}, environ={}).agent.system == "my_systems:Counting"
+    assert load_config(None, {"agent.system": "my_systems:Counting"}).agent.system == "my_systems:Counting"
     for name, problem in (("my_systems:Missing", "has no Missing"), ("my_systems:NotASystem", "not a CLAIRE system"),
                           ("nowhere.at_all:Thing", "cannot import nowhere.at_all"), ("not a name", "unknown system")):
         with pytest.raises(ConfigError, match=problem):
@@ -105,6 +105,6 @@ def test_a_system_an_installed_package_names_is_found_by_that_name(tmp_path, mon
     assert found["numbers"] == "number_check:NumberCheck" and "claire" not in found
     assert system_class("numbers").name == "number_check"
     assert system_class("claire").name == "claire"
-    assert load_config(None, {"agent.system": "numbers"}, environ={}).agent.system == "numbers"
+    assert load_config(None, {"agent.system": "numbers"}).agent.system == "numbers"
     with pytest.raises(ConfigError, match="the installed .*numbers"):
-        load_config(None, {"agent.system": "nonesuch"}, environ={})
+        load_config(None, {"agent.system": "nonesuch"})

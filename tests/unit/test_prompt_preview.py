@@ -16,7 +16,7 @@ from claire.prompts import PromptError, PromptLibrary
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 WIKICOLLIDE = FIXTURES / "wikicollide_mini.json"
 WAFER = FIXTURES / "cite_wafer.jsonl"
-PAPER = load_config(None, {}, environ={})
+PAPER = load_config(None, {})
 
 
 def roles(preview) -> list[str]:
@@ -25,7 +25,7 @@ def roles(preview) -> list[str]:
 
 @pytest.mark.parametrize("preset", ["paper", "practical"])
 def test_every_template_and_variant_renders_from_the_builtin_example(preset):
-    config = load_config(None, {"preset": preset}, environ={})
+    config = load_config(None, {"preset": preset})
     library = PromptLibrary()
     for name in library.names():
         for variant in [None, "default", *library.variant_names(name)]:
@@ -38,7 +38,7 @@ def test_every_template_and_variant_renders_from_the_builtin_example(preset):
 
 
 def test_the_preset_chooses_the_variant_unless_one_is_named():
-    practical = load_config(None, {"preset": "practical"}, environ={})
+    practical = load_config(None, {"preset": "practical"})
     assert render_preview("verifier", practical).path.name == "verifier.lenient.j2"
     assert render_preview("verifier", practical, variant="default").path.name == "verifier.j2"
     assert render_preview("verifier.strict", PAPER).variant == "strict"

@@ -288,14 +288,14 @@ def test_the_practical_preset_renders_its_variants_and_a_task_keeps_its_own():
     from claire.agent.runtime import prompt_library
     from claire.config import load_config
 
-    practical = load_config(None, {"preset": "practical"}, environ={})
+    practical = load_config(None, {"preset": "practical"})
     assert prompt_library(practical).variants == {"verifier": "lenient", "controller": "practical", "explain": "practical",
                                                   "clarify_entity": "practical", "fact_extraction": "practical"}
-    assert prompt_library(load_config(None, {}, environ={})).variants == {}
-    feverous = prompt_library(load_config(None, {"preset": "practical", "agent.task": "feverous"}, environ={}))
+    assert prompt_library(load_config(None, {})).variants == {}
+    feverous = prompt_library(load_config(None, {"preset": "practical", "agent.task": "feverous"}))
     assert feverous.variants["controller"] == "feverous" and feverous.variants["verifier"] == "feverous"
     assert feverous.variants["explain"] == "practical"
-    chosen = load_config(None, {"agent.task": "feverous", "prompts.variants": {"verifier": "strict"}}, environ={})
+    chosen = load_config(None, {"agent.task": "feverous", "prompts.variants": {"verifier": "strict"}})
     assert prompt_library(chosen).variants["verifier"] == "strict"  # a user's own choice still wins
 
 

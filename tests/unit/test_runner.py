@@ -248,15 +248,15 @@ def test_a_run_from_before_presets_resumes_with_the_practical_preset_and_prompt_
     from claire.config import load_config
     from claire.evals.runner import config_differences
 
-    practical = load_config(None, {"preset": "practical"}, environ={}).public_dict()
+    practical = load_config(None, {"preset": "practical"}).public_dict()
     old = json.loads(json.dumps(practical))  # as an earlier CLAIRE wrote it: no preset, no new settings
     del old["preset"], old["agent"]["snippet_chars"], old["agent"]["finish_action"], old["llm"]["prompt_header"]
     old["prompts"]["variants"] = {}  # its default prompts are today's practical variants
     old["agent"]["stop_on_report"] = True  # its research stopped at the first report; practical's goes on now
     assert config_differences(old, practical) == ["agent.stop_on_report: True -> False"]
-    stopping = load_config(None, {"preset": "practical", "agent.stop_on_report": True}, environ={}).public_dict()
+    stopping = load_config(None, {"preset": "practical", "agent.stop_on_report": True}).public_dict()
     assert config_differences(old, stopping) == []
-    paper = load_config(None, {}, environ={}).public_dict()
+    paper = load_config(None, {}).public_dict()
     changed = " ".join(config_differences(old, paper))
     assert "agent.snippet_chars" in changed and "retrieval.mode" in changed and "verifier" in changed
     # a run that recorded its prompt texts refuses to resume with others; one that did not, cannot tell
