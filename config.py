@@ -38,7 +38,7 @@ import platformdirs
 from pydantic import (BaseModel, ConfigDict, Field, SecretStr, ValidationError, ValidationInfo, field_validator,
                       model_validator)
 from pydantic_settings import (BaseSettings, EnvSettingsSource, InitSettingsSource, PydanticBaseSettingsSource,
-                               SettingsConfigDict, TomlConfigSettingsSource)
+                               SettingsConfigDict, SettingsError, TomlConfigSettingsSource)
 
 from claire.errors import ConfigError, mask, redact, register_secret
 from claire.validation import problems
@@ -673,7 +673,11 @@ def load_config(config_file: Path | None = None, overrides: dict[str, Any] | Non
     file_data = _without_retired(file_data, file_name)
     _validate(file_data, source=file_name)
     _misspelt_environment()
-    env_data = _without_retired(EnvSettingsSource(Config)(), "environment")
+    try:
+        env_data = _without_retired(EnvSettingsSource(Config)(), "environment")
+    except SettingsError as error:  # a whole section's variable (CLAIRE_LLM) that is not a JSON table
+        raise ConfigError(f"invalid configuration (environment): {error} (a CLAIRE_SECTION variable holds a JSON "
+                          "table; set one field with CLAIRE_SECTION__FIELD)") from None
     if os.environ.get("OPENAI_BASE_URL"):  # as the OpenAI SDK reads it, under CLAIRE_LLM__BASE_URL
         env_data = {**env_data, "llm": {"base_url": os.environ["OPENAI_BASE_URL"], **env_data.get("llm", {})}}
     preset = overrides.pop("preset", None) or env_data.get("preset") or file_data.get("preset") or "paper"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from claire.errors import ConfigError
 from claire.validation import describe
@@ -46,6 +46,9 @@ class ServeSettings(BaseSettings):
             return cls(**{name: value for name, value in given.items() if value is not None})
         except ValidationError as error:
             raise ConfigError(f"invalid server settings (flags or CLAIRE_SERVE_* variables): {describe(error)}") from None
+        except SettingsError as error:  # a list variable that is not JSON
+            raise ConfigError(f"invalid server settings: {error} (CLAIRE_SERVE_CORS_ORIGINS and "
+                              "CLAIRE_SERVE_ALLOWED_HOSTS hold JSON lists)") from None
 
     def trusted_hosts(self) -> list[str] | None:
         """The names a request's Host header may give: the bound address, the loopback names and

@@ -83,3 +83,11 @@ def test_a_config_built_outside_load_config_reads_no_environment(monkeypatch):
     assert Config().agent.max_steps == 10
     assert Config.model_validate({"agent": {"max_steps": 4}}).agent.max_steps == 4
     assert load_config().agent.max_steps == 3
+
+
+def test_a_whole_section_variable_that_is_not_json_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("CLAIRE_LLM", "gpt-4o")
+    with pytest.raises(ConfigError, match=r"invalid configuration \(environment\): .*\"llm\".*CLAIRE_SECTION__FIELD"):
+        load_config()
+    monkeypatch.setenv("CLAIRE_LLM", '{"model": "m"}')  # a JSON table is read
+    assert load_config().llm.model == "m"
