@@ -690,11 +690,12 @@ def load_config(config_file: Path | None = None, overrides: dict[str, Any] | Non
                           stacklevel=2)
         else:
             _set_dotted(given, key, value)
-    layers = {"--set or a flag": given, "environment": env_data, file_name: file_data, f"preset {preset}": PRESETS[preset]}
-    token = _RESOLVING.set(tuple(InitSettingsSource(Config, data) for data in list(layers.values())[1:]))
+    below = {"environment": env_data, file_name: file_data, f"preset {preset}": PRESETS[preset]}
+    token = _RESOLVING.set(tuple(InitSettingsSource(Config, data) for data in below.values()))
     try:
         config = Config(**given)
     except ValidationError as error:
+        layers = {"--set or a flag": given, **below}
         blamed = [name for name, data in layers.items() if any(_holds(data, item["loc"]) for item in error.errors())]
         raise ConfigError(_format_errors(error, ", ".join(blamed) or "defaults")) from None
     finally:

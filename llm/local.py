@@ -75,7 +75,6 @@ def usage_metadata(usage: Any) -> UsageMetadata:
     return metadata
 
 
-
 def tool_choice_value(choice: Any) -> Any:
     """An OpenAI ``tool_choice`` from LangChain's forms: "auto" / "none" / "required" / a tool name."""
     if choice in (None, "auto", "none", "required") or isinstance(choice, dict):
@@ -85,7 +84,6 @@ def tool_choice_value(choice: Any) -> Any:
     return {"type": "function", "function": {"name": str(choice)}}
 
 
-
 def bind_openai_tools(model: BaseChatModel, tools: Sequence[Any], tool_choice: Any,
                       kwargs: dict[str, Any]) -> Runnable[LanguageModelInput, AIMessage]:
     """``model`` bound to OpenAI tool schemas (and a tool choice) for every call."""
@@ -93,7 +91,6 @@ def bind_openai_tools(model: BaseChatModel, tools: Sequence[Any], tool_choice: A
     if tool_choice is not None:
         kwargs["tool_choice"] = tool_choice_value(tool_choice)
     return model.bind(tools=schemas, **kwargs)
-
 
 
 class LlamaCppChatModel(BaseChatModel):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from claire.config import SECTIONS
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.cli import LEFT_OUT
 from claire.testing.mock_openai import MockOpenAIServer
@@ -23,16 +24,29 @@ SHARED_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikic
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def _a_setting(name: str) -> bool:
+    """Whether a variable is one of the developer's own settings, which a configuration would read:
+    OPENAI_*, CLAIRE_PRESET, CLAIRE_SECTION and CLAIRE_SECTION__FIELD (misspelt sections too) and
+    CLAIRE_SERVE_*. The test switches (CLAIRE_TEST_GGUF, CLAIRE_LOCAL_LLM_URL, CLAIRE_SCREENSHOTS) stay."""
+    upper = name.upper()
+    if upper.startswith("OPENAI_"):
+        return True
+    if not upper.startswith("CLAIRE_"):
+        return False
+    rest = upper[len("CLAIRE_"):].lower()
+    return rest == "preset" or rest.startswith("serve_") or "__" in rest or rest in SECTIONS
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_user_folders(tmp_path_factory):
     """No test reads or writes the user's own CLAIRE folders: the data folder (indexes, saved
     checks) and the cache folder point at this session's tmp folders. (Both, so that the one-time
     move of indexes from the cache to the data folder never takes the user's indexes into tmp.)
-    Tests and fixtures that need their own folders set the variables again. The shell's other
-    CLAIRE_* and OPENAI_* variables are cleared: configurations resolve from the defaults."""
+    Tests and fixtures that need their own folders set the variables again. The shell's own
+    settings (:func:`_a_setting`) are cleared: configurations resolve from the defaults."""
     with pytest.MonkeyPatch.context() as patch:
-        for name in list(os.environ):  # the developer's own settings (CLAIRE_LLM__MODEL, OPENAI_BASE_URL, ...)
-            if name.startswith(LEFT_OUT) and name not in ("CLAIRE_DATA_DIR", "CLAIRE_CACHE_DIR"):
+        for name in list(os.environ):
+            if _a_setting(name):
                 patch.delenv(name)
         patch.setenv("CLAIRE_DATA_DIR", str(tmp_path_factory.mktemp("claire-data")))
         patch.setenv("CLAIRE_CACHE_DIR", str(tmp_path_factory.mktemp("claire-cache")))

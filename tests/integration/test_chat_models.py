@@ -3,8 +3,6 @@ for tools and text answers), and provider-qualified names over real HTTP to the 
 
 from __future__ import annotations
 
-
-import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
