@@ -36,6 +36,7 @@ from claire.agent.system import SystemParts
 from claire.agent.talk_page import talk_page_draft
 from claire.config import ResolveConfig
 from claire.domain import Reference, ScoreKind
+from claire.errors import ClaireError
 from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
 from claire.llm.answers import tag_text
@@ -363,11 +364,25 @@ class Resolver:
         return judgement.model_copy(update={"support": support, "quote": scored.sentence, "score": scored.score,
                                             "note": note})
 
+    async def judge_safely(self, side: Side, reference: Reference, given: dict[str, SourcePage], value: str,
+                           other_value: str) -> SourceJudgement:
+        """:meth:`judge_source`, where any failure (a malformed URL, a broken reader) becomes "could not
+        read" for this source alone: one bad citation never stops the resolve."""
+        try:
+            return await self.judge_source(side, reference, given, value, other_value)
+        except (asyncio.CancelledError, ClaireError):
+            raise
+        except Exception as error:
+            log.warning("source %r: %s", reference.url, error)
+            reason = (str(error).strip().splitlines() or [""])[0][:160] or type(error).__name__
+            return SourceJudgement(reference=reference, support="could not read",
+                                   note=f"could not read: {type(error).__name__}: {reason}")
+
     async def side_report(self, name: str, side: Side, given: dict[str, SourcePage], value: str,
                           other_value: str) -> SideReport:
         """One side's sources judged (at most ``resolve.max_sources``)."""
         references = list({r.key(): r for r in side.citations}.values())[: self.settings.max_sources]
-        judgements = await asyncio.gather(*[self.judge_source(side, r, given, value, other_value) for r in references])
+        judgements = await asyncio.gather(*[self.judge_safely(side, r, given, value, other_value) for r in references])
         return SideReport(side=name, text=side.text, value=value, document_title=side.document_title,  # type: ignore[arg-type]
                           section_title=side.section_title, link=article_link(side), sources=list(judgements))
 

@@ -156,6 +156,8 @@ class SourceReader:
             return SourcePage(url=url, error=f"could not read: {refused}")
         except httpx.HTTPError as error:
             return SourcePage(url=url, error=f"could not read: {type(error).__name__}")
+        except Exception as error:  # a malformed URL, a broken extractor: this source only, never the resolve
+            return SourcePage(url=url, error=f"could not read: {_one_line(error)}")
         page = page.model_copy(update={"fetched_at": datetime.now(timezone.utc).isoformat(timespec="seconds")})
         if page.readable:
             self._keep(page)
@@ -192,8 +194,15 @@ class SourceReader:
                         body += chunk
                         if len(body) > settings.max_bytes:
                             raise FetchRefused(f"larger than {settings.max_bytes:,} bytes")
-                    return page_from_body(url, bytes(body), kind, response.encoding)
+                    # extraction is CPU work: off the event loop, and inside the fetch's deadline
+                    return await asyncio.to_thread(page_from_body, url, bytes(body), kind, response.encoding)
             raise FetchRefused(f"more than {settings.max_redirects} redirects")
+
+
+def _one_line(error: BaseException) -> str:
+    """An unexpected failure as one short line: its type and the first line of its message."""
+    message = (str(error).strip().splitlines() or [""])[0][:160]
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def page_from_body(url: str, body: bytes, kind: str, encoding: str | None) -> SourcePage:

@@ -164,6 +164,36 @@ async def test_the_resolver_judges_each_source_with_the_citation_verifier():
     assert resolution.usage["calls"] == 2  # one verifier call for the one readable source, one explanation
 
 
+async def test_one_malformed_cited_url_is_one_unread_source_and_the_resolve_goes_on():
+    from claire.agent.citation_checker import CitationChecker
+    from claire.prompts import PromptLibrary
+    from claire.testing.oracle import oracle_responder
+    from claire.llm.answers import text_of
+    from claire.testing.scripted import scripted_client
+
+    config = Config()
+    respond = oracle_responder()
+    llm = scripted_client(lambda request: respond({
+        "claire_prompt": request.prompt,
+        "messages": [{"role": m.type, "content": text_of(m)} for m in request.messages]})["content"])
+    prompts = PromptLibrary()
+    checker = CitationChecker(llm=llm, retriever=None, prompts=prompts, settings=config.cite)
+    resolver = Resolver(llm=llm, retriever=None, prompts=prompts, checker=checker, settings=config.resolve)
+    case = SidesCase.model_validate({
+        "id": "t", "others": [],
+        "fact": {"text": "The Halvorsen Bridge opened in 1931.", "document_title": "Halvorsen Bridge",
+                 "citations": [{"url": "http://[::1/", "title": "Broken"},
+                               {"url": "https://www.bbc.co.uk/claire-example/h", "title": "Profile", "site": "BBC"}]},
+        "passage": {"text": "The Halvorsen Bridge opened to traffic in 1934.", "document_title": "Brenmoor County"},
+        "sources": [{"url": "https://www.bbc.co.uk/claire-example/h", "title": "Profile",
+                     "text": "The Halvorsen Bridge was opened in 1931 after three years of construction."}],
+    })
+    resolution = await resolver.assess(case)
+    fact = resolution.side("fact")
+    assert [s.support for s in fact.sources] == ["could not read", "states"]
+    assert fact.sources[0].note.startswith("could not read: ") and resolution.decision == "fact"
+
+
 def test_the_talk_page_draft_parses_back():
     fact = SideReport(side="fact", text="The bridge opened in 1931.", value="1931", document_title="Halvorsen Bridge",
                       section_title="History", sources=[judged("generally reliable")])
