@@ -240,6 +240,8 @@ def preview_values(name: str, inputs: tuple[str, ...], sample: PreviewSample, co
         "max_queries": config.cite.max_queries,
         "question": "In which city does the Eiffel Tower stand?",
         "answer": "Paris",
+        "analysis": "The fact gives one value; document [1] gives another for the same thing.",
+        "reported": [],
         "wanted": "inconsistency_score",
         "problem": "unreadable",
         "detail": "",

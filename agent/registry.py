@@ -33,7 +33,7 @@ SYSTEMS: dict[str, str] = {
     "nli": "claire.agent.baselines:NLIPipeline",
     "cascade": "claire.agent.cascade:Cascade",
     "cite": "claire.agent.citation_checker:CitationChecker",
-    "resolve": "claire.agent.resolver:Resolver",
+    "resolve": "claire.resolving.resolver:Resolver",
 }
 """Each system's name and its class (``module:Class``)."""
 

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from claire import __version__
-from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, resolve, review, serve, sources_cmd, watch
+from claire.cli import bench, check, config_cmd, estimate_audit, evaluate, indexes, passages, prompts_cmd, resolve, review, serve, sources_cmd, watch, worklist
 from claire.cli.options import console, err
 from claire.errors import ClaireError, ExitCode, redact
 from claire.files import is_text
@@ -58,6 +58,7 @@ COMMANDS = [
     (app, "scan", passages.scan_command),
     (app, "cite", passages.cite_command),
     (app, "resolve", resolve.resolve_command),
+    (app, "worklist", worklist.worklist_command),
     (sources_app, "refresh", sources_cmd.sources_refresh),
     (sources_app, "rate", sources_cmd.sources_rate),
     (sources_app, "read", sources_cmd.sources_read),

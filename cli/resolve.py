@@ -108,16 +108,13 @@ async def resolve_check(config: Config, claim: Claim, assessment: Assessment, re
     ``retriever`` (None: the configured index, opened and closed here)."""
     import asyncio
 
-    from claire.agent.resolver import case_from_check
     from claire.agent.runtime import open_retrieval
+    from claire.resolving.flags import resolve_flag
 
     own = retriever is None
     retriever = retriever or await asyncio.to_thread(open_retrieval, config)
     try:
-        case = await asyncio.to_thread(case_from_check, claim, assessment, retriever)
-        if case is None:
-            return None
-        return await resolve_case(config, case, retriever)
+        return await resolve_flag(config, claim, assessment, retriever=retriever)
     finally:
         if own:
             retriever.close()
@@ -144,8 +141,9 @@ async def check_then_resolve(config: Config, claim: Claim) -> tuple[Assessment, 
 
 def run_record(run_dir: Path, claim_id: str) -> tuple[Claim, Assessment]:
     """The claim and the assessment of a run's record ``claim_id`` (its passages rebuilt from the trace)."""
-    from claire.domain import Assessment, Claim, Evidence, recorded_outcome
+    from claire.domain import Claim, recorded_outcome
     from claire.evals.runner import run_task
+    from claire.resolving.cases import flagged_assessment
     from claire.runs.predictions import load_predictions, read_run_config
 
     stored = read_run_config(run_dir)
@@ -161,22 +159,7 @@ def run_record(run_dir: Path, claim_id: str) -> tuple[Claim, Assessment]:
     dataset = stored.get("dataset")
     if dataset and Path(dataset).is_file():
         claim = next((c for c in task.load_claims(dataset) if getattr(c, "claim_id", None) == claim_id), claim)
-    evidence: dict[str, Evidence] = {}
-    reported: list[str] = []
-    for item in line.get("trace") or []:
-        output = item.get("action_output")
-        if item.get("action_name") == "report_inconsistency":
-            reported.append(str(item.get("action_argument") or ""))
-        for passage in output if isinstance(output, list) else []:
-            if isinstance(passage, dict) and passage.get("content") and passage.get("block_id"):
-                evidence.setdefault(passage["block_id"], Evidence(
-                    n=int(passage.get("n") or len(evidence) + 1), id=passage["block_id"], content=passage["content"],
-                    document_title=passage.get("document_title") or "", section_title=passage.get("section_title") or "",
-                    url=passage.get("url")))
-    assessment = Assessment(claim_id=claim_id, system=line.get("system") or "?", claim_text=claim.text,
-                            score=line.get("score"), threshold=line.get("threshold") or 0.5,
-                            verdict=line.get("verdict"), evidence=list(evidence.values()), reported=reported,
-                            reasoning=line.get("reasoning"))
+    assessment = flagged_assessment(line, claim)
     return claim, assessment
 
 

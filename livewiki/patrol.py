@@ -431,7 +431,11 @@ class Patrol:
                 log.info("patrol: %s (%s), %s: %s", change.title, job_id, passage.section or "lead", error)
                 continue
             for claim in claims:  # checked in the context of the block the edit wrote into
-                claim.context = claim.context.model_copy(update={"content": passage.block.content, "url": passage.block.url})
+                # the edit's own <ref>s (none is an answer too) and its revision: a resolve cites and links these
+                claim.context = claim.context.model_copy(update={
+                    "content": passage.block.content, "url": passage.block.url,
+                    "citations": list(passage.block.citations or []),
+                    "revision_id": passage.block.revision_id or change.new_revision})
                 rows.setdefault(claim.claim_id, {"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()})
         left_out.facts = max(len(rows) - self.max_facts, 0)
         if left_out:

@@ -139,6 +139,18 @@ class ResolveAnswer(Answer):
     explanation: str = Field(description="two to four sentences on the evidence")
 
 
+class ConflictAnswer(Answer):
+    schema_name: ClassVar[str] = "conflict"
+    conflicting_document: int | None = Field(None, description="the number of the document in clearest conflict with the fact, or null")
+    fact_value: str = Field("", description="what the fact says on that point, in a few words (empty when none)")
+    document_value: str = Field("", description="what the document says instead, in a few words (empty when none)")
+
+    def as_tags(self) -> str:
+        number = "none" if self.conflicting_document is None else self.conflicting_document
+        return "\n".join([_tag("conflicting_document", number), _tag("fact_value", self.fact_value),
+                          _tag("document_value", self.document_value)])
+
+
 class StatementAnswer(Answer):
     schema_name: ClassVar[str] = "statement"
     statement: str = Field(description="one declarative sentence")
@@ -149,7 +161,7 @@ ANSWERS: dict[str, type[Answer]] = {
     "nli": NLIAnswer, "nli.feverous": FeverousNLIAnswer,
     "rankgpt": RankingAnswer, "fact_extraction": ExtractionAnswer,
     "cite_support": CitationSupportAnswer, "cite_queries": QueriesAnswer,
-    "resolve_explain": ResolveAnswer, "qa_to_statement": StatementAnswer,
+    "resolve_explain": ResolveAnswer, "qa_to_statement": StatementAnswer, "conflict": ConflictAnswer,
 }
 """Each template's answer shape, by template name (a variant's own entry wins over its template's)."""
 

@@ -74,6 +74,7 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 # and checks that this agrees with the template's own name.
 _PHRASES = (
     (("I could not read your answer", "Your answer was"), "follow_up"),
+    (("name the contradiction precisely",), "conflict"),
     (("give one of three verdicts",), "verifier.feverous"),
     (("relates to a claim",), "nli.feverous"),
     (("fact-checking researcher",), "controller"),

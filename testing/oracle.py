@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import argparse
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from claire.agent.resolver import gives_value
+from claire.resolving.resolver import gives_value
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.doubles import kind_of
 from claire.testing.http_server import serve_until_interrupted
@@ -111,11 +112,62 @@ def explain_answer(user: str) -> str:
             "and how reliable they are rated.</explanation>")
 
 
+KEY = Path(__file__).resolve().parents[1] / "indexes" / "data" / "demo_key.jsonl"
+"""The demo corpus's planted contradictions: the oracle names the conflict of a flagged fact from them."""
+
+
+@lru_cache(maxsize=1)
+def _planted() -> list[tuple[str, str, str, list[str], list[str]]]:
+    """(the wrong block's article, its value, the right value, the contradicting blocks' contents in
+    the key's order, the wrong block's sentences that state the wrong value) for each planted pair."""
+    from claire.indexes.corpus import demo_corpus_path, read_corpus
+    from claire.resolving.worklist import load_key
+
+    blocks = {block.id: block for block in read_corpus(demo_corpus_path()).blocks}
+    planted = []
+    for pair in load_key(KEY):
+        if pair.values is None or pair.wrong_block not in blocks:
+            continue
+        wrong = blocks[pair.wrong_block]
+        stating = [" ".join(wrong.content[start:end].split()) for start, end in sentences(wrong.content)]
+        giving = [sentence for sentence in stating if gives_value(sentence, pair.values.wrong)]
+        if not giving and stating:  # the value is not in its words ("He also wrote…"): the sentence about it
+            giving = [max(stating, key=lambda sentence: len(_words(sentence) & _words(pair.what)))]
+        planted.append((wrong.document_title, pair.values.wrong, pair.values.right,
+                        [blocks[b].content for b in pair.contradicting_blocks if b in blocks], giving))
+    return planted
+
+
+def planted_facts() -> dict[str, str]:
+    """The sentences of the demo corpus that state a planted error, as facts the oracle knows to be
+    inconsistent (so a corpus run with it flags every planted pair, whatever the sample's wording)."""
+    return {sentence: "inconsistent" for *_, stating in _planted() for sentence in stating}
+
+
+def conflict_answer(user: str) -> str:
+    """The conflict of a flagged fact, named from the planted pairs (its article and the wrong value
+    it states), as the document that is a contradicting block of that pair; none for a fact it
+    does not know."""
+    fact = _between(user, "fact") or ""
+    title = (re.search(r'^From "(.*?)"', user, re.MULTILINE) or [None, ""])[1]
+    documents = {" ".join(text.split()): number for number, text in
+                 re.findall(r'<document n="(\d+)"[^>]*>\n(.*?)\n</document>', user, re.DOTALL)}
+    for article, wrong, right, contents, stating in _planted():
+        if article != title or not (gives_value(fact, wrong) or " ".join(fact.split()) in stating):
+            continue
+        for content in contents:
+            number = documents.get(" ".join(content.split()))
+            if number is not None:
+                return (f"<conflicting_document>{number}</conflicting_document>\n<fact_value>{wrong}</fact_value>\n"
+                        f"<document_value>{right}</document_value>")
+    return "<conflicting_document>none</conflicting_document>\n<fact_value></fact_value>\n<document_value></document_value>"
+
+
 def oracle_responder(*datasets: Path):
     """A responder that knows every fact's gold label (matched by the fact's text) in ``datasets``
     (the tour's facts without any)."""
     known = datasets or tuple(path for path in (TOUR, SAMPLE) if path.is_file())
-    gold = {claim.text.strip(): claim.label for dataset in known for claim in load_wikicollide(dataset)}
+    gold = {**planted_facts(), **{claim.text.strip(): claim.label for dataset in known for claim in load_wikicollide(dataset)}}
 
     def fact_of(body: dict[str, Any]) -> str:
         text = next((m.get("content") or "" for m in body["messages"] if "<fact>" in (m.get("content") or "")), "")
@@ -125,6 +177,8 @@ def oracle_responder(*datasets: Path):
         kind, fact = kind_of(body), fact_of(body)
         if kind == "cite_support":
             return {"content": support_answer(body["messages"][-1]["content"])}
+        if kind == "conflict":
+            return {"content": conflict_answer(body["messages"][-1]["content"])}
         if kind == "resolve_explain":
             return {"content": explain_answer(body["messages"][-1]["content"])}
         if kind == "extract":

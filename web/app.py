@@ -33,6 +33,7 @@ from claire.jobs.runner import JobRunner, TooBusy
 from claire.web.page_routes import mount_files, pages
 from claire.web.patrol_routes import patrol as patrol_routes
 from claire.livewiki.patrol import patrol_from_config
+from claire.resolving.flags import Resolutions
 from claire.web.resolve_routes import resolving
 from claire.web.review_routes import reviews
 from claire.web.search_routes import index
@@ -119,6 +120,7 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: Ch
     app.state.config = config
     app.state.settings = settings
     app.state.rendered_scans = RenderedScans()
+    app.state.resolutions = Resolutions()  # one decision per contradiction, however many flags reach it
     security.install(app, token=settings.bearer_token(), max_body=settings.max_body_bytes,
                      extra_origins=settings.cors_origins, own_origins=settings.own_origins(),
                      hosts=settings.trusted_hosts())

@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import ValidationError
 
-from claire.agent.resolver import case_from_check
 from claire.agent.runtime import open_system
 from claire.domain import Assessment, Claim, recorded_outcome
+from claire.resolving.flags import resolve_flag
 from claire.tasks.sides.records import SidesCase
 from claire.web.deps import ConfigDep, RetrieverDep, StoreDep
 from claire.web.schemas import ResolveRequest
@@ -21,7 +21,7 @@ from claire.web.schemas import ResolveRequest
 resolving = APIRouter(prefix="/api", tags=["resolve"])
 
 
-def _case_of_fact(store: Any, retriever: Any, job_id: str, wanted: str) -> SidesCase:
+def _flag_of_fact(store: Any, job_id: str, wanted: str) -> tuple[Claim, Assessment]:
     job = store.job(job_id)
     if job is None:
         raise HTTPException(404, f"no check, scan or patrolled edit with id '{job_id}'")
@@ -34,10 +34,7 @@ def _case_of_fact(store: Any, retriever: Any, job_id: str, wanted: str) -> Sides
         claim, assessment = Claim.model_validate(fact["claim"]), Assessment.model_validate(fact["assessment"])
     except ValidationError:
         raise HTTPException(409, "this fact's stored check cannot be read") from None
-    case = case_from_check(claim, assessment, retriever)
-    if case is None:
-        raise HTTPException(409, "the check named no passage this fact conflicts with")
-    return case
+    return claim, assessment
 
 
 @resolving.post("/resolve")
@@ -45,18 +42,23 @@ async def post_resolve(body: ResolveRequest, request: Request, store: StoreDep, 
                        config: ConfigDep) -> dict[str, Any]:
     """Each side's sources read and rated, the decision with its reasons, what is missing, and the
     talk-page draft (a few LLM calls: one per readable cited source, one for the explanation)."""
+    llm = request.app.state.runner.llm
     if body.case is not None:
         try:
             case = SidesCase.model_validate({"others": [], **body.case})
         except ValidationError as error:
             first = error.errors()[0]
             raise HTTPException(422, f"case.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-    elif body.job_id and body.fact is not None:
-        case = await asyncio.to_thread(_case_of_fact, store, retriever, body.job_id, body.fact.strip())
-    else:
+        resolving_config = config.with_overrides({"agent.system": "resolve", "agent.task": "sides"})
+        async with open_system(resolving_config, llm=llm, retriever=retriever) as resolver:
+            resolution = await resolver.assess(case)
+        return resolution.model_dump(mode="json")
+    if not (body.job_id and body.fact is not None):
         raise HTTPException(422, "give a job_id and a fact, or a case")
-    resolving_config = config.with_overrides({"agent.system": "resolve", "agent.task": "sides"})
-    llm = request.app.state.runner.llm
-    async with open_system(resolving_config, llm=llm, retriever=retriever) as resolver:
-        resolution = await resolver.assess(case)
-    return resolution.model_dump(mode="json")
+    claim, assessment = await asyncio.to_thread(_flag_of_fact, store, body.job_id, body.fact.strip())
+    # one decision per contradiction: flags that pair the same two statements share it
+    found = await resolve_flag(config, claim, assessment, retriever=retriever, llm=llm,
+                               memo=request.app.state.resolutions)
+    if found is None:
+        raise HTTPException(409, "the check named no passage this fact conflicts with")
+    return found.model_dump(mode="json")

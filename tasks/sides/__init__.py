@@ -1,5 +1,5 @@
 """The sides task: which side of a contradiction is right. It is answered by the ``resolve``
-system (:class:`~claire.agent.resolver.Resolver`); a run reports accuracy where a winner exists,
+system (:class:`~claire.resolving.resolver.Resolver`); a run reports accuracy where a winner exists,
 wrong winners named with high confidence, and how well *cannot tell* finds the cases without
 evidence.
 

@@ -27,6 +27,9 @@ DECISIONS: tuple[Decision, ...] = ("fact", "passage", "both", "unknown")
 DECISION_WORDS: dict[str, str] = {"fact": "the fact is right", "passage": "the passage is right",
                                   "both": "both can stand", "unknown": "cannot tell"}
 Support = Literal["states", "silent", "contradicts", "unknown", "could not read"]
+ValuesFrom = Literal["given", "model", "word overlap"]
+"""Where a resolve's two values came from: given with the case, named by the model from the
+research's own answer, or, when the model named none, the words that set the two statements apart."""
 
 
 class Side(BaseModel):
@@ -39,6 +42,8 @@ class Side(BaseModel):
     citations: list[Reference] = Field(default_factory=list)
     url: str | None = None
     revision_id: int | None = None
+    block_id: str | None = None  # the corpus block it stands in, when known (a worklist's entries pair blocks)
+    sentence: str | None = None  # the article's own sentence that states it, when known (the talk page quotes it)
 
     @field_validator("text")
     @classmethod
@@ -92,6 +97,8 @@ class SidesCase(BaseModel):
     sources: list[GivenSource] = Field(default_factory=list)
     time_varying: bool | None = None
     label: Decision | None = None
+    values: tuple[str, str] | None = None  # what the fact and the passage each state on the point in conflict
+    values_from: ValuesFrom | None = None  # who named them (None: the resolver works them out)
 
     model_config = {"populate_by_name": True}
 
@@ -124,6 +131,8 @@ class SideReport(BaseModel):
     document_title: str = ""
     section_title: str = ""
     link: str | None = None  # the article (a permanent revision link when the revision is known)
+    block_id: str | None = None  # the corpus block the statement stands in, when known
+    sentence: str | None = None  # the article's own sentence, when known (the statement may be a fact extracted from it)
     sources: list[SourceJudgement] = Field(default_factory=list)
     agreeing: list[str] = Field(default_factory=list)  # distinct other sources that give its value
     strength: float = 0.0
@@ -141,6 +150,7 @@ class Resolution(BaseModel):
     explanation: str | None = None
     both_reason: str | None = None
     time_varying: bool | None = None
+    values_from: ValuesFrom | None = None  # where the two values compared came from (the card says so)
     sides: list[SideReport] = Field(default_factory=list)
     talk_page: str | None = None
     talk_page_article: str | None = None

@@ -10,10 +10,9 @@ from datetime import date
 import mwparserfromhell
 import pytest
 
-from claire.agent.resolver import (
-    Resolver, case_from_check, closest_sentence, decide, distinguishing_values, gives_value, source_key,
-)
-from claire.agent.talk_page import as_wikitext, talk_page_draft
+from claire.resolving.cases import case_from_check, closest_sentence
+from claire.resolving.resolver import Resolver, decide, distinguishing_values, gives_value, source_key
+from claire.resolving.talk_page import as_wikitext, talk_page_draft
 from claire.config import Config
 from claire.domain import Assessment, Claim, Evidence, Passage, Reference
 from claire.errors import DatasetError

@@ -33,7 +33,7 @@ from urllib.parse import quote, urlsplit
 
 from claire.agent.citation_checker import CitationChecker, normalise_url
 from claire.agent.system import SystemParts
-from claire.agent.talk_page import talk_page_draft
+from claire.resolving.talk_page import talk_page_draft
 from claire.config import ResolveConfig
 from claire.domain import Reference, ScoreKind
 from claire.errors import ClaireError
@@ -76,7 +76,7 @@ log = logging.getLogger(__name__)
 
 
 # -- values ---------------------------------------------------------------------------------------
-def _tokens(text: str) -> list[str]:
+def tokens(text: str) -> list[str]:
     found = []
     for token in _TOKEN.findall(text):
         token = token.rstrip(".,").replace(",", "") if token[0].isdigit() else token
@@ -89,7 +89,7 @@ def distinguishing_values(a: str, b: str, limit: int = 4) -> tuple[str, str]:
     """The details that set two statements apart: the words and numbers each has that the other
     lacks — only the numbers when both differ in numbers, only the years when both differ in years —
     at most ``limit`` each, in order."""
-    ta, tb = _tokens(a), _tokens(b)
+    ta, tb = tokens(a), tokens(b)
     fa, fb = {t.casefold() for t in ta}, {t.casefold() for t in tb}
     da = list(dict.fromkeys(t for t in ta if t.casefold() not in fb))
     db = list(dict.fromkeys(t for t in tb if t.casefold() not in fa))
@@ -105,10 +105,10 @@ def distinguishing_values(a: str, b: str, limit: int = 4) -> tuple[str, str]:
 def gives_value(text: str, value: str) -> bool:
     """Whether ``text`` gives ``value``: at least half of its words and numbers (all, for one or two)
     stand in it as whole words."""
-    wanted = _tokens(value)
+    wanted = tokens(value)
     if not wanted:
         return False
-    have = {t.casefold() for t in _tokens(text)}
+    have = {t.casefold() for t in tokens(text)}
     found = sum(1 for t in wanted if t.casefold() in have)
     return found >= (len(wanted) if len(wanted) <= 2 else (len(wanted) + 1) // 2)
 
@@ -134,6 +134,27 @@ def source_key(reference: Reference | None, fallback: str) -> str:
     if reference is not None and reference.site:
         return reference.site.strip().lower()
     return fallback.strip().lower()
+
+
+def _base_title(title: str) -> tuple[str, str]:
+    name, _, qualifier = title.partition(" (")
+    return name.strip().casefold(), qualifier.rstrip(")").strip().casefold()
+
+
+def same_subject(passage: OtherPassage, fact: str, values: tuple[str, str], sides: SidesCase) -> bool:
+    """Whether another passage speaks of what the contradiction is about, not only shares its
+    words: it is not from an article named like one side's but told apart by a qualifier ("John
+    Williams (guitarist)" beside "John Williams"), and it shares at least two of the fact's words
+    besides the values themselves."""
+    name, qualifier = _base_title(passage.document_title)
+    for side in (sides.fact, sides.passage):
+        other_name, other_qualifier = _base_title(side.document_title)
+        if name == other_name and qualifier != other_qualifier:
+            return False
+    value_words = {t.casefold() for value in values for t in tokens(value)}
+    words = {t.casefold() for t in tokens(fact)} - value_words
+    have = {t.casefold() for t in tokens(passage.content)}
+    return len(words & have) >= min(2, len(words))
 
 
 # -- the rule -------------------------------------------------------------------------------------
@@ -233,75 +254,6 @@ def _missing(sides: dict[str, SideReport], supporting: dict[str, list[SourceJudg
     return missing
 
 
-# -- a case from a flagged check ----------------------------------------------------------------------
-_CITED = re.compile(r"\[(\d+)\]")
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def _sentence_score(sentence: str, fact: str) -> int:
-    """How well a sentence answers to a fact: the words they share, and two more when it holds a
-    number of the same kind (a year for a year, a number for a number) — a rival value."""
-    words = {t.casefold() for t in _tokens(fact) if not t[0].isdigit()}
-    numbers = [t for t in _tokens(fact) if t[0].isdigit()]
-    found = _tokens(sentence)
-    score = len(words & {t.casefold() for t in found if not t[0].isdigit()})
-    years = any(_YEAR.fullmatch(n) for n in numbers)
-    if numbers and any(t[0].isdigit() and (bool(_YEAR.fullmatch(t)) == years) for t in found):
-        score += 2
-    return score
-
-
-def closest_sentence(text: str, to: str) -> tuple[str, int]:
-    """The sentence (or line: a table row, an infobox field) of ``text`` that answers best to ``to``, and its score."""
-    pieces = [p.strip() for p in _SENTENCES.split(text) if p.strip()] or [text.strip()]
-    best = max(pieces, key=lambda p: (_sentence_score(p, to), -len(p)))
-    return best, _sentence_score(best, to)
-
-
-def contradicting_evidence(assessment: Any) -> Any | None:
-    """The passage a flagged assessment found in conflict with its fact: of the passages it read,
-    the one whose sentence answers best to the fact (a rival value, shared words), a passage its
-    reported contradiction or its reasoning cites ([n]) counting one more, prose before tables."""
-    cited = {int(n) for text in [*assessment.reported, assessment.reasoning or ""] for n in _CITED.findall(text or "")}
-    ranked = sorted(assessment.evidence, key=lambda e: (
-        -(closest_sentence(e.content, assessment.claim_text)[1] + (1 if e.n in cited else 0)),
-        e.block_type != "text", e.n))
-    return ranked[0] if ranked else None
-
-
-def own_block(claim: Any, retriever: Searcher | None) -> Any | None:
-    """The block of the fact's own article that states it (its citations are the fact's), when the
-    index holds the article."""
-    title = claim.context.document_title
-    if retriever is None or not title:
-        return None
-    hits = retriever.search(claim.text, k=30)
-    mine = [h.block for h in hits if h.block.document_title == title]
-    wanted = {t.casefold() for t in _tokens(claim.text)}
-    return max(mine, key=lambda b: len(wanted & {t.casefold() for t in _tokens(b.content)}), default=None)
-
-
-def case_from_check(claim: Any, assessment: Any, retriever: Searcher | None) -> SidesCase | None:
-    """The contradiction a flagged check found, as a case to resolve (None without a passage): the
-    fact with its own block's citations, the passage it conflicts with (its sentence closest to the
-    fact, its block's citations), the other passages the research read, and a search for more."""
-    evidence = contradicting_evidence(assessment)
-    if evidence is None:
-        return None
-    block = own_block(claim, retriever)
-    context = claim.context
-    fact = Side(text=claim.text, document_title=context.document_title, section_title=context.section_title,
-                content=context.content or (block.content if block else ""), url=(block.url if block else context.url),
-                revision_id=block.revision_id if block else None, citations=list((block.citations if block else None) or []))
-    passage = Side(text=closest_sentence(evidence.content, claim.text)[0], document_title=evidence.document_title,
-                   section_title=evidence.section_title, content=evidence.content, url=evidence.url,
-                   revision_id=evidence.revision_id, citations=list(evidence.citations or []))
-    read = [OtherPassage(document_title=e.document_title, content=e.content, citations=list(e.citations or []))
-            for e in assessment.evidence if e.id != evidence.id and e.document_title not in
-            (fact.document_title, passage.document_title)]
-    return SidesCase(id=assessment.claim_id, fact=fact, passage=passage, others=None, read=read)
-
-
 # -- the resolver -----------------------------------------------------------------------------------
 class Resolver:
     """Resolves contradictions (see the module docstring). A System like the others
@@ -384,7 +336,9 @@ class Resolver:
         references = list({r.key(): r for r in side.citations}.values())[: self.settings.max_sources]
         judgements = await asyncio.gather(*[self.judge_safely(side, r, given, value, other_value) for r in references])
         return SideReport(side=name, text=side.text, value=value, document_title=side.document_title,  # type: ignore[arg-type]
-                          section_title=side.section_title, link=article_link(side), sources=list(judgements))
+                          section_title=side.section_title, link=article_link(side), block_id=side.block_id,
+                          sentence=side.sentence,
+                          sources=list(judgements))
 
     # -- agreement -----------------------------------------------------------------------------
     async def others(self, case: SidesCase, values: tuple[str, str]) -> list[OtherPassage]:
@@ -407,13 +361,17 @@ class Resolver:
         return list(found.values())
 
     @staticmethod
-    def agreeing(value: str, other_value: str, others: list[OtherPassage]) -> list[str]:
-        """The distinct sources among ``others`` that give ``value`` (and not the other value): a
-        passage counts by the source it cites (else by its article), and an article votes once."""
+    def agreeing(value: str, other_value: str, others: list[OtherPassage], *, about: str = "",
+                 sides: SidesCase | None = None) -> list[str]:
+        """The distinct sources among ``others`` that give ``value`` (and not the other value) about
+        the same thing (:func:`same_subject`): a passage counts by the site it cites (else by its
+        article), and an article votes once."""
         keys: list[str] = []
         articles: set[str] = set()
         for passage in others:
             if passage.document_title in articles:
+                continue
+            if sides is not None and not same_subject(passage, about, (value, other_value), sides):
                 continue
             if gives_value(passage.content, value) and not gives_value(passage.content, other_value):
                 articles.add(passage.document_title)
@@ -453,15 +411,15 @@ class Resolver:
         """Gather each side's evidence, apply the rule, explain it and draft the talk-page note."""
         started = time.perf_counter()
         with track_usage() as usage:
-            values = distinguishing_values(case.fact.text, case.passage.text)
+            values = case.values or distinguishing_values(case.fact.text, case.passage.text)
             given = {normalise_url(s.url) or s.url: SourcePage(url=s.url, title=s.title, site=s.site, date=s.date,
                                                                 text=s.text, origin="file") for s in case.sources}
             fact, passage = await asyncio.gather(
                 self.side_report("fact", case.fact, given, values[0], values[1]),
                 self.side_report("passage", case.passage, given, values[1], values[0]))
             others = await self.others(case, values)
-            fact.agreeing = self.agreeing(values[0], values[1], others)
-            passage.agreeing = self.agreeing(values[1], values[0], others)
+            fact.agreeing = self.agreeing(values[0], values[1], others, about=case.fact.text, sides=case)
+            passage.agreeing = self.agreeing(values[1], values[0], others, about=case.fact.text, sides=case)
             readings: dict[str, Any] = {}
             if self.settings.explain:
                 readings = await self.explain(fact, passage)
@@ -472,7 +430,8 @@ class Resolver:
         resolution = Resolution(
             claim_id=case.claim_id, decision=decision, confidence=confidence, reasons=reasons, missing=missing,
             explanation=readings.get("explanation"), both_reason=readings.get("reason") if readings.get("both") else None,
-            time_varying=time_varying, sides=[fact, passage], usage=usage.to_dict(),
+            time_varying=time_varying, values_from=case.values_from or ("given" if case.values else "word overlap"),
+            sides=[fact, passage], usage=usage.to_dict(),
             latency_s=round(time.perf_counter() - started, 3))
         resolution.talk_page_article, resolution.talk_page = talk_page_draft(case, resolution)
         return resolution

@@ -1,0 +1,262 @@
+"""The corpus run: many articles of an index checked, their flags resolved and folded into one
+worklist entry per contradiction (``claire worklist``).
+
+Articles come from a list of titles (a file, a category or a WikiProject through the Action API,
+a PagePile) or from every article of the index. For each article's text blocks the facts are
+extracted (``facts.jsonl``, one record per block, so a rerun extracts nothing twice), then every
+fact is checked into an ordinary run directory (``checks/``, resumed like an evaluation), each
+flagged fact's conflict is named from the research's own answer and each distinct contradiction
+resolved once (:mod:`claire.resolving.flags`), and the entries are ranked and written as
+``worklist.jsonl`` and ``worklist.wiki`` (:mod:`claire.resolving.worklist`). Every LLM answer
+goes through the response cache, so a run stopped at any point (even ``kill -9``) and started
+again repeats no finished call and lists nothing twice.
+
+Before it starts, :func:`estimate` says what the run will take: articles, blocks, facts, LLM
+calls, tokens, cost (genai-prices) and time at the configured concurrency. ``max_cost`` stops the
+checks cleanly once the run has spent that much; the facts left are checked by the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from rich.console import Console
+
+from claire.agent.extraction import extract_facts
+from claire.agent.runtime import open_retrieval, open_system, run_settings
+from claire.config import Config
+from claire.domain import Claim, Passage, recorded_outcome
+from claire.errors import ClaireError, ConfigError, NothingToCheck
+from claire.evals.runner import run_eval
+from claire.files import write_atomically
+from claire.llm.client import ChatClient
+from claire.llm.usage import CallTokens, Usage, track_usage
+from claire.resolving.cases import flagged_assessment
+from claire.resolving.flags import resolve_flags
+from claire.resolving.worklist import WorklistEntry, entries_from, ranked, worklist_wikitext
+from claire.runs.executor import resumable_step
+from claire.runs.predictions import load_predictions
+from claire.tasks.fact_limits import fact_length_problem
+
+FACTS_PER_BLOCK = 3.0
+"""Planning figure for the estimate: facts extracted from one text block before the run has
+extracted any (measured on the demo corpus with the oracle: 2 to 4; real models vary)."""
+CALLS_PER_FACT = {"claire": 6.0, "rav": 1.0, "nli": 20.0, "cascade": 3.0}
+"""Planning figures for the estimate: LLM calls to check one fact, by system (claire: about four
+research steps, the verifier and the first clarification; nli: one call per retrieved passage)."""
+PROMPT_TOKENS, COMPLETION_TOKENS = 1_800, 250
+"""Planning figures for the estimate: tokens of a typical call."""
+SECONDS_PER_CALL = 2.0
+"""Planning figure for the estimate's time: one answer from a hosted model."""
+
+
+@dataclass
+class Estimate:
+    """What a corpus run is expected to take (planning figures, stated as such)."""
+
+    articles: int
+    blocks: int
+    facts: int
+    calls: int
+    tokens: int
+    cost_usd: float | None
+    seconds: float
+    model: str
+
+    def lines(self) -> list[str]:
+        """The estimate as the command prints it."""
+        cost = f"about ${self.cost_usd:,.2f}" if self.cost_usd is not None else f"unknown (no price for {self.model})"
+        minutes = self.seconds / 60
+        return [f"{self.articles} article(s), {self.blocks} text block(s), about {self.facts} fact(s) to check",
+                f"about {self.calls:,} LLM calls and {self.tokens:,} tokens; cost {cost}; "
+                f"about {minutes:,.1f} min at this concurrency with {SECONDS_PER_CALL:g} s answers",
+                "(planning figures: facts per block, calls per fact and tokens per call are typical values, "
+                "not measured on this corpus)"]
+
+
+def estimate(config: Config, articles: int, blocks: int, facts: int | None = None) -> Estimate:
+    """The expected facts, calls, tokens, cost and time of checking ``blocks`` text blocks (``facts``
+    when they are already extracted) with the configured system, model and concurrency."""
+    facts = facts if facts is not None else round(blocks * FACTS_PER_BLOCK)
+    per_fact = CALLS_PER_FACT.get(config.agent.system, 6.0)
+    calls = blocks + round(facts * per_fact) + round(facts * 0.1 * 4)  # extraction, checks, a tenth resolved
+    per_call = CallTokens(prompt=PROMPT_TOKENS, completion=COMPLETION_TOKENS).cost(config.llm.model)
+    seconds = calls * SECONDS_PER_CALL / max(1, config.eval.concurrency)
+    return Estimate(articles=articles, blocks=blocks, facts=facts, calls=calls,
+                    tokens=calls * (PROMPT_TOKENS + COMPLETION_TOKENS),
+                    cost_usd=None if per_call is None else calls * per_call, seconds=seconds, model=config.llm.model)
+
+
+class BudgetReached(ClaireError):
+    """The run spent its ``--max-cost``."""
+
+
+class WithinBudget:
+    """A system that refuses to start a check once the run's cost has reached ``max_cost`` (the
+    refused facts are failed lines, checked again by the next run)."""
+
+    def __init__(self, system: Any, usage: Usage, max_cost: float):
+        self.system, self.usage, self.max_cost = system, usage, max_cost
+        self.name = system.name
+        self.score_kind = getattr(system, "score_kind", "probability")
+        self.prompts = getattr(system, "prompts", None)
+        self.reached = False
+
+    async def assess(self, claim: Claim, **options: Any) -> Any:
+        if (self.usage.cost_usd or 0.0) >= self.max_cost:
+            self.reached = True
+            raise BudgetReached(f"the run reached its budget of ${self.max_cost:g} (--max-cost) before this fact")
+        return await self.system.assess(claim, **options)
+
+
+@dataclass
+class WorklistRun:
+    """What a corpus run produced."""
+
+    out_dir: Path
+    articles: list[str]
+    facts: int
+    flagged: int
+    entries: list[WorklistEntry]
+    usage: dict[str, Any] = field(default_factory=dict)
+    budget_reached: bool = False
+    unchecked: int = 0
+    wall_s: float = 0.0
+
+
+def claim_id_of(block_id: str, fact: str) -> str:
+    """A fact's stable id: its block and its text, so a rerun resumes instead of starting over."""
+    return "fact-" + hashlib.sha1(f"{block_id}\n{fact}".encode("utf-8")).hexdigest()[:12]
+
+
+def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(the articles to check, in order; the titles asked for that the index does not hold).
+    ``titles`` None: every article of the index, in the index's order."""
+    if titles is None:
+        seen: dict[str, None] = {}
+        for block in retriever.store.iter_blocks():
+            seen.setdefault(block.document_title, None)
+        return list(seen), []
+    wanted = list(dict.fromkeys(t.strip() for t in titles if t.strip()))
+    missing = [t for t in wanted if not retriever.has_document(t)]
+    return [t for t in wanted if t not in missing], missing
+
+
+async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] | None = None,
+                       max_facts_per_article: int | None = None, max_cost: float | None = None,
+                       console: Console | None = None, show_progress: bool = True,
+                       on_estimate: Callable[[Estimate], None] | None = None) -> WorklistRun:
+    """The corpus run (see the module docstring)."""
+    started = time.perf_counter()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    retriever = await asyncio.to_thread(open_retrieval, config)
+    llm = ChatClient.from_config(config.llm)
+    try:
+        articles, missing = await asyncio.to_thread(select_articles, retriever, titles)
+        if missing and console is not None:
+            console.print(f"[yellow]note:[/] not in index {config.retrieval.index}: {', '.join(missing[:10])}"
+                          + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""))
+        if not articles:
+            raise ConfigError(f"none of the articles asked for is in index {config.retrieval.index}")
+        blocks = [b for title in articles for b in await asyncio.to_thread(retriever.document, title)
+                  if b.block_type == "text" and b.content.strip()]
+        planned = estimate(config, len(articles), len(blocks))
+        if on_estimate is not None:
+            on_estimate(planned)
+        with track_usage() as usage:
+            from claire.agent.runtime import prompt_library
+
+            prompts = prompt_library(config)
+
+            async def extract(block: Any) -> dict[str, Any]:
+                try:
+                    found = await extract_facts(title=block.document_title, section=block.section_title,
+                                                text=block.content, llm=llm, prompts=prompts)
+                except NothingToCheck:
+                    found = []
+                except ClaireError as error:
+                    return {"block_id": block.id, "error": str(error), "facts": []}
+                return {"block_id": block.id, "error": None,
+                        "facts": [f.text for f in found
+                                  if not (fact_length_problem(f.text, config.agent.max_fact_chars, what="a fact") or [None, False])[1]]}
+
+            extracted = await resumable_step(blocks, key=lambda b: b.id, field="block_id", path=out_dir / "facts.jsonl",
+                                             work=extract, concurrency=config.eval.concurrency)
+            claims: list[Claim] = []
+            per_article: dict[str, int] = {}
+            for block in blocks:
+                for text in (extracted.get(block.id) or {}).get("facts") or []:
+                    if max_facts_per_article and per_article.get(block.document_title, 0) >= max_facts_per_article:
+                        break
+                    per_article[block.document_title] = per_article.get(block.document_title, 0) + 1
+                    claims.append(Claim(claim_id=claim_id_of(block.id, text), text=text, context=Passage(
+                        document_title=block.document_title, section_title=block.section_title, content=block.content,
+                        url=block.url, id=block.id, revision_id=block.revision_id,
+                        citations=list(block.citations) if block.citations is not None else None)))
+            claims = list({c.claim_id: c for c in claims}.values())
+            checks = out_dir / "checks"
+            reached = False
+            async with open_system(config, llm=llm, retriever=retriever) as system:
+                checked = WithinBudget(system, usage, max_cost) if max_cost is not None else system
+                if claims:
+                    await run_eval(claims, checked, checks, concurrency=config.eval.concurrency,
+                                   config_public=run_settings(config), show_progress=show_progress, console=console,
+                                   retry_errors=True)
+                reached = isinstance(checked, WithinBudget) and checked.reached
+            by_id = {c.claim_id: c for c in claims}
+            lines = [p for p in load_predictions(checks) if p["claim_id"] in by_id] if claims else []
+            flagged = [(by_id[p["claim_id"]], flagged_assessment(p, by_id[p["claim_id"]]))
+                       for p in lines if recorded_outcome(p) == "flagged"]
+            flagged = [(claim, _with_block_data(assessment, retriever)) for claim, assessment in flagged]
+            unchecked = sum(1 for p in lines if recorded_outcome(p) == "failed")
+            resolved = await resolve_flags(config, flagged, retriever=retriever, llm=llm) if flagged else []
+        entries = ranked(entries_from(resolved))
+        write_worklist(out_dir, entries)
+        summary = {"articles": len(articles), "facts": len(claims), "flagged": len(flagged), "entries": len(entries),
+                   "unchecked": unchecked, "budget_reached": reached, "usage": usage.to_dict()}
+        write_atomically(out_dir / "worklist_run.json", json.dumps(summary, indent=2))
+        return WorklistRun(out_dir=out_dir, articles=articles, facts=len(claims), flagged=len(flagged), entries=entries,
+                           usage=usage.to_dict(), budget_reached=reached, unchecked=unchecked,
+                           wall_s=time.perf_counter() - started)
+    finally:
+        retriever.close()
+        await llm.aclose()
+
+
+def _with_block_data(assessment: Any, retriever: Any) -> Any:
+    """A rebuilt assessment's passages with what their blocks keep in the index (citations, type,
+    revision), which a trace does not keep."""
+    titles = {e.document_title for e in assessment.evidence}
+    blocks = {b.id: b for title in titles for b in retriever.document(title)}
+    evidence = [e.model_copy(update={"citations": blocks[e.id].citations, "block_type": blocks[e.id].block_type,
+                                     "revision_id": blocks[e.id].revision_id})
+                if e.id in blocks else e for e in assessment.evidence]
+    return assessment.model_copy(update={"evidence": evidence})
+
+
+def write_worklist(out_dir: Path, entries: Sequence[WorklistEntry]) -> None:
+    """``worklist.jsonl`` (one entry a line, decisions recorded by an editor kept) and ``worklist.wiki``."""
+    path = out_dir / "worklist.jsonl"
+    kept = {e.id: e for e in read_worklist(out_dir)} if path.exists() else {}
+    merged = []
+    for entry in entries:
+        before = kept.get(entry.id)
+        if before is not None and before.status != "open":
+            entry = entry.model_copy(update={"status": before.status, "note": before.note})
+        merged.append(entry)
+    write_atomically(path, "".join(e.model_dump_json() + "\n" for e in merged))
+    write_atomically(out_dir / "worklist.wiki", worklist_wikitext(merged))
+
+
+def read_worklist(out_dir: Path) -> list[WorklistEntry]:
+    """The entries of a run directory's ``worklist.jsonl``."""
+    from claire.files import read_log
+
+    return [WorklistEntry.model_validate(value) for value in read_log(Path(out_dir) / "worklist.jsonl")]
