@@ -66,6 +66,9 @@ def resolution_view(resolution: Resolution) -> Group:
         where = side.document_title + (f" › {side.section_title}" if side.section_title else "")
         verified = " · verified" if side.verified else ""
         parts.append(Panel(Group(*lines), title=f"the {side.side} — {escape(where)}{verified}", title_align="left"))
+    if resolution.values_from == "word overlap":
+        parts.append(Text("the values compared are the words that set the two statements apart: the model named "
+                          "no conflicting passage and values", style="yellow"))
     if resolution.reasons:
         parts.append(Text("why:", style="bold"))
         parts += [Text("  • " + reason) for reason in resolution.reasons]

@@ -161,10 +161,11 @@ def case_from_check(claim: Claim, assessment: Assessment, retriever: Searcher | 
     context = claim.context
     known = context.citations is not None  # a passage that carries its citations (an edit's own <ref>s)
     block = None if known else own_block(claim, retriever)
-    fact_sentence = (sentence_giving(context.content, conflict.fact_value, claim.text) if conflict and context.content
-                     else closest_sentence(context.content, claim.text)[0] if context.content else None)
+    content = context.content or (block.content if block else "")
+    fact_sentence = (sentence_giving(content, conflict.fact_value, claim.text) if conflict and content
+                     else closest_sentence(content, claim.text)[0] if content else None)
     fact = Side(text=claim.text, document_title=context.document_title, section_title=context.section_title,
-                content=context.content or (block.content if block else ""),
+                content=content,
                 url=context.url or (block.url if block else None),
                 revision_id=context.revision_id or (block.revision_id if block else None),
                 citations=list(context.citations or []) if known else list((block.citations if block else None) or []),

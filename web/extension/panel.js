@@ -211,6 +211,10 @@
       DECISIONS[resolution.decision] + (resolution.decision === "unknown" ? "" : " · confidence " + Number(resolution.confidence).toFixed(2)));
     box.appendChild(decision);
     resolution.sides.forEach((side) => box.appendChild(sideView(side)));
+    if (resolution.values_from === "word overlap") {
+      box.appendChild(el("p", "claire-missing", "The values compared are the words that set the two statements apart: "
+        + "the model named no conflicting passage and values."));
+    }
     if (resolution.reasons.length) {
       box.appendChild(el("h5", null, "Why"));
       const list = el("ul", "claire-list");

@@ -1,0 +1,70 @@
+"""The corpus run end to end on a real on-disk demo index, with the oracle behind a real
+OpenAI-compatible server: every planted pair of the demo corpus's key listed once with the right
+side and nothing else, the wikitext worklist parsed back as a table, and a second run that repeats
+no LLM call and lists nothing twice."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mwparserfromhell
+import pytest
+
+from claire.testing.cli import run_claire
+from claire.testing.mock_openai import MockOpenAIServer
+from claire.testing.oracle import KEY, oracle_responder
+
+ARTICLES = ["Paris", "The Beatles", "Neil Armstrong", "Nobel Prize in Physics", "Edwin Hubble", "John Williams",
+            "Amazon River", "Not An Article Here"]
+
+
+@pytest.fixture
+def oracle():
+    with MockOpenAIServer(oracle_responder(), model="oracle") as server:
+        yield server
+
+
+def test_the_corpus_run_lists_each_planted_pair_once_with_the_right_side(oracle, tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
+    titles = tmp_path / "titles.txt"
+    titles.write_text("\n".join(["# the articles that hold the planted errors", *ARTICLES]) + "\n")
+    out = tmp_path / "wl"
+    args = ("worklist", "--titles", str(titles), "--out", str(out), "--key", str(KEY), "--concurrency", "16",
+            "--base-url", oracle.base_url, "--model", "oracle")
+    result = run_claire(*args, cache=tmp_path)
+    assert result.returncode == 1, result.stderr  # contradictions listed
+    assert "estimate" in result.stdout and "Not An Article Here" in result.stderr  # said before the start
+    metrics = json.loads((out / "worklist_metrics.json").read_text())
+    assert (metrics["found"], metrics["not_planted"], metrics["duplicates"], metrics["right_side"]) == (7, 0, 0, 7)
+    entries = [json.loads(line) for line in (out / "worklist.jsonl").read_text().splitlines()]
+    assert len(entries) == 7
+    eiffel = next(e for e in entries if e["should_change"] == "Paris")
+    assert len(eiffel["facts"]) >= 2  # several facts of one planted error: one entry, one decision
+    for entry in entries:
+        assert entry["decision"] == "passage" and entry["values_from"] == "model"
+        assert {side["side"] for side in entry["sides"]} == {"fact", "passage"}
+        assert all(side["document_title"] for side in entry["sides"])
+    table = mwparserfromhell.parse((out / "worklist.wiki").read_text())
+    assert len(table.filter_tags(matches=lambda node: node.tag == "table")) == 1
+    rows = [tag for tag in table.filter_tags(recursive=True) if tag.tag == "tr"]
+    assert len(rows) == 7  # one row an entry, under the header
+    assert all(len([c for c in row.contents.filter_tags(recursive=False) if c.tag == "td"]) == 8 for row in rows)
+    assert not table.filter_templates()  # nothing in it acts as a template
+    assert all(str(link.title).startswith(":") for link in table.filter_wikilinks())
+
+    calls = oracle.calls
+    again = run_claire(*args, cache=tmp_path)  # a rerun: every answer from the cache, nothing listed twice
+    assert again.returncode == 1, again.stderr
+    assert oracle.calls == calls
+    assert [json.loads(line)["id"] for line in (out / "worklist.jsonl").read_text().splitlines()] == \
+        [entry["id"] for entry in entries]
+
+
+def test_a_worklist_without_articles_or_with_a_bad_key_is_one_line(tmp_path):
+    result = run_claire("worklist", "--out", str(tmp_path / "wl"), cache=tmp_path)
+    assert result.returncode == 2 and "--titles FILE, or --all" in result.stderr and "Traceback" not in result.stderr
+    key = tmp_path / "key.jsonl"
+    key.write_text('{"id": "p", "wrong_block": "a"}\n')
+    result = run_claire("worklist", "--all", "--key", str(key), "--out", str(tmp_path / "wl"), cache=tmp_path)
+    assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr
