@@ -31,7 +31,7 @@ def eval_command(
     docs_per_query: DocsPerQueryOpt = None,
     no_rerank: NoRerankOpt = False,
     tools: ToolsOpt = None,
-    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), or citations (WAFER-style records; --index names the sources index).")] = None,
+    task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), citations (WAFER-style records; --index names the sources index), or worklist (the corpus run over --index, scored against a key of planted contradictions given as --dataset).")] = None,
     index: IndexOpt = None,
     *,
     settings: Settings,
@@ -42,6 +42,11 @@ def eval_command(
     from claire.evals.runner import failure, run_eval, select_records, with_threshold
     from claire.tasks.registry import get_task
 
+    if task == "worklist":  # the corpus run over the whole index, scored against a key of planted pairs
+        from claire.cli.worklist import corpus_run
+
+        corpus_run(settings.batch(system, concurrency, **{"retrieval.index": index}), titles=None, out=out, key=dataset)
+        return
     chosen = get_task(task)
     config = settings.batch(system, concurrency,
                          **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,

@@ -44,13 +44,20 @@ def worklist_command(
     """Check every article of a list (or the whole index), resolve each contradiction once and write a ranked worklist. Exit 0 no contradiction, 1 some listed, 2 error."""
     if (titles is None) == (not all_articles):
         raise ConfigError("give the articles to check: --titles FILE, or --all for every article of the index")
-    wanted = read_titles(titles) if titles is not None else None
+    config = settings.batch(system, concurrency)
+    corpus_run(config, titles=read_titles(titles) if titles is not None else None, out=out, key=key,
+               max_facts=max_facts, max_cost=max_cost, as_json=as_json)
+
+
+def corpus_run(config, *, titles: list[str] | None, out: Path, key: Path | None, max_facts: int | None = None,
+               max_cost: float | None = None, as_json: bool = False) -> None:
+    """Run the corpus and show (or print as JSON) its worklist; scored when a key is given. Exits
+    with the status README's rule gives: 1 when something is listed."""
     pairs = None
     if key is not None:
         from claire.resolving.worklist import load_key
 
         pairs = load_key(key)
-    config = settings.batch(system, concurrency)
     require_api_key(config)
     if config.agent.task != "wikicollide":
         raise ConfigError(f"claire worklist checks WikiCollide-style facts, not the {config.agent.task} task")
@@ -61,7 +68,7 @@ def worklist_command(
     def said(planned) -> None:
         shown.print("[bold]estimate[/]: " + "\n          ".join(planned.lines()))
 
-    result = run(run_worklist(config=config, out_dir=out, titles=wanted, max_facts_per_article=max_facts,
+    result = run(run_worklist(config=config, out_dir=out, titles=titles, max_facts_per_article=max_facts,
                               max_cost=max_cost, console=err, show_progress=not as_json, on_estimate=said))
     scores = None
     if pairs is not None:

@@ -68,3 +68,5 @@ def test_a_worklist_without_articles_or_with_a_bad_key_is_one_line(tmp_path):
     key.write_text('{"id": "p", "wrong_block": "a"}\n')
     result = run_claire("worklist", "--all", "--key", str(key), "--out", str(tmp_path / "wl"), cache=tmp_path)
     assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr
+    result = run_claire("eval", "--task", "worklist", "--dataset", str(key), "--out", str(tmp_path / "wl"), cache=tmp_path)
+    assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr  # the same run, from eval
