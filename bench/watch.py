@@ -77,6 +77,9 @@ async def _run(edits: int, latency: float, in_flight: int, system: str, rate: fl
             "llm.base_url": llm.base_url, "llm.api_key": "bench-key", "llm.cache": False,
             "llm.max_concurrency": max(64, 4 * in_flight),
             "agent.system": system, "retrieval.rerank": False, "watch.stream_url": stream.url, "watch.api_url": api.api_url,
+            # the stand-in model finishes its research after one search, as the table says: without
+            # finish() (the paper preset offers none) every fact would run to the 10-step budget
+            "agent.finish_action": True,
             "watch.edits_in_flight": in_flight,
         })
         finished: list[float] = []  # seconds from the first event read to each edit's end
