@@ -7,7 +7,9 @@ files replaced atomically so a reader never sees half of one. A leaf module, lik
 from __future__ import annotations
 
 import json
+import contextlib
 import os
+import tempfile
 import re
 import stat
 from dataclasses import dataclass
@@ -193,9 +195,16 @@ def append_jsonl(path: Path, record: Any) -> None:
 
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so a reader never sees half a file."""
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
+    # a temporary name of this writer's own, so concurrent writers never share (or remove) one
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as temp:
+            temp.write(text)
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
 
 
 def write_jsonl(path: Path, records: Iterable[Any]) -> None:

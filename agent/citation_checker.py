@@ -24,10 +24,10 @@ import re
 import time
 from dataclasses import dataclass, field
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 import numpy as np
 
+from claire.sources.urls import page_key
 from claire.agent.system import SystemParts
 from claire.config import CiteConfig
 from claire.domain import Block, Evidence, ScoreKind
@@ -55,18 +55,6 @@ class _Document:
     title: str
     url: str | None
     blocks: list[Block] = field(default_factory=list)
-
-
-def normalise_url(url: str | None) -> str | None:
-    """A URL compared loosely: no scheme, no ``www.``, no fragment, no trailing slash, lower-case host."""
-    if not url or not url.strip():
-        return None
-    parts = urlsplit(url.strip())
-    if not parts.netloc:
-        return url.strip().rstrip("/").lower()
-    host = parts.netloc.lower().removeprefix("www.")
-    path = parts.path.rstrip("/")
-    return f"{host}{path}" + (f"?{parts.query}" if parts.query else "")
 
 
 def _squash(text: str) -> str:
@@ -174,7 +162,7 @@ class CitationChecker:
         documents: dict[str, _Document] = {}
         for block_id in sorted(fused, key=lambda b: (-fused[b], b)):
             block = blocks[block_id]
-            key = normalise_url(block.url) or block.document_title
+            key = page_key(block.url) or block.document_title
             document = documents.setdefault(key, _Document(key=key, title=block.document_title, url=block.url))
             document.blocks.append(block)
         return list(documents.values())
@@ -246,9 +234,9 @@ class CitationChecker:
     def _is_original(document: _Document, citation: Citation, original_text: str) -> bool:
         """Whether a found document is the cited source itself: the same URL when both have one,
         else the same text (its passages lie in the source, or the source's sentences in them)."""
-        url = normalise_url(citation.source.url)
+        url = page_key(citation.source.url)
         if url and document.url:
-            return normalise_url(document.url) == url
+            return page_key(document.url) == url
         if all(_squash(block.content) in original_text for block in document.blocks):
             return True
         sentences = [s for s in (_squash(s) for s in _SENTENCE.split(citation.source.text)) if len(s) >= 20]

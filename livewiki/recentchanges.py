@@ -26,11 +26,12 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
+from claire.sources.urls import without_credentials
 from claire.errors import ClaireError, ConfigError, DatasetError, redact
 from claire.files import LONE_SURROGATE, is_text, read_jsonl, valid_text
 
@@ -69,20 +70,6 @@ def wiki_host(wiki: str) -> str | None:
         if language != wiki and _LANGUAGE.fullmatch(language):
             return f"{language.replace('_', '-')}.{PROJECTS[project]}"
     return None
-
-
-def without_credentials(url: str) -> str:
-    """``url`` without the user name and password it may carry (``https://user:KEY@host/``)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ import logging
 import re
 import time
 from typing import Any, ClassVar, Iterable
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
-from claire.agent.citation_checker import CitationChecker, normalise_url
+from claire.agent.citation_checker import CitationChecker
 from claire.agent.system import SystemParts
 from claire.resolving.talk_page import talk_page_draft
 from claire.config import ResolveConfig
@@ -45,6 +45,7 @@ from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.sources.reading import SourcePage, SourceReader
 from claire.sources.reliability import Perennial, Rating
+from claire.sources.urls import page_key, site_of, without_credentials
 from claire.tasks.citations.records import Citation, CitedSource, ScoredSource
 from claire.tasks.sides.records import (
     Decision, OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
@@ -126,11 +127,13 @@ def article_link(side: Side) -> str | None:
 
 
 def source_key(reference: Reference | None, fallback: str) -> str:
-    """What makes a source one vote: the site of its URL (``www.`` aside), else its publisher, else ``fallback``."""
+    """What makes a source one vote: the site of its URL (:func:`~claire.sources.urls.site_of`: the
+    registered domain, so ``uk.reuters.com`` is Reuters and two blogs stay apart), else its
+    publisher, else ``fallback``."""
     if reference is not None and reference.url:
-        host = (urlsplit(reference.url).hostname or "").lower().removeprefix("www.")
-        if host:
-            return host
+        site = site_of(reference.url)
+        if site:
+            return site
     if reference is not None and reference.site:
         return reference.site.strip().lower()
     return fallback.strip().lower()
@@ -292,7 +295,7 @@ class Resolver:
                                     date=reference.date)
         if not reference.url:
             return judgement.model_copy(update={"note": "no URL to read: rated by its publisher alone"})
-        page = given.get(normalise_url(reference.url) or "")
+        page = given.get(page_key(reference.url) or "")
         if page is None and given:  # a case that gives its pages reads no other
             page = SourcePage(url=reference.url, error="could not read: the page is not among the case's sources")
         page = page or await self.reader.read(reference.url)
@@ -320,6 +323,8 @@ class Resolver:
                            other_value: str) -> SourceJudgement:
         """:meth:`judge_source`, where any failure (a malformed URL, a broken reader) becomes "could not
         read" for this source alone: one bad citation never stops the resolve."""
+        if reference.url and "@" in reference.url:  # a password in a cited URL is never kept, shown or sent
+            reference = reference.model_copy(update={"url": without_credentials(reference.url)})
         try:
             return await self.judge_source(side, reference, given, value, other_value)
         except (asyncio.CancelledError, ClaireError):
@@ -412,7 +417,7 @@ class Resolver:
         started = time.perf_counter()
         with track_usage() as usage:
             values = case.values or distinguishing_values(case.fact.text, case.passage.text)
-            given = {normalise_url(s.url) or s.url: SourcePage(url=s.url, title=s.title, site=s.site, date=s.date,
+            given = {page_key(s.url) or s.url: SourcePage(url=s.url, title=s.title, site=s.site, date=s.date,
                                                                 text=s.text, origin="file") for s in case.sources}
             fact, passage = await asyncio.gather(
                 self.side_report("fact", case.fact, given, values[0], values[1]),

@@ -22,10 +22,10 @@ import ipaddress
 import socket
 from functools import lru_cache
 from importlib.resources import files
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 from pydantic import BaseModel
@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from claire.config import ResolveConfig, cache_dir
 from claire.errors import DatasetError
 from claire.files import read_jsonl, write_atomically
+from claire.sources.urls import page_key
 
 USER_AGENT = "CLAIRE-source-reader/1 (checks Wikipedia citations; https://github.com/)"
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "")
@@ -61,17 +62,38 @@ class FetchRefused(Exception):
     """A fetch the guard or the page itself stopped (its message is the reason shown)."""
 
 
-def _public(host: str) -> bool:
-    """Whether every address ``host`` resolves to is a public one."""
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+
+
+def is_public(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether an address is a public one, looking through the IPv6 forms that carry an IPv4
+    address (mapped, NAT64, 6to4, Teredo)."""
+    if isinstance(address, ipaddress.IPv6Address):
+        inner = address.ipv4_mapped or address.sixtofour
+        if address in _NAT64:
+            inner = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.teredo:
+            inner = address.teredo[1]
+        if address in _NAT64_LOCAL or (inner is not None and not is_public(inner)):
+            return False
+    return address.is_global and not address.is_multicast
+
+
+def checked_address(host: str, *, allow_private: bool) -> str:
+    """The one address of ``host`` a fetch connects to: every address it resolves to must be public
+    (unless ``allow_private``), and the fetch connects to this one, never resolving again, so a name
+    that answers differently the second time (DNS rebinding) cannot reach a private address."""
     try:
         infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError as error:
-        raise FetchRefused(f"cannot resolve {host}") from error
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%", 1)[0])
-        if not address.is_global or address.is_multicast:
-            return False
-    return True
+    except (OSError, UnicodeError, ValueError) as error:
+        raise FetchRefused(f"cannot resolve {host[:80]}") from error
+    addresses = [ipaddress.ip_address(info[4][0].split("%", 1)[0]) for info in infos]
+    if not addresses:
+        raise FetchRefused(f"cannot resolve {host[:80]}")
+    if not allow_private and not all(is_public(address) for address in addresses):
+        raise FetchRefused(f"{host[:80]} is a private or loopback address (resolve.allow_private is off)")
+    return str(addresses[0])
 
 
 def local_pages(path: Path) -> dict[str, SourcePage]:
@@ -108,9 +130,10 @@ class SourceReader:
     def __init__(self, settings: ResolveConfig, *, pages: dict[str, SourcePage] | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.settings = settings
-        self.pages = {**bundled_pages(), **(pages or {})}
+        given = {**bundled_pages(), **(pages or {})}
         if settings.sources is not None:
-            self.pages.update(local_pages(settings.sources))
+            given.update(local_pages(settings.sources))
+        self.pages = {page_key(url) or url: page for url, page in given.items()}  # www., a slash: the same page
         self.cache = settings.cache_dir or cache_dir() / "sources"
         self.transport = transport
         self._inflight: dict[str, asyncio.Task[SourcePage]] = {}
@@ -119,10 +142,19 @@ class SourceReader:
         return self.cache / f"{hashlib.sha256(url.encode()).hexdigest()[:32]}.json"
 
     def cached(self, url: str) -> SourcePage | None:
-        """The page kept from an earlier fetch, if any."""
+        """The page kept from an earlier fetch of this very URL, if any and not older than
+        ``resolve.cache_days``."""
         try:
             page = SourcePage.model_validate_json(self._cache_file(url).read_bytes())
         except (OSError, ValueError):
+            return None
+        if page.url != url:  # another URL's page under this name: never served for this one
+            return None
+        try:
+            fetched = datetime.fromisoformat(page.fetched_at or "")
+        except ValueError:
+            return None
+        if fetched.tzinfo is None or datetime.now(timezone.utc) - fetched > timedelta(days=self.settings.cache_days):
             return None
         return page.model_copy(update={"origin": "cache"})
 
@@ -136,8 +168,9 @@ class SourceReader:
     async def read(self, url: str) -> SourcePage:
         """The page at ``url``: the sources file's, else the cache's, else fetched (when allowed)."""
         url = url.strip()
-        if url in self.pages:
-            return self.pages[url]
+        given = self.pages.get(page_key(url) or url)
+        if given is not None:
+            return given
         cached = self.cached(url)
         if cached is not None:
             return cached
@@ -163,12 +196,19 @@ class SourceReader:
             self._keep(page)
         return page
 
-    def _check_target(self, url: str) -> None:
+    def _check_target(self, url: str) -> tuple[str, dict[str, str], dict[str, str]]:
+        """The URL to request (its host replaced by the address checked), its Host header and the
+        TLS server name: the connection goes where the guard looked, and nowhere else."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise FetchRefused(f"not an http(s) URL: {url[:80]}")
-        if not self.settings.allow_private and not _public(parts.hostname):
-            raise FetchRefused(f"{parts.hostname} is a private or loopback address (resolve.allow_private is off)")
+        host = parts.hostname
+        address = checked_address(host, allow_private=self.settings.allow_private)
+        port = parts.port
+        literal = f"[{address}]" if ":" in address else address
+        pinned = urlunsplit(parts._replace(netloc=literal + (f":{port}" if port else "")))
+        named = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+        return pinned, {"Host": named}, ({"sni_hostname": host} if parts.scheme == "https" else {})
 
     async def _get(self, url: str) -> SourcePage:
         settings = self.settings
@@ -176,8 +216,8 @@ class SourceReader:
                                      headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.9"}) as client:
             target = url
             for _ in range(settings.max_redirects + 1):
-                await asyncio.to_thread(self._check_target, target)
-                async with client.stream("GET", target) as response:
+                pinned, headers, extensions = await asyncio.to_thread(self._check_target, target)
+                async with client.stream("GET", pinned, headers=headers, extensions=extensions) as response:
                     if response.is_redirect:
                         location = response.headers.get("location")
                         if not location:

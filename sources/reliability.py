@@ -21,13 +21,13 @@ from datetime import date
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Iterable, Literal
-from urllib.parse import urlsplit
 
 import httpx
 import mwparserfromhell
 from mwparserfromhell.nodes import Tag, Template, Wikilink
 
 from claire.errors import ConfigError, DatasetError
+from claire.sources.urls import host_of
 
 Tier = Literal["generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted", "not listed"]
 TIERS: tuple[Tier, ...] = ("generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted",
@@ -90,11 +90,6 @@ def parse_perennial(wikitext: str) -> list[ListedSource]:
     return found
 
 
-def _host(url: str | None) -> str:
-    host = (urlsplit(url.strip()).hostname or "") if url and url.strip() else ""
-    return host.lower().removeprefix("www.")
-
-
 def _name_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", re.sub(r"\(.*?\)", "", name.lower())).removeprefix("the ").strip()
 
@@ -129,9 +124,10 @@ class Perennial:
             self.by_name.setdefault(_name_key(source.name), source)
 
     def rate(self, *, url: str | None = None, site: str = "") -> Rating:
-        """The tier of a citation: by its URL's domain (a subdomain matches its parent), else by
+        """The tier of a citation: by its URL's host (a subdomain matches its parent; an archive's URL
+        is rated as the page it keeps; a trailing dot or ``www.`` changes nothing), else by
         its site or publisher's name; ``not listed`` when neither is on the list."""
-        host = _host(url)
+        host = host_of(url)
         while host:
             if host in self.by_domain:
                 return Rating(self.by_domain[host].tier, self.by_domain[host], host)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from claire.agent.citation_checker import normalise_url, parse_queries
+from claire.agent.citation_checker import parse_queries
+from claire.sources.urls import page_key as normalise_url
 from claire.llm.answers import tagged_score as parse_tagged_score
 from claire.errors import DatasetError
 from claire.domain import Evidence

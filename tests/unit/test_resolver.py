@@ -73,11 +73,11 @@ def test_both_can_stand_is_the_models_reading_and_copies_are_one_vote():
                   both_reason="different scopes")[:3] == ("both", 0.7, ["different scopes"])
     from claire.tasks.sides.records import OtherPassage
 
-    blog = Reference(url="https://travelnotes.medium.com/a")
+    blog = Reference(url="https://travelnotes.blogspot.com/a")
     copies = [OtherPassage(document_title=f"Guide {i}", content="It is 120 metres high.", citations=[blog]) for i in range(5)]
     own = [OtherPassage(document_title="Atlas", content="It is 120 metres high."),
            OtherPassage(document_title="Atlas", content="It is 120 metres high, again.")]
-    assert Resolver.agreeing("120", "87", copies + own) == ["travelnotes.medium.com", "atlas"]
+    assert Resolver.agreeing("120", "87", copies + own) == ["travelnotes.blogspot.com", "atlas"]
     assert source_key(Reference(url="https://www.bbc.co.uk/x"), "T") == "bbc.co.uk"
 
 
