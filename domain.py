@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from urllib.parse import quote, urlsplit
 from typing import Any, Iterable, Literal, Protocol
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, computed_field, field_validator
@@ -164,6 +165,29 @@ ReferenceKind = Literal["web", "news", "book", "journal", "other"]
 """What a cited work is, as Wikipedia's citation templates name it ({{cite web}}, {{cite news}}, ...)."""
 
 
+_URL_SAFE = ":/?#@!$&()*+,;=%-._"
+"""What a cited URL keeps as it is; everything else (spaces, quotes, brackets, braces, pipes, tildes,
+apostrophes, non-ASCII) is percent-encoded, so a URL can never act as wiki markup where it is written."""
+
+
+def safe_url(url: str | None) -> str | None:
+    """A cited URL as CLAIRE keeps it: an http(s) URL with a host, whitespace and control characters
+    refused, every character that could act as markup percent-encoded; None for anything else."""
+    if not url or not url.strip():
+        return None
+    url = url.strip()
+    if any(ord(c) < 32 or ord(c) == 127 or c.isspace() for c in url):
+        return None
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not host:
+        return None
+    return quote(url, safe=_URL_SAFE).replace("~", "%7E")  # quote keeps "~"; four of them sign a talk page
+
+
 class Reference(BaseModel):
     """A source that a passage cites (a Wikipedia ``<ref>``): where it is (``url``, absent for most
     books), what it is called, who published it (``site``: the website, newspaper, publisher or
@@ -177,7 +201,12 @@ class Reference(BaseModel):
     date: str | None = None
     kind: ReferenceKind = "web"
 
-    @field_validator("url", "date", mode="before")
+    @field_validator("url", mode="before")
+    @classmethod
+    def _web_url(cls, value: Any) -> Any:
+        return safe_url(value) if isinstance(value, str) else value
+
+    @field_validator("date", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value

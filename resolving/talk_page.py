@@ -18,6 +18,8 @@ from typing import Any
 
 import jinja2
 
+from claire.domain import safe_url
+
 _MARKUP = re.compile(r"[\[\]{}<>|~]|''|^[=*#:;]|__")
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), undefined=jinja2.StrictUndefined,
                           autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -39,6 +41,7 @@ def as_link_target(title: Any) -> str:
 
 _ENV.filters["wiki"] = as_wikitext
 _ENV.filters["target"] = as_link_target
+_ENV.filters["link"] = lambda url: safe_url(url) or ""  # an external link's URL, percent-encoded where it could act
 
 
 def talk_page_draft(case: Any, resolution: Any, *, today: date | None = None) -> tuple[str, str]:

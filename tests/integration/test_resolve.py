@@ -169,7 +169,7 @@ def test_the_tour_resolves_the_planted_eiffel_case(oracle, tmp_path, copy_demo_i
     code = mwparserfromhell.parse(talk.read_text())
     assert "Eiffel Tower" in str(code.filter_headings()[0].title)  # a note for Talk:Paris, about the other article
     links = {str(link.title) for link in code.filter_wikilinks()}
-    assert "Paris#Landmarks" in links and any(link.startswith("Eiffel Tower#") for link in links)
+    assert ":Paris#Landmarks" in links and any(link.startswith(":Eiffel Tower#") for link in links)
     assert "Contradictory inline|article=Eiffel Tower" in talk.read_text()
     result = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
                         "--resolve", "--json", "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)

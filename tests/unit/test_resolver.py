@@ -189,8 +189,8 @@ async def test_one_malformed_cited_url_is_one_unread_source_and_the_resolve_goes
     })
     resolution = await resolver.assess(case)
     fact = resolution.side("fact")
-    assert [s.support for s in fact.sources] == ["could not read", "states"]
-    assert fact.sources[0].note.startswith("could not read: ") and resolution.decision == "fact"
+    assert [s.support for s in fact.sources] == ["unknown", "states"]  # the URL was refused when read: a source without one
+    assert fact.sources[0].reference.url is None and resolution.decision == "fact"
 
 
 def test_the_talk_page_draft_parses_back():
@@ -204,9 +204,9 @@ def test_the_talk_page_draft_parses_back():
     assert article == "Brenmoor County"
     code = mwparserfromhell.parse(text)
     heading = code.filter_headings()[0]
-    assert heading.level == 2 and "Halvorsen Bridge" in str(heading.title)
+    assert heading.level == 2 and "Halvorsen Bridge" in str(heading.title) and not heading.title.filter_wikilinks()
     links = {str(link.title) for link in code.filter_wikilinks()}
-    assert {"Halvorsen Bridge#History", "Brenmoor County#Overview", "WP:RSP"} <= links
+    assert {":Halvorsen Bridge#History", ":Brenmoor County#Overview", "WP:RSP"} <= links
     assert not code.filter_templates()  # the inline template is shown to copy, inside nowiki, never placed
     assert "{{Contradictory inline|article=Halvorsen Bridge|date=November 2026}}" in text
     assert text.rstrip().endswith("~~~~") and text.count("~~~~") == 2  # the signature, and the quoted one inside nowiki
@@ -215,3 +215,28 @@ def test_the_talk_page_draft_parses_back():
     assert as_wikitext("plain words") == "plain words"
     unknown = resolution.model_copy(update={"decision": "unknown", "missing": ["the fact cites no source"]})
     assert "{{Contradict-other|Brenmoor County|date=November 2026}}" in talk_page_draft(case, unknown, today=date(2026, 11, 28))[1]
+
+
+def test_hostile_citations_never_act_as_markup_in_the_draft():
+    hostile_urls = ["https://www.bbc.co.uk/x/{{delete}}", "https://a ]{{delete}} [[Category:Spam]]",
+                    "https://a.example/x\n== Heading ==", "https://a.example/~~~~", "javascript:alert(1)",
+                    "https://a.example/''bold''|x"]
+    references = [Reference(url=url, title="t") for url in hostile_urls]
+    assert [r.url for r in references] == ["https://www.bbc.co.uk/x/%7B%7Bdelete%7D%7D", None, None,
+                                           "https://a.example/%7E%7E%7E%7E", None, "https://a.example/%27%27bold%27%27%7Cx"]
+    sources = [SourceJudgement(reference=r, tier="not listed", support="silent") for r in references]
+    fact = SideReport(side="fact", text="x", document_title="Category:Spam", section_title="A", sources=sources)
+    passage = SideReport(side="passage", text="y", document_title="File:Evil.png", sources=[
+        SourceJudgement(reference=references[0], tier="not listed", support="states", quote=None)])
+    resolution = Resolution(claim_id="c", decision="passage", confidence=0.8, sides=[fact, passage])
+    case = SidesCase.model_validate({"id": "c", "fact": {"text": "x"}, "passage": {"text": "y"}})
+    text = talk_page_draft(case, resolution, today=date(2026, 11, 28))[1]
+    code = mwparserfromhell.parse(text)
+    assert not code.filter_templates() and len(code.filter_headings()) == 1
+    assert all(str(link.title).startswith(":") or str(link.title) == "WP:RSP" for link in code.filter_wikilinks())
+    assert {str(link.url) for link in code.filter_external_links()} == {"https://www.bbc.co.uk/x/%7B%7Bdelete%7D%7D",
+                                                                       "https://a.example/%7E%7E%7E%7E",
+                                                                       "https://a.example/%27%27bold%27%27%7Cx"}
+    assert text.count("~~~~") == 1 and 'states ""' not in text
+    assert "could not be found in the source" in text
+
