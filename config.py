@@ -581,8 +581,14 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
     data[section][field] = value
 
 
+def _shown(value: Any, limit: int = 80) -> str:
+    text = redact(repr(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _format_errors(error: ValidationError, source: str) -> str:
-    lines = [f"invalid configuration ({source}):"]
+    """One line: the layer, then each setting at fault with what is wrong and the value (cut short)."""
+    lines: list[str] = []
     for item, (where, message) in zip(error.errors(), problems(error)):
         if item["type"] == "extra_forbidden":
             section = item["loc"][0] if len(item["loc"]) > 1 else None
@@ -600,11 +606,11 @@ def _format_errors(error: ValidationError, source: str) -> str:
         elif isinstance(got, dict):
             got_text = ""
         else:
-            got_text = f" (got {redact(repr(got))})"
+            got_text = f" (got {_shown(got)})"
         if item["type"] in ("string_type",) and not isinstance(got, str):
-            message += f"; to pass text that looks like a number or date, quote it: --set {where}='\"{got}\"'"
-        lines.append(f"  {where}: {message}{got_text}")
-    return "\n".join(lines)
+            message += f"; to pass text that looks like a number or date, quote it: --set {where}='\"{_shown(got, 40)}\"'"
+        lines.append(f"{where}: {' '.join(str(message).split())}{got_text}")
+    return f"invalid configuration ({source}): " + "; ".join(lines)
 
 
 class ConfigWarning(UserWarning):
@@ -677,8 +683,11 @@ def load_config(config_file: Path | None = None, overrides: dict[str, Any] | Non
     try:
         env_data = _without_retired(EnvSettingsSource(Config)(), "environment")
     except SettingsError as error:  # a whole section's variable (CLAIRE_LLM) that is not a JSON table
-        raise ConfigError(f"invalid configuration (environment): {error} (a CLAIRE_SECTION variable holds a JSON "
-                          "table; set one field with CLAIRE_SECTION__FIELD)") from None
+        said = " ".join(str(error).split())
+        raise ConfigError(f"invalid configuration (environment): {said[:160]}{'…' if len(said) > 160 else ''} (a "
+                          "CLAIRE_SECTION variable holds a JSON table; set one field with CLAIRE_SECTION__FIELD)") from None
+    except RecursionError:  # JSON nested thousands deep
+        raise ConfigError("invalid configuration (environment): a CLAIRE_* variable holds JSON nested too deeply") from None
     if os.environ.get("OPENAI_BASE_URL"):  # as the OpenAI SDK reads it, under CLAIRE_LLM__BASE_URL
         env_data = {**env_data, "llm": {"base_url": os.environ["OPENAI_BASE_URL"], **env_data.get("llm", {})}}
     preset = overrides.pop("preset", None) or env_data.get("preset") or file_data.get("preset") or "paper"

@@ -16,6 +16,7 @@ Dates are kept as ISO dates where they can be read (``14 March 2025``, ``March 2
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -114,6 +115,7 @@ class RefBook:
 
     references: list[Reference] = field(default_factory=list)
     named: dict[str, int] = field(default_factory=dict)
+    by_key: dict[Any, int] = field(default_factory=dict)  # each work's number, so adding one is a look-up
 
     @classmethod
     def of_page(cls, code: Wikicode) -> "RefBook":
@@ -134,11 +136,11 @@ class RefBook:
 
     def add(self, reference: Reference) -> int:
         """The number of ``reference`` in the book (added when it is new)."""
-        for number, known in enumerate(self.references):
-            if known.key() == reference.key():
-                return number
-        self.references.append(reference)
-        return len(self.references) - 1
+        key = reference.key()
+        if key not in self.by_key:
+            self.by_key[key] = len(self.references)
+            self.references.append(reference)
+        return self.by_key[key]
 
     def mark(self, tag: Tag) -> str:
         """The marker of a ``<ref>`` where it stands ("" when it cites nothing that can be read)."""

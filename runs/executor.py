@@ -162,6 +162,9 @@ class Executor:
                     answer = await system.assess(record, **(options or {}))
                 if answer is None:
                     outcome.error = f"{_whose(system)} answered nothing (its assess returned None)"
+                elif isinstance(answer, (dict, list, tuple, str, bytes, int, float, bool)):
+                    outcome.error = (f"{_whose(system)} answered a {type(answer).__name__}, not an answer object "
+                                     "(its assess must return an Assessment, or the task's answer model)")
                 else:
                     outcome.result = admit(answer, system=_whose(system), max_chars=self.max_answer_chars)
             except asyncio.CancelledError:

@@ -61,6 +61,10 @@ class Huge(Scored):
         answer.reasoning = "x" * 3_000_000
         return answer
 
+class Dict(Scored):
+    async def assess(self, claim):
+        return {"score": 0.5}
+
 class NoneBuilt(Scored):
     @classmethod
     def from_config(cls, parts):
@@ -138,6 +142,7 @@ def test_failures_of_a_users_system_are_said_as_its_own(systems, cache):
     cases = {
         f"{systems}:Exits": "called sys.exit(3) while checking the claim",
         f"{systems}:NoneBuilt": "from_config returned NoneType, not a system with an assess method",
+        f"{systems}:Dict": "answered a dict, not an answer object",
         f"{systems}:BadConfig": "from_config failed: KeyError: 'threshold'",
         f"{systems}_import:Whatever": "importing " + systems + "_import failed: RuntimeError: broken at import",
         f"{systems}_exit:Whatever": "importing " + systems + "_exit called sys.exit(0)",

@@ -60,14 +60,14 @@ def test_an_invalid_value_names_the_layer_it_came_from(where, blamed, tmp_path, 
     if where == "env":
         monkeypatch.setenv("CLAIRE_AGENT__MAX_STEPS", "zero")
     flags = {"agent.max_steps": -1} if where == "flag" else {}
-    with pytest.raises(ConfigError, match=rf"invalid configuration \([^)]*{blamed}[^)]*\):\n  agent.max_steps") as caught:
+    with pytest.raises(ConfigError, match=rf"invalid configuration \([^)]*{blamed}[^)]*\): agent.max_steps") as caught:
         load_config(path, flags)
     assert "Traceback" not in str(caught.value)
 
 
 def test_an_unknown_field_in_the_environment_is_refused_by_name(monkeypatch):
     monkeypatch.setenv("CLAIRE_LLM__MODLE", "gpt-4o")
-    with pytest.raises(ConfigError, match=r"\(environment\):\n  llm.modle: unknown setting; allowed in llm: provider, model"):
+    with pytest.raises(ConfigError, match=r"\(environment\): llm.modle: unknown setting; allowed in llm: provider, model"):
         load_config()
 
 
@@ -91,3 +91,15 @@ def test_a_whole_section_variable_that_is_not_json_is_a_config_error(monkeypatch
         load_config()
     monkeypatch.setenv("CLAIRE_LLM", '{"model": "m"}')  # a JSON table is read
     assert load_config().llm.model == "m"
+
+
+def test_a_bad_environment_value_is_one_short_line(monkeypatch):
+    monkeypatch.setenv("CLAIRE_AGENT", "{\"a\":" * 5000 + "1" + "}" * 5000)
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_config()
+    monkeypatch.delenv("CLAIRE_AGENT")
+    monkeypatch.setenv("CLAIRE_AGENT__MAX_STEPS", "x" * 120_000)
+    with pytest.raises(ConfigError) as caught:
+        load_config()
+    assert "\n" not in str(caught.value) and len(str(caught.value)) < 300
+

@@ -122,3 +122,17 @@ def test_a_live_edit_and_a_web_document_carry_their_references():
     assert [r.url for r in edited.blocks[0].citations] == ["https://apnews.com/x"]
     (block,) = source_blocks("A page about the island.", url="https://example.org/tern", title="Tern")
     assert block.citations == [Reference(url="https://example.org/tern", title="Tern", kind="web")]
+
+
+def test_adding_a_reference_is_a_look_up_not_a_scan(monkeypatch):
+    from claire.domain import Reference
+    from claire.ingestion.references import RefBook
+
+    calls = []
+    key = Reference.key
+    monkeypatch.setattr(Reference, "key", lambda self: calls.append(1) or key(self))
+    book = RefBook()
+    for number in range(2000):
+        book.add(Reference(url=f"https://example.org/{number}", title=f"T{number}"))
+    assert book.add(Reference(url="https://example.org/7", title="T7")) == 7
+    assert len(book.references) == 2000 and len(calls) <= 2001  # one key a reference (a scan took two million)
