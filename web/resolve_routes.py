@@ -49,7 +49,12 @@ async def post_resolve(body: ResolveRequest, request: Request, store: StoreDep, 
         except ValidationError as error:
             first = error.errors()[0]
             raise HTTPException(422, f"case.{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-        resolving_config = config.with_overrides({"agent.system": "resolve", "agent.task": "sides"})
+        # a case sent whole reads only the pages it supplies: the server connects to no address a
+        # caller names, unless it was started with a token and fetching is on (resolve.fetch)
+        settings = getattr(request.app.state, "settings", None)
+        may_fetch = bool(settings is not None and settings.bearer_token() and config.resolve.fetch)
+        resolving_config = config.with_overrides({"agent.system": "resolve", "agent.task": "sides",
+                                                  "resolve.fetch": may_fetch})
         async with open_system(resolving_config, llm=llm, retriever=retriever) as resolver:
             resolution = await resolver.assess(case)
         return resolution.model_dump(mode="json")

@@ -182,7 +182,7 @@ def test_the_tour_resolves_the_planted_eiffel_case(oracle, tmp_path, copy_demo_i
     assert stated and all("1889" in s["quote"] for s in stated)  # verified by a quote that gives its value
 
 
-def test_the_web_api_resolves_a_flagged_check(oracle, tmp_path, copy_demo_index):
+def test_the_web_api_resolves_a_flagged_check(oracle, pages, tmp_path, copy_demo_index):
     import httpx
 
     from claire.agent.runtime import open_retrieval
@@ -193,7 +193,8 @@ def test_the_web_api_resolves_a_flagged_check(oracle, tmp_path, copy_demo_index)
 
     root = copy_demo_index(tmp_path / "indexes")
     config = load_config(None, {"llm.base_url": oracle.base_url, "llm.model": "oracle", "llm.cache": False,
-                                "llm.api_key": "sk-test", "retrieval.rerank": False, "retrieval.path": str(root)})
+                                "llm.api_key": "sk-test", "retrieval.rerank": False, "retrieval.path": str(root),
+                                "resolve.allow_private": True, "resolve.cache_dir": str(tmp_path / "sources")})
     retriever = open_retrieval(config)
     try:
         with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path / "web"), retriever=retriever)) as server, \
@@ -211,6 +212,19 @@ def test_the_web_api_resolves_a_flagged_check(oracle, tmp_path, copy_demo_index)
             case = json.loads(CASES.read_text().splitlines()[0])
             whole = client.post("/api/resolve", json={"case": case}).json()
             assert whole["decision"] == case["label"]
+            again = client.post("/api/check", json={"fact": "The Eiffel Tower was completed in 1890 as the showpiece of "
+                                                            "the Exposition Universelle.", "title": "Paris",
+                                                    "section": "Landmarks"}).json()["id"]
+            while client.get(f"/api/check/{again}").json()["status"] not in ("done", "error") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert client.post("/api/resolve", json={"job_id": again, "fact": "0"}).json() == card  # one contradiction, one decision
+            before = Pages.hits.get("/article", 0)
+            cited = {"id": "c", "fact": {"text": "The Halvorsen Bridge opened in 1931.", "document_title": "Halvorsen Bridge",
+                                         "citations": [{"url": f"{pages}/article", "title": "Bridge at 90"}]},
+                     "passage": {"text": "The Halvorsen Bridge opened in 1934.", "document_title": "Brenmoor County"}}
+            answer = client.post("/api/resolve", json={"case": cited}).json()
+            assert Pages.hits.get("/article", 0) == before  # a case sent whole makes the server fetch nothing
+            assert answer["sides"][0]["sources"][0]["support"] == "could not read"
             assert client.post("/api/resolve", json={"case": {"fact": 3}}).status_code == 422
             assert client.post("/api/resolve", json={"job_id": "nope", "fact": "0"}).status_code == 404
             assert client.post("/api/resolve", json={}).status_code == 422
