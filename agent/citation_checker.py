@@ -57,6 +57,10 @@ class _Document:
     blocks: list[Block] = field(default_factory=list)
 
 
+MAX_EMBEDDED = 200
+"""At most this many of a source's blocks, the best by their terms, are embedded to rank them."""
+
+
 def _squash(text: str) -> str:
     return " ".join(text.split()).lower()
 
@@ -173,12 +177,14 @@ class CitationChecker:
         limit = self.settings.passages_per_source
         if len(blocks) <= limit:
             return blocks
-        rankings = [self._term_ranking(query, blocks)]
+        terms = self._term_ranking(query, blocks)
+        rankings = [terms]
         embedder = getattr(self.retriever, "embedder", None)
-        if embedder is not None:
-            vectors = embedder.encode([b.embed_text() for b in blocks])
+        if embedder is not None:  # only the best by terms are embedded: a 3 MB page is thousands of blocks
+            candidates = terms[:MAX_EMBEDDED]
+            vectors = embedder.encode([blocks[i].embed_text() for i in candidates])
             similarity = vectors @ embedder.encode_query(query)
-            rankings.append([int(i) for i in np.argsort(-similarity, kind="stable")])
+            rankings.append([candidates[int(i)] for i in np.argsort(-similarity, kind="stable")])
         fused = [0.0] * len(blocks)
         for ranking in rankings:
             for rank, index in enumerate(ranking, start=1):

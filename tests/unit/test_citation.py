@@ -218,3 +218,31 @@ def test_the_citation_checker_is_a_system_opened_like_the_others():
         build_system(config.with_overrides({"agent.system": "claire"}), llm=llm, retriever=KeywordRetriever())
     with pytest.raises(ConfigError, match="answers the citations task"):
         build_system(Config().with_overrides({"agent.system": "cite"}), llm=llm, retriever=KeywordRetriever())
+
+
+def test_a_huge_source_embeds_only_its_best_blocks_by_terms():
+    import numpy as np
+
+    from claire.agent.citation_checker import MAX_EMBEDDED, CitationChecker
+    from claire.config import Config
+    from claire.domain import Block
+
+    class Embedder:
+        encoded = 0
+
+        def encode(self, texts):
+            Embedder.encoded += len(texts)
+            return np.ones((len(texts), 4))
+
+        def encode_query(self, text):
+            return np.ones(4)
+
+    class Retriever:
+        embedder = Embedder()
+
+    blocks = [Block(id=f"b{i}", document_title="S", section_title="", content=f"filler words number {i} here")
+              for i in range(4000)]
+    blocks[2500] = Block(id="hit", document_title="S", section_title="", content="The Halvorsen Bridge opened in 1931.")
+    checker = CitationChecker(llm=None, retriever=Retriever(), prompts=None, settings=Config().cite)
+    best = checker.best_passages("Halvorsen Bridge opened 1931", blocks)
+    assert best[0].id == "hit" and Embedder.encoded <= MAX_EMBEDDED
