@@ -85,13 +85,11 @@ def sources_refresh(
     settings: Settings,
 ) -> None:
     """Write a new Perennial sources snapshot (name, domains, status, last-discussed year) from the live list."""
-    import httpx
-
     from claire.config import data_dir
-    from claire.sources.reliability import fetch_live, snapshot_from
-    from claire.sources.reading import USER_AGENT
+    from claire.files import write_atomically
+    from claire.sources.reliability import Perennial, changes, snapshot_from
 
-    settings.resolve()
+    config = settings.resolve()
     target = out or data_dir() / "perennial_sources.json"
     if from_file is not None:
         try:
@@ -100,14 +98,20 @@ def sources_refresh(
             raise ConfigError(f"cannot read {from_file}: {error}") from None
     else:
         with err.status("reading the Perennial sources list from the wiki…"):
-            try:
-                wikitext = fetch_live(api_url, user_agent=user_agent or USER_AGENT)
-            except httpx.HTTPError as error:
-                raise ClaireError(f"cannot read the list from {api_url}: {type(error).__name__}: {error}") from None
+            wikitext = run(_live_list(api_url, user_agent or config.watch.user_agent))
     snapshot = snapshot_from(wikitext)
     try:
+        before = Perennial.load(target if target.is_file() else config.resolve.reliability)
+    except ClaireError:
+        before = Perennial.load()
+    changed = changes(before, snapshot)
+    for what, names in changed.items():
+        if names:
+            shown = "; ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+            console.print(f"{what} ({len(names)}): {shown}")
+    try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(snapshot.to_json(), encoding="utf-8")
+        write_atomically(target, snapshot.to_json())
     except OSError as error:
         raise ConfigError(f"cannot write {target}: {error.strerror or error}") from None
     tiers: dict[str, int] = {}
@@ -115,3 +119,18 @@ def sources_refresh(
         tiers[row.tier] = tiers.get(row.tier, 0) + 1
     console.print(f"{len(snapshot.sources)} sources ({', '.join(f'{n} {t}' for t, n in tiers.items())}) written to {target}")
     console.print(Text(f"use it with: --set resolve.reliability={target}", style="dim"))
+
+
+async def _live_list(api_url: str, user_agent: str | None) -> str:
+    """The list's wikitext and its subpages', through the polite MediaWiki client (maxlag, retries,
+    the configured User-Agent)."""
+    from claire.livewiki.mediawiki import USER_AGENT, MediaWikiClient
+    from claire.sources.reliability import PAGE, subpages
+
+    client = MediaWikiClient(user_agent=user_agent or USER_AGENT, timeout=60.0)
+    try:
+        main = await client.page_wikitext(api_url, PAGE)
+        return "\n".join([main] + [await client.page_wikitext(api_url, title) for title in subpages(main)])
+    finally:
+        await client.aclose()
+

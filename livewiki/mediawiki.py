@@ -77,9 +77,14 @@ class MediaWikiClient:
         """The texts of ``revision_ids`` (of one page) and what the API said about them."""
         params = {"action": "query", "prop": "revisions|categories" if categories else "revisions",
                   "revids": "|".join(str(r) for r in revision_ids), "rvprop": "content|ids", "rvslots": "main",
-                  "format": "json", "formatversion": "2", "maxlag": str(self.maxlag)}
+                  "format": "json", "formatversion": "2"}
         if categories:
             params["cllimit"] = "max"
+        return read_revisions(await self.query(api_url, params))
+
+    async def query(self, api_url: str, params: dict[str, str]) -> Any:
+        """One Action API request (``maxlag`` added), retried while the wiki fails for now."""
+        params = {**params, "maxlag": str(self.maxlag)}
         policy = async_retrying(self.max_attempts, base=self.base_wait, max_wait=self.max_wait, cap=self.max_wait,
                                 sleep=self.sleep)
         try:
@@ -88,7 +93,18 @@ class MediaWikiClient:
                     data = await self._get(api_url, params)
         except TransientError as error:
             raise WikiUnavailable(f"the MediaWiki API at {api_url} failed after {self.max_attempts} attempts ({error})") from None
-        return read_revisions(data)
+        return data
+
+    async def page_wikitext(self, api_url: str, title: str) -> str:
+        """The current wikitext of page ``title`` (``action=parse``); a clear error when the answer
+        holds none."""
+        data = await self.query(api_url, {"action": "parse", "page": title, "prop": "wikitext", "format": "json",
+                                          "formatversion": "2"})
+        parsed = data.get("parse") if isinstance(data, dict) else None
+        text = parsed.get("wikitext") if isinstance(parsed, dict) else None
+        if not isinstance(text, str):
+            raise ClaireError(f"the MediaWiki API at {api_url} gave no wikitext for {title!r}")
+        return text
 
     async def _get(self, url: str, params: dict[str, str]) -> Any:
         try:

@@ -22,12 +22,11 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
-import httpx
 import mwparserfromhell
 from mwparserfromhell.nodes import Tag, Template, Wikilink
 
 from claire.errors import ConfigError, DatasetError
-from claire.sources.urls import host_of
+from claire.sources.urls import host_of, is_public_suffix
 
 Tier = Literal["generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted", "not listed"]
 TIERS: tuple[Tier, ...] = ("generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted",
@@ -68,7 +67,8 @@ def _row(row: Tag) -> ListedSource | None:
         return None
     domains = tuple(dict.fromkeys(
         str(p.value).strip().lower().removeprefix("www.")
-        for t in templates if _template(t) == "WP:RSPUSES" for p in t.params if not p.showkey and str(p.value).strip()))
+        for t in templates if _template(t) == "WP:RSPUSES" for p in t.params if not p.showkey and str(p.value).strip()
+        and not is_public_suffix(str(p.value).strip().removeprefix("www."))))  # a bare "com" is no one site
     last = next((t for t in templates if _template(t) == "WP:RSPLAST"), None)
     year = re.search(r"\d{4}", str(last.get(1).value)) if last is not None and last.has(1) else None
     first = cells[0].contents
@@ -162,27 +162,23 @@ class Perennial:
         return cls(rows, retrieved=data.get("retrieved"))
 
 
-def fetch_live(api_url: str = API_URL, *, user_agent: str, timeout: float = 60.0,
-               transport: httpx.BaseTransport | None = None) -> str:
-    """The wikitext of the list's page and of the subpages it transcludes (the live list is split
-    into a few), fetched through the Action API and joined."""
-    with httpx.Client(timeout=timeout, headers={"User-Agent": user_agent}, transport=transport) as client:
-        def wikitext(title: str) -> str:
-            response = client.get(api_url, params={"action": "parse", "page": title, "prop": "wikitext",
-                                                   "format": "json", "formatversion": "2"})
-            response.raise_for_status()
-            data = response.json()
-            if "error" in data:
-                raise DatasetError(f"the wiki answered for {title!r}: {data['error'].get('info', data['error'])}")
-            return str(data["parse"]["wikitext"])
+def subpages(main: str) -> list[str]:
+    """The subpages the list's page transcludes (the live list is split into a few), by title."""
+    found = []
+    for template in mwparserfromhell.parse(main).filter_templates(recursive=False):
+        name = str(template.name).strip()
+        if name.startswith(("Wikipedia:Reliable sources/Perennial sources/", "/")):
+            found.append(PAGE + name if name.startswith("/") else name)
+    return found
 
-        main = wikitext(PAGE)
-        parts = [main]
-        for template in mwparserfromhell.parse(main).filter_templates(recursive=False):
-            name = str(template.name).strip()
-            if name.startswith(("Wikipedia:Reliable sources/Perennial sources/", "/")):
-                parts.append(wikitext(PAGE + name if name.startswith("/") else name))
-        return "\n".join(parts)
+
+def changes(old: Perennial, new: Perennial) -> dict[str, list[str]]:
+    """What a new snapshot changes: rows added, rows removed, and tier changes, by row name."""
+    before = {s.name: s for s in old.sources}
+    after = {s.name: s for s in new.sources}
+    return {"added": sorted(set(after) - set(before)), "removed": sorted(set(before) - set(after)),
+            "tier changes": sorted(f"{name}: {before[name].tier} -> {after[name].tier}" for name in set(before) & set(after)
+                                   if before[name].tier != after[name].tier)}
 
 
 def snapshot_from(wikitext: str, *, retrieved: str | None = None) -> Perennial:

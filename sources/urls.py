@@ -29,10 +29,10 @@ _ARCHIVE_PATH = re.compile(r"^/(?:web/|o/[A-Za-z0-9]+/|newest/|oldest/)?(?:[0-9*
 _ARCHIVE_TODAY = ("archive.today", "archive.ph", "archive.is", "archive.li", "archive.vn", "archive.fo", "archive.md")
 
 
-@lru_cache(maxsize=1)
-def _extract() -> tldextract.TLDExtract:
+@lru_cache(maxsize=2)
+def _extract(private: bool = True) -> tldextract.TLDExtract:
     # the Public Suffix List snapshot the package ships: no download, no cache folder
-    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True)
+    return tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=private)
 
 
 def _split(url: str):
@@ -127,10 +127,11 @@ def site_of(url: str | None) -> str:
 
 
 def is_public_suffix(domain: str) -> bool:
-    """Whether ``domain`` is a suffix on the Public Suffix List (``com``, ``co.uk``, ``blogspot.com``):
-    no one site, so never a row of a list of sites."""
+    """Whether ``domain`` is a top-level suffix on the Public Suffix List (``com``, ``co.uk``): no one
+    site, so never a row of a list of sites. A private suffix (``blogspot.com``) is one company's
+    service, which such a list may rate as a whole."""
     domain = domain.strip().lower().rstrip(".")
     if not domain:
         return True
-    found = _extract()(domain)
+    found = _extract(private=False)(domain)
     return not found.domain and bool(found.suffix)

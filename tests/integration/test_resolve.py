@@ -98,8 +98,16 @@ def test_sources_read_and_rate_commands(pages, tmp_path):
 
 
 class ActionApi(QuietHandler):
+    asked: list[dict[str, list[str]]] = []
+
     def do_GET(self):  # noqa: N802
-        page = parse_qs(urlsplit(self.path).query)["page"][0]
+        query = parse_qs(urlsplit(self.path).query)
+        ActionApi.asked.append(query)
+        if self.path.startswith("/html/"):
+            return self.send_body(200, b"<html>maintenance</html>", content_type="text/html")
+        if self.path.startswith("/null/"):
+            return self.send_body(200, {"parse": None})
+        page = query["page"][0]
         table = ('{| class="wikitable"\n|-\n| [[Example Times]]\n| {{WP:RSPSTATUS|gr}}\n| 1\n| {{WP:RSPLAST|2025}}\n'
                  '| Fine.\n| {{WP:RSPUSES|times.example}}\n|}')
         if page.endswith("/Perennial sources"):
@@ -114,7 +122,13 @@ def test_the_snapshot_is_refreshed_through_the_action_api(tmp_path):
         out = tmp_path / "perennial.json"
         result = run_claire("sources", "refresh", "--api-url", f"http://127.0.0.1:{api.port}/w/api.php", "--out", str(out),
                             cache=tmp_path)
-    assert result.returncode == 0, result.stderr
+        assert result.returncode == 0, result.stderr
+        assert all(q.get("maxlag") == ["5"] for q in ActionApi.asked) and "added (" in result.stdout
+        for bad in ("html", "null"):  # an answer that is not the page: one line, the old snapshot kept
+            again = run_claire("sources", "refresh", "--api-url", f"http://127.0.0.1:{api.port}/{bad}/api.php",
+                               "--out", str(out), cache=tmp_path)
+            assert again.returncode == 2 and "Traceback" not in again.stderr and "internal error" not in again.stderr
+            assert len(again.stderr.strip().splitlines()) == 1, again.stderr
     rows = json.loads(out.read_text())["sources"]
     assert [(r["name"], r["status"]) for r in rows] == [("Example Times", "generally reliable"), ("Example Gazette", "deprecated")]
     result = run_claire("sources", "rate", "https://gazette.example/a", "--set", f"resolve.reliability={out}", cache=tmp_path)

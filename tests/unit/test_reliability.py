@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from claire.errors import ConfigError, DatasetError
-from claire.sources.reliability import ATTRIBUTION, Perennial, parse_perennial, snapshot_from
+from claire.sources.reliability import ATTRIBUTION, Perennial, changes, parse_perennial, snapshot_from
 
 REAL_TABLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "rsp" / "perennial-sources.wikitext"
 
@@ -94,3 +94,12 @@ def test_the_real_table_parses_to_its_published_counts():
     assert tiers["generally reliable"] == 157 and tiers["no consensus"] == 115  # the one marginal row counts as no consensus
     assert tiers["generally unreliable"] + tiers["deprecated"] + tiers["blacklisted"] == 170 + 63
     assert tiers["blacklisted"] == 25
+
+
+def test_a_row_for_a_bare_public_suffix_rates_nothing():
+    table = ('{| class="wikitable"\n|-\n| [[Everything]]\n| {{WP:RSPSTATUS|gr}}\n| 1\n| {{WP:RSPLAST|2025}}\n'
+             '| Vandalised.\n| {{WP:RSPUSES|com}} {{WP:RSPUSES|times.example}}\n|}')
+    perennial = snapshot_from(table)
+    assert perennial.sources[0].domains == ("times.example",)
+    assert perennial.rate(url="https://anything.com/x").tier == "not listed"
+    assert changes(Perennial.load(), perennial)["added"] == ["Everything"]
