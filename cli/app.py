@@ -76,6 +76,7 @@ COMMANDS = [
     (bench_app, "serve", bench.bench_serve),
     (bench_app, "cascade", bench.bench_cascade),
     (bench_app, "watch", bench.bench_watch),
+    (bench_app, "worklist", bench.bench_worklist),
     (bench_app, "resolve", bench.bench_resolve),
     (bench_app, "startup", bench.bench_startup),
 ]

@@ -150,6 +150,20 @@ def bench_resolve(
     run_resolve_bench(latency=latency, concurrency=concurrency, console=console)
 
 
+def bench_worklist(
+    latency: Annotated[str, typer.Option("--latency", help="Seconds per LLM answer to measure, comma-separated.")] = "0.2,2",
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Facts in flight (eval.concurrency).")] = 32,
+) -> None:
+    """The corpus run: facts per second, LLM calls per fact and its overhead over the executor alone (oracle over HTTP)."""
+    from claire.bench.worklist import run_worklist_bench
+
+    try:
+        latencies = tuple(float(value) for value in latency.split(",") if value.strip())
+    except ValueError:
+        raise ConfigError(f"--latency takes seconds, comma-separated (e.g. 0.2,2), got {latency!r}") from None
+    run_worklist_bench(latencies=latencies, concurrency=concurrency, console=console)
+
+
 def bench_watch(
     edits: Annotated[int, typer.Option("--edits", min=1, help="Edits in the replayed stream.")] = 24,
     latency: Annotated[float, typer.Option("--latency", help="Seconds the mock server adds per LLM call.")] = 0.2,

@@ -128,6 +128,7 @@ class WorklistRun:
     budget_reached: bool = False
     unchecked: int = 0
     wall_s: float = 0.0
+    claims: list[Claim] = field(default_factory=list)  # the facts checked (a benchmark checks them again alone)
 
 
 def claim_id_of(block_id: str, fact: str) -> str:
@@ -188,7 +189,8 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
                                   if not (fact_length_problem(f.text, config.agent.max_fact_chars, what="a fact") or [None, False])[1]]}
 
             extracted = await resumable_step(blocks, key=lambda b: b.id, field="block_id", path=out_dir / "facts.jsonl",
-                                             work=extract, concurrency=config.eval.concurrency)
+                                             work=extract,  # one call a block: as many at once as the LLM allows
+                                             concurrency=max(config.eval.concurrency, config.llm.max_concurrency))
             claims: list[Claim] = []
             per_article: dict[str, int] = {}
             for block in blocks:
@@ -224,7 +226,7 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
         write_atomically(out_dir / "worklist_run.json", json.dumps(summary, indent=2))
         return WorklistRun(out_dir=out_dir, articles=articles, facts=len(claims), flagged=len(flagged), entries=entries,
                            usage=usage.to_dict(), budget_reached=reached, unchecked=unchecked,
-                           wall_s=time.perf_counter() - started)
+                           wall_s=time.perf_counter() - started, claims=claims)
     finally:
         retriever.close()
         await llm.aclose()
