@@ -20,6 +20,7 @@ def serve_command(
     max_body: Annotated[Optional[int], typer.Option("--max-body", help="Largest request body in bytes. [default: 1000000; env: CLAIRE_SERVE_MAX_BODY_BYTES]", show_default=False)] = None,
     system: SystemOpt = None,
     watch: Annotated[bool, typer.Option("--watch", help="Also patrol a live wiki's new edits (the Patrol view); configured as for `claire watch`. [env: CLAIRE_SERVE_WATCH]")] = False,
+    worklist: Annotated[Optional[Path], typer.Option("--worklist", help="A run directory of `claire worklist` to show in the Worklist tab (decisions recorded there are kept with it). [env: CLAIRE_SERVE_WORKLIST]")] = None,
     *,
     settings: Settings,
 ) -> None:
@@ -30,5 +31,5 @@ def serve_command(
     config = settings.batch(system, concurrency)
     serving = ServeSettings.resolve(host=host, port=port, token=token or None, concurrency=config.eval.concurrency,
                                     data_dir=data_dir, cors_origins=cors_origin or None, max_body_bytes=max_body,
-                                    allowed_hosts=allowed_host or None, watch=watch or None)
+                                    allowed_hosts=allowed_host or None, watch=watch or None, worklist=worklist)
     serve(config, serving, console=err)

@@ -243,10 +243,11 @@ def _with_block_data(assessment: Any, retriever: Any) -> Any:
     return assessment.model_copy(update={"evidence": evidence})
 
 
-def write_worklist(out_dir: Path, entries: Sequence[WorklistEntry]) -> None:
-    """``worklist.jsonl`` (one entry a line, decisions recorded by an editor kept) and ``worklist.wiki``."""
+def write_worklist(out_dir: Path, entries: Sequence[WorklistEntry], *, keep_decisions: bool = True) -> None:
+    """``worklist.jsonl`` (one entry a line; with ``keep_decisions``, the decisions an editor recorded
+    in the file are kept over the entries') and ``worklist.wiki`` (the entries still open)."""
     path = out_dir / "worklist.jsonl"
-    kept = {e.id: e for e in read_worklist(out_dir)} if path.exists() else {}
+    kept = {e.id: e for e in read_worklist(out_dir)} if path.exists() and keep_decisions else {}
     merged = []
     for entry in entries:
         before = kept.get(entry.id)
@@ -254,7 +255,7 @@ def write_worklist(out_dir: Path, entries: Sequence[WorklistEntry]) -> None:
             entry = entry.model_copy(update={"status": before.status, "note": before.note})
         merged.append(entry)
     write_atomically(path, "".join(e.model_dump_json() + "\n" for e in merged))
-    write_atomically(out_dir / "worklist.wiki", worklist_wikitext(merged))
+    write_atomically(out_dir / "worklist.wiki", worklist_wikitext([e for e in merged if e.status == "open"]))
 
 
 def read_worklist(out_dir: Path) -> list[WorklistEntry]:

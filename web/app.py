@@ -35,6 +35,7 @@ from claire.web.patrol_routes import patrol as patrol_routes
 from claire.livewiki.patrol import patrol_from_config
 from claire.resolving.flags import Resolutions
 from claire.web.resolve_routes import resolving
+from claire.web.worklist_routes import worklist as worklist_routes
 from claire.web.review_routes import reviews
 from claire.web.search_routes import index
 from claire.web.settings import ServeSettings
@@ -126,7 +127,7 @@ def create_app(config: Config, settings: ServeSettings | None = None, *, llm: Ch
                      hosts=settings.trusted_hosts())
     app.add_exception_handler(ClaireError, claire_error_response)
     app.add_exception_handler(RequestValidationError, invalid_request_response)
-    for router in (checks, scans, reviews, resolving, patrol_routes, index, server, pages):
+    for router in (checks, scans, reviews, resolving, patrol_routes, worklist_routes, index, server, pages):
         app.include_router(router)
     mount_files(app)
     return app

@@ -36,6 +36,7 @@ class ServeSettings(BaseSettings):
     cors_origins: list[str] = Field(default_factory=list)
     allowed_hosts: list[str] = Field(default_factory=list)  # more names the Host header may give
     watch: bool = False  # also run the patrol of live edits (config.watch) inside the server
+    worklist: Path | None = None  # a run directory of `claire worklist` shown in the Worklist tab
     request_timeout: float = Field(30.0, gt=0, le=3600)  # seconds a client has to send a whole request
 
     @classmethod

@@ -70,3 +70,50 @@ def test_a_worklist_without_articles_or_with_a_bad_key_is_one_line(tmp_path):
     assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr
     result = run_claire("eval", "--task", "worklist", "--dataset", str(key), "--out", str(tmp_path / "wl"), cache=tmp_path)
     assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr  # the same run, from eval
+
+
+def test_the_worklist_tab_reads_filters_decides_and_exports(tmp_path, copy_demo_index):
+    import httpx
+
+    from claire.agent.runtime import open_retrieval
+    from claire.config import load_config
+    from claire.jobs.worklist import write_worklist
+    from claire.resolving.worklist import EntryFact, WorklistEntry
+    from claire.tasks.sides.records import SideReport
+    from claire.web.app import create_app
+    from claire.web.serve import ServerThread
+    from claire.web.settings import ServeSettings
+
+    run = tmp_path / "wl"
+    run.mkdir()
+    entries = [WorklistEntry(id=f"c-{n}", decision=decision, confidence=0.7, should_change=wrong if decision == "passage" else None,
+                             sides=[SideReport(side="fact", text="x", document_title=wrong, block_id=f"a{n}"),
+                                    SideReport(side="passage", text="y", document_title=right, block_id=f"b{n}")],
+                             facts=[EntryFact(claim_id=f"f{n}", text="x")])
+               for n, (wrong, right, decision) in enumerate([("Paris", "Eiffel Tower", "passage"),
+                                                             ("Edwin Hubble", "Hubble Space Telescope", "unknown")])]
+    write_worklist(run, entries)
+    root = copy_demo_index(tmp_path / "indexes")
+    config = load_config(None, {"llm.api_key": "sk-test", "retrieval.path": str(root)})
+    retriever = open_retrieval(config)
+    try:
+        settings = ServeSettings(data_dir=tmp_path / "web", worklist=run)
+        with ServerThread(create_app(config, settings, retriever=retriever)) as server, \
+                httpx.Client(base_url=server.url, timeout=30) as client:
+            data = client.get("/api/worklist").json()
+            assert (data["total"], data["open"], [e["id"] for e in data["entries"]]) == (2, 2, ["c-0", "c-1"])
+            assert [e["id"] for e in client.get("/api/worklist?article=hubble").json()["entries"]] == ["c-1"]
+            assert [e["id"] for e in client.get("/api/worklist?decision=passage").json()["entries"]] == ["c-0"]
+            decided = client.post("/api/worklist/c-0", json={"status": "accepted", "note": "fixed Paris"})
+            assert decided.status_code == 200 and decided.json()["status"] == "accepted"
+            assert client.post("/api/worklist/nope", json={"status": "accepted"}).status_code == 404
+            assert client.post("/api/worklist/c-0", json={"status": "maybe"}).status_code == 422
+            assert [e["id"] for e in client.get("/api/worklist?status=open").json()["entries"]] == ["c-1"]
+            exported = client.get("/api/worklist/export?format=wiki").text
+            assert "Edwin Hubble" in exported and "Paris" not in exported  # the decided entry is off the open list
+    finally:
+        retriever.close()
+    kept = [json.loads(line) for line in (run / "worklist.jsonl").read_text().splitlines()]
+    assert kept[0]["status"] == "accepted" and kept[0]["note"] == "fixed Paris"
+    write_worklist(run, entries)  # a rerun of the corpus keeps the editor's decision
+    assert json.loads((run / "worklist.jsonl").read_text().splitlines()[0])["status"] == "accepted"

@@ -388,5 +388,5 @@
     facts.forEach((fact) => container.appendChild(card(fact, options)));
   }
 
-  root.ClairePanel = { render, card, editCard, band, groupBand, strongest, safeUrl, el, decisionLabel };
+  root.ClairePanel = { render, card, editCard, band, groupBand, strongest, safeUrl, el, decisionLabel, resolutionView };
 })(typeof window !== "undefined" ? window : globalThis);

@@ -364,7 +364,7 @@
     tab.addEventListener("click", () => {
       for (const other of document.querySelectorAll(".tab")) other.classList.toggle("active", other === tab);
       for (const body of document.querySelectorAll(".tab-body")) body.hidden = body.id !== tab.dataset.tab;
-      const patrol = tab.dataset.tab === "patrol-view"; // the Patrol tab shows the patrol, not the last check
+      const patrol = tab.dataset.tab === "patrol-view" || tab.dataset.tab === "worklist-view"; // not the last check
       $("result").hidden = patrol || !(current && current.data);
       if (patrol) { $("panel").hidden = true; panelKey = null; }
     });
@@ -448,6 +448,64 @@
     patrolTimer = setInterval(() => { if (patrolVisible()) showPatrol(); else clearInterval(patrolTimer); }, 3000);
   });
   $("patrol-all").addEventListener("change", () => { $("patrol-list").dataset.signature = ""; showPatrol(); });
+
+  /* The Worklist view: the corpus run's contradictions, one entry each, filtered by article,
+   * decision and status; each opens to the resolve card and takes an editor's decision with a note,
+   * kept with the run. */
+  const DECIDED = { fact: "the fact is right", passage: "the passage is right", both: "both can stand", unknown: "cannot tell" };
+  async function showWorklist() {
+    const list = $("worklist-list");
+    const query = new URLSearchParams({ article: $("worklist-article").value.trim(), decision: $("worklist-decision").value,
+                                        status: $("worklist-status-filter").value });
+    try {
+      const data = await api("/api/worklist?" + query.toString());
+      $("worklist-status").textContent = data.run === null
+        ? "This server shows no worklist: run claire worklist, then claire serve --worklist DIR."
+        : data.open + " of " + data.total + " contradictions still open in " + data.run + "; " + data.entries.length + " shown.";
+      list.replaceChildren(...data.entries.map((entry) => {
+        const item = el("li", "patrol-item worklist-item");
+        const sides = entry.sides || [];
+        const wrong = sides.find((s) => s.document_title === entry.should_change) || sides[0] || {};
+        const other = sides.find((s) => s !== wrong) || {};
+        const head = el("p", "patrol-head");
+        head.appendChild(el("strong", null, wrong.document_title || "?"));
+        head.appendChild(el("span", "recent-meta", " against " + (other.document_title || "?") + " · "
+          + (entry.should_change ? entry.should_change + " should change" : DECIDED[entry.decision] || "no decision")
+          + (entry.confidence && entry.decision !== "unknown" ? " · confidence " + Number(entry.confidence).toFixed(2) : "")
+          + (entry.status !== "open" ? " · " + entry.status : "")));
+        item.appendChild(head);
+        item.appendChild(el("p", "worklist-sentence", wrong.sentence || wrong.text || ""));
+        const details = el("details", "worklist-card");
+        details.appendChild(el("summary", null, "Open the card"));
+        const box = el("div", "claire-sides");
+        window.ClairePanel.resolutionView(box, entry);
+        details.appendChild(box);
+        item.appendChild(details);
+        const note = el("input", "worklist-note");
+        note.placeholder = "a note for the record (optional)";
+        note.value = entry.note || "";
+        const buttons = el("p", "worklist-actions");
+        for (const [status, label] of [["accepted", "Accept"], ["rejected", "Reject"], ["open", "Reopen"]]) {
+          if (status === entry.status || (status === "open" && entry.status === "open")) continue;
+          const button = el("button", null, label);
+          button.type = "button";
+          button.addEventListener("click", async () => {
+            try {
+              await api("/api/worklist/" + encodeURIComponent(entry.id), { method: "POST", body: { status, note: note.value } });
+              showWorklist();
+            } catch (error) { $("worklist-status").textContent = error.message; }
+          });
+          buttons.appendChild(button);
+        }
+        buttons.appendChild(note);
+        item.appendChild(buttons);
+        return item;
+      }));
+    } catch (error) { $("worklist-status").textContent = error.message; }
+  }
+  $("worklist-tab").addEventListener("click", showWorklist);
+  for (const id of ["worklist-decision", "worklist-status-filter"]) $(id).addEventListener("change", showWorklist);
+  $("worklist-article").addEventListener("input", showWorklist);
 
   /* The server's threshold and whether it calibrates scores, for the legend. */
   async function describeServer() {
