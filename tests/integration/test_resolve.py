@@ -261,3 +261,56 @@ def test_a_flagged_record_of_a_run_is_resolved(oracle, tmp_path, copy_demo_index
     result = run_claire("resolve", "--run", str(run_dir), "--id", "tour-3", "--base-url", oracle.base_url,
                         "--model", "oracle", cache=tmp_path)
     assert result.returncode == 2 and "was not flagged" in result.stderr
+
+
+async def test_page_extraction_runs_off_the_event_loop_within_the_fetch_deadline(pages, tmp_path, monkeypatch):
+    import asyncio
+
+    import claire.sources.reading as reading
+
+    def slow_extraction(*args, **kwargs):
+        time.sleep(1.5)  # a many-element page that takes trafilatura a long time
+        raise AssertionError("the deadline should have ended the fetch first")
+
+    monkeypatch.setattr(reading, "page_from_body", slow_extraction)
+    reader = SourceReader(ResolveConfig(cache_dir=tmp_path, allow_private=True, fetch_timeout=0.5))
+    ticks = 0
+
+    async def heartbeat():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.05)
+
+    beating = asyncio.create_task(heartbeat())
+    started = time.monotonic()
+    page = await reader.read(f"{pages}/article")
+    elapsed = time.monotonic() - started
+    beating.cancel()
+    assert "timed out" in page.error and elapsed < 1.2  # the deadline holds, extraction included
+    assert ticks >= 5  # and the loop kept serving others meanwhile
+
+
+def test_a_resolve_with_malformed_huge_and_unreadable_sources_still_gives_its_card(oracle, tmp_path):
+    huge = "The Halvorsen Bridge carries traffic over the Tarn. " * 60_000  # about 3 MB
+    sources = tmp_path / "sources.jsonl"
+    sources.write_text("\n".join(json.dumps(page) for page in [
+        {"url": "https://www.bbc.co.uk/claire-example/h", "title": "Profile",
+         "text": "The Halvorsen Bridge was opened in 1931 after three years of construction by the county."},
+        {"url": "https://huge.example/page", "title": "Everything", "text": huge}]) + "\n")
+    case = {"id": "mixed", "fact": {"text": "The Halvorsen Bridge opened in 1931.", "document_title": "Halvorsen Bridge",
+                                    "citations": [{"url": "http://[::1/", "title": "Malformed"},
+                                                  {"url": "https://huge.example/page", "title": "Huge"},
+                                                  {"url": "https://gone.example/404", "title": "Gone"},
+                                                  {"url": "https://www.bbc.co.uk/claire-example/h", "title": "Profile"}]},
+            "passage": {"text": "The Halvorsen Bridge opened to traffic in 1934.", "document_title": "Brenmoor County"}}
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(json.dumps(case) + "\n")
+    started = time.monotonic()
+    result = run_claire("resolve", "--cases", str(cases), "--sources", str(sources), "--no-fetch", "--base-url",
+                        oracle.base_url, "--model", "oracle", "--json", cache=tmp_path)
+    assert result.returncode == 0, result.stderr
+    card = json.loads(result.stdout)
+    assert card["decision"] == "fact" and time.monotonic() - started < 60
+    supports = [source["support"] for source in card["sides"][0]["sources"]]
+    assert supports[2] == "could not read" and "states" in supports and len(supports) == 4
