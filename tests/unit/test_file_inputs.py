@@ -60,3 +60,22 @@ def test_a_cited_source_that_is_a_device_is_refused(tmp_path):
 
     with pytest.raises(DatasetError, match="not a regular file"):
         read_source_text("/dev/zero")
+
+
+def test_an_atomic_write_takes_a_temporary_name_of_its_own(tmp_path):
+    import threading
+
+    from claire.files import write_atomically
+
+    target = tmp_path / "snapshot.json"
+    (tmp_path / ".snapshot.json.tmp").mkdir()  # another writer's fixed temporary name, in the way
+    write_atomically(target, "first")
+    assert target.read_text() == "first"
+    writers = [threading.Thread(target=write_atomically, args=(target, f"writer {n} " * 20_000)) for n in range(8)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    text = target.read_text()
+    assert text.startswith("writer ") and len(set(text.split())) == 2  # one writer's whole text, never a mix
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp") and p.is_file()] == []
