@@ -117,3 +117,20 @@ def test_the_worklist_tab_reads_filters_decides_and_exports(tmp_path, copy_demo_
     assert kept[0]["status"] == "accepted" and kept[0]["note"] == "fixed Paris"
     write_worklist(run, entries)  # a rerun of the corpus keeps the editor's decision
     assert json.loads((run / "worklist.jsonl").read_text().splitlines()[0])["status"] == "accepted"
+
+
+def test_claire_resolve_names_the_passage_side_on_the_five_planted_claims(oracle, tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
+    records = json.loads((Path(__file__).parents[1] / "fixtures" / "wikicollide_mini.json").read_text())
+    planted = [r["claim"] for r in records if r["claim"]["claim_id"] in {f"demo_{n}" for n in range(1, 6)}]
+    assert len(planted) == 5
+    for claim in planted:
+        block = claim["claim_context_block"]
+        result = run_claire("resolve", claim["claim_text"], "--title", block["document_title"], "--section",
+                            block["section_title"], "--context", block["content"], "--json",
+                            "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)
+        assert result.returncode == 0, (claim["claim_id"], result.stderr)
+        card = json.loads(result.stdout)
+        assert card["decision"] == "passage" and card["values_from"] == "model", (claim["claim_id"], card["reasons"])
+        fact, passage = card["sides"]
+        assert passage["verified"] and passage["document_title"] != block["document_title"]
