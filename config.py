@@ -438,6 +438,15 @@ class ResolveConfig(_Section):
                                                        "(`claire sources refresh` writes one)")
     agreement_search: bool = Field(True, description="search the index once per side's value for other passages that give it")
     explain: bool = Field(True, description="let the LLM write the decision's explanation and recognise 'both can stand'")
+    tier_weights: dict[str, float] = Field(
+        default_factory=lambda: {"generally reliable": 1.0, "no consensus": 0.5, "not listed": 0.4,
+                                 "generally unreliable": 0.15, "deprecated": 0.0, "blacklisted": 0.0},
+        description="the rule: what a source that states a side's value is worth, by its Perennial tier")
+    min_standing: float = Field(0.3, ge=0, description="the rule: the weight a source needs to verify a side")
+    more_sources: float = Field(0.15, ge=0, description="the rule: each further distinct site stating the value (two count)")
+    agreement: float = Field(0.1, ge=0, description="the rule: each other independent source giving the value (three count)")
+    recency: float = Field(0.3, ge=0, description="the rule: the newer verified side, for facts that change over time")
+    margin: float = Field(0.1, ge=0, description="the rule: below this difference in strength it cannot tell")
 
 
 PRESETS: dict[str, dict[str, Any]] = {

@@ -16,8 +16,8 @@ resolve`` and every surface run after a flagged check. For each side it gathers:
   distinct source (the domain they cite, else their article), so copies of one blog are one vote;
 - **recency**, only for facts that change over time (the case says so, else the model).
 
-Then :func:`decide` applies the rule (its weights are the module's constants, documented in
-``docs/resolve.md``), the LLM writes the explanation and says whether *both can stand*
+Then :func:`~claire.resolving.rule.decide` applies the rule (its signals and weights, ``resolve.*``
+settings, documented in ``docs/resolve.md``), the LLM writes the explanation and says whether *both can stand*
 (``prompts/resolve_explain.j2``); it never picks a winner. A winner always has a verified
 supporting source; with none on either side the answer is *cannot tell*, saying what is missing.
 """
@@ -28,7 +28,7 @@ import asyncio
 import logging
 import re
 import time
-from typing import Any, ClassVar, Iterable
+from typing import Any, ClassVar
 from urllib.parse import quote
 
 from claire.agent.citation_checker import CitationChecker
@@ -45,27 +45,12 @@ from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.sources.reading import SourcePage, SourceReader
 from claire.sources.reliability import Perennial, Rating
+from claire.resolving.rule import decide
 from claire.sources.urls import page_key, site_of, without_credentials
 from claire.tasks.citations.records import Citation, CitedSource, ScoredSource
 from claire.tasks.sides.records import (
-    Decision, OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
+    OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
 )
-
-# -- the rule's weights (docs/resolve.md explains each) ---------------------------------------------
-TIER_WEIGHT: dict[str, float] = {"generally reliable": 1.0, "no consensus": 0.5, "not listed": 0.4,
-                                 "generally unreliable": 0.15, "deprecated": 0.0, "blacklisted": 0.0}
-"""What a verified source is worth, by its tier on the Perennial sources list."""
-MIN_STANDING = 0.3
-"""A side is *verified* when a source worth at least this states its value: a source that is not
-listed, or better (generally unreliable, deprecated and blacklisted sources never verify anything)."""
-MORE_SOURCES = 0.15
-"""Each further distinct site that states the value (at most two count)."""
-AGREEMENT = 0.1
-"""Each distinct other source giving the side's value (at most three count)."""
-RECENCY = 0.3
-"""The side whose newest verified source is newer, for facts that change over time only."""
-MARGIN = 0.1
-"""Below this difference in strength between two verified sides, the rule cannot tell."""
 
 _TOKEN = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_][\w'’-]*", re.UNICODE)
 _YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
@@ -158,103 +143,6 @@ def same_subject(passage: OtherPassage, fact: str, values: tuple[str, str], side
     words = {t.casefold() for t in tokens(fact)} - value_words
     have = {t.casefold() for t in tokens(passage.content)}
     return len(words & have) >= min(2, len(words))
-
-
-# -- the rule -------------------------------------------------------------------------------------
-def _newest(judgements: Iterable[SourceJudgement]) -> str | None:
-    dates = [j.date for j in judgements if j.date and re.match(r"\d{4}", j.date)]
-    return max(dates) if dates else None
-
-
-def side_strength(report: SideReport, supporting: list[SourceJudgement], *, recency: bool) -> float:
-    """A side's strength by the rule: the best verified source's tier weight, a little for more
-    distinct sites and for independent agreement, and the recency bonus when given."""
-    weights: dict[str, float] = {}
-    for judgement in supporting:
-        key = source_key(judgement.reference, judgement.reference.title)
-        weights[key] = max(weights.get(key, 0.0), TIER_WEIGHT.get(judgement.tier, 0.4))
-    ranked = sorted(weights.values(), reverse=True)
-    strength = ranked[0] if ranked else 0.0
-    strength += MORE_SOURCES * min(2, sum(1 for w in ranked[1:] if w >= MIN_STANDING))
-    strength += AGREEMENT * min(3, len(report.agreeing))
-    return round(strength + (RECENCY if recency else 0.0), 3)
-
-
-def decide(fact: SideReport, passage: SideReport, *, time_varying: bool, both_can_stand: bool = False,
-           both_reason: str | None = None) -> tuple[Decision, float, list[str], list[str]]:
-    """The rule: (decision, confidence, reasons, what is missing). See the module docstring."""
-    sides = {"fact": fact, "passage": passage}
-    other = {"fact": "passage", "passage": "fact"}
-    supporting: dict[str, list[SourceJudgement]] = {name: [] for name in sides}
-    for name, report in sides.items():
-        for judgement in report.sources:
-            if judgement.support == "states" and judgement.quote:
-                supporting[name].append(judgement)
-            elif judgement.support == "contradicts" and judgement.quote:
-                supporting[other[name]].append(judgement)  # a side's own source that gives the other value
-    newest = {name: _newest(found) for name, found in supporting.items()}
-    newer = None
-    if time_varying and newest["fact"] and newest["passage"] and newest["fact"] != newest["passage"]:
-        newer = "fact" if newest["fact"] > newest["passage"] else "passage"
-    reasons: list[str] = []
-    for name, report in sides.items():
-        verified = [j for j in supporting[name] if TIER_WEIGHT.get(j.tier, 0.4) >= MIN_STANDING]
-        report.verified = bool(verified)
-        report.strength = side_strength(report, supporting[name], recency=newer == name)
-        if verified:
-            best = max(verified, key=lambda j: TIER_WEIGHT.get(j.tier, 0.4))
-            reasons.append(f"the {name}'s value is stated by {best.reference.title or best.reference.url or 'a source'}"
-                           f" ({best.tier})" + (f" and {len(verified) - 1} more" if len(verified) > 1 else ""))
-        elif supporting[name]:
-            reasons.append(f"the {name}'s value is stated only by {supporting[name][0].tier} sources, which verify nothing")
-        if report.agreeing:
-            count = len(report.agreeing)
-            reasons.append(f"{count} other independent source{'s give' if count > 1 else ' gives'} the {name}'s value")
-    if newer is not None:
-        reasons.append(f"the fact changes over time and the {newer}'s source is newer ({newest[newer]})")
-    elif not time_varying and newest["fact"] and newest["passage"] and newest["fact"] != newest["passage"]:
-        reasons.append("the fact does not change over time, so a newer source counts for nothing")
-    missing = _missing(sides, supporting)
-    if both_can_stand:
-        return "both", 0.7, [both_reason or "the model found that both statements can stand"] + reasons, []
-    verified = [name for name, report in sides.items() if report.verified]
-    if not verified:
-        return "unknown", 0.0, reasons or ["neither side has a source that was read and states its value"], missing
-    if len(verified) == 1:
-        winner = verified[0]
-    else:
-        margin = fact.strength - passage.strength
-        if abs(margin) < MARGIN:
-            return ("unknown", 0.0, reasons + ["both sides have verified sources of about the same weight"],
-                    missing + ["a source that settles it: both values are stated by sources of similar standing"])
-        winner = "fact" if margin > 0 else "passage"
-    margin = sides[winner].strength - sides[other[winner]].strength
-    confidence = round(min(0.95, max(0.55, 0.5 + 0.5 * margin)), 2)
-    return winner, confidence, reasons, [m for m in missing if not m.startswith(f"the {winner}")]
-
-
-def _missing(sides: dict[str, SideReport], supporting: dict[str, list[SourceJudgement]]) -> list[str]:
-    missing = []
-    for name, report in sides.items():
-        if report.verified:
-            continue
-        if supporting[name]:
-            missing.append(f"a reliable source for the {name}: only {supporting[name][0].tier} sources state its value")
-            continue
-        if not report.sources:
-            missing.append(f"the {name} cites no source")
-            continue
-        unread = [j for j in report.sources if j.support == "could not read"]
-        unknown = [j for j in report.sources if j.support == "unknown"]
-        if unread:
-            why = (unread[0].note or "unreadable").removeprefix("could not read: ")
-            missing.append(f"the {name}'s sources could not be read ({why})")
-        if unknown:
-            missing.append(f"the {name}'s {len(unknown)} source{'s' if len(unknown) > 1 else ''} without a URL "
-                           "could not be checked (a book? check it by hand)")
-        if len(unread) + len(unknown) < len(report.sources):
-            missing.append(f"the {name}'s readable sources do not state its value")
-    return missing
 
 
 # -- the resolver -----------------------------------------------------------------------------------
@@ -431,7 +319,7 @@ class Resolver:
         time_varying = case.time_varying if case.time_varying is not None else bool(readings.get("changes"))
         decision, confidence, reasons, missing = decide(
             fact, passage, time_varying=time_varying, both_can_stand=bool(readings.get("both")),
-            both_reason=readings.get("reason"))
+            both_reason=readings.get("reason"), weights=self.settings)
         resolution = Resolution(
             claim_id=case.claim_id, decision=decision, confidence=confidence, reasons=reasons, missing=missing,
             explanation=readings.get("explanation"), both_reason=readings.get("reason") if readings.get("both") else None,

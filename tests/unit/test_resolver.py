@@ -240,3 +240,14 @@ def test_hostile_citations_never_act_as_markup_in_the_draft():
     assert text.count("~~~~") == 1 and 'states ""' not in text
     assert "could not be found in the source" in text
 
+
+
+def test_the_rules_weights_are_settings_a_sweep_can_vary():
+    from claire.config import ResolveConfig
+
+    fact, passage = report("fact", judged("not listed")), report("passage")
+    assert decide(fact, passage, time_varying=False)[0] == "fact"
+    stricter = ResolveConfig(tier_weights={**ResolveConfig().tier_weights, "not listed": 0.2})
+    decision, _, _, missing = decide(report("fact", judged("not listed")), report("passage"), time_varying=False,
+                                     weights=stricter)
+    assert decision == "unknown" and any("only not listed sources" in m for m in missing)
