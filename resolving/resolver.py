@@ -35,7 +35,7 @@ from claire.agent.citation_checker import CitationChecker
 from claire.agent.system import SystemParts
 from claire.resolving.talk_page import talk_page_draft
 from claire.config import ResolveConfig
-from claire.domain import Reference, ScoreKind
+from claire.domain import Assessment, Claim, Evidence, Passage, Reference, ScoreKind
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
@@ -49,6 +49,7 @@ from claire.resolving.rule import decide
 from claire.sources.urls import page_key, site_of, without_credentials
 from claire.tasks.citations.records import Citation, CitedSource, ScoredSource
 from claire.tasks.sides.records import (
+    FlagCase,
     OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
 )
 
@@ -300,10 +301,39 @@ class Resolver:
         return asked.value or {}
 
     # -- the whole resolve -----------------------------------------------------------------------
-    async def assess(self, case: SidesCase) -> Resolution:
-        """Gather each side's evidence, apply the rule, explain it and draft the talk-page note."""
+    async def case_of_flag(self, flagged: FlagCase) -> SidesCase | None:
+        """The case a flagged check makes, as every surface builds it (:mod:`claire.resolving.cases`):
+        the model names the conflict from the research's answer; the passages read are the others."""
+        from claire.resolving.cases import case_from_check, name_conflict
+
+        found = flagged.flag
+        fact = found.fact
+        claim = Claim(claim_id=flagged.claim_id, text=fact.text, context=Passage(
+            document_title=fact.document_title, section_title=fact.section_title, content=fact.content, url=fact.url,
+            id=fact.block_id, revision_id=fact.revision_id, citations=list(fact.citations)))
+        evidence = [Evidence(n=p.n, id=p.block_id or f"{flagged.claim_id}-{p.n}", document_title=p.document_title,
+                             section_title=p.section_title, content=p.content, citations=list(p.citations))
+                    for p in found.evidence]
+        assessment = Assessment(claim_id=flagged.claim_id, system="check", claim_text=fact.text, score=1.0,
+                                threshold=0.5, evidence=evidence, reasoning=found.analysis, reported=list(found.reported))
+        conflict = await name_conflict(claim, assessment, self.llm, self.prompts)
+        case = case_from_check(claim, assessment, None, conflict)
+        if case is None:
+            return None
+        return case.model_copy(update={"claim_id": flagged.claim_id, "others": list(case.read), "sources": flagged.sources,
+                                       "time_varying": flagged.time_varying, "label": flagged.label})
+
+    async def assess(self, case: SidesCase | FlagCase) -> Resolution:
+        """Gather each side's evidence, apply the rule, explain it and draft the talk-page note (for a
+        flagged check, after naming its conflict)."""
         started = time.perf_counter()
         with track_usage() as usage:
+            if isinstance(case, FlagCase):
+                built = await self.case_of_flag(case)
+                if built is None:
+                    return Resolution(claim_id=case.claim_id, error="no passage in conflict could be named",
+                                      usage=usage.to_dict(), latency_s=round(time.perf_counter() - started, 3))
+                case = built
             values = case.values or distinguishing_values(case.fact.text, case.passage.text)
             given = {page_key(s.url) or s.url: SourcePage(url=s.url, title=s.title, site=s.site, date=s.date,
                                                                 text=s.text, origin="file") for s in case.sources}

@@ -3,7 +3,9 @@
 (:class:`Resolution`, each side a :class:`SideReport` with its sources judged as
 :class:`SourceJudgement` s).
 
-A case line: ``{id, fact, passage, others?, sources?, time_varying?, label?}`` where ``fact`` and
+A case line: ``{id, fact, passage, others?, sources?, time_varying?, label?}`` — or, for a case
+given as a flagged check, ``{id, flag: {fact, evidence: [{n, document_title, section_title, content,
+citations, block_id?}], analysis?, reported?}, sources?, label?}`` — where ``fact`` and
 ``passage`` are ``{text, document_title, section_title?, content?, citations: [{url, title, site,
 date, kind}], url?, revision_id?}``, ``others`` are other passages ``[{document_title, content,
 citations}]``, ``sources`` the cited pages' text ``[{url, title, site, date, text}]`` (so no fetch is
@@ -108,6 +110,56 @@ class SidesCase(BaseModel):
         return self.fact.text
 
 
+class ReadPassage(BaseModel):
+    """A passage a flagged check's research read, numbered as its answer cited it."""
+
+    n: int
+    document_title: str
+    section_title: str = ""
+    content: str
+    citations: list[Reference] = Field(default_factory=list)
+    block_id: str | None = None
+
+    @field_validator("citations", mode="before")
+    @classmethod
+    def _none_is_empty(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+
+class Flag(BaseModel):
+    """What a flagged check found: the fact (its statement, article, paragraph and citations), the
+    passages its research read and its verdict's analysis and reported contradictions. Which passage
+    conflicts, and what each side states, are left for the resolver to find."""
+
+    fact: Side
+    evidence: list[ReadPassage] = Field(min_length=1)
+    analysis: str = ""
+    reported: list[str] = Field(default_factory=list)
+
+
+class FlagCase(BaseModel):
+    """A case given as a flagged check (``flag``), so the evaluation measures the step real use
+    goes through: naming the conflict from the research's answer, then resolving it."""
+
+    claim_id: str = Field("case", alias="id")
+    flag: Flag
+    sources: list[GivenSource] = Field(default_factory=list)
+    time_varying: bool | None = None
+    label: Decision | None = None
+
+    model_config = {"populate_by_name": True}
+
+    @property
+    def fact(self) -> Side:
+        """The flagged fact."""
+        return self.flag.fact
+
+    @property
+    def text(self) -> str:
+        """The fact's statement."""
+        return self.flag.fact.text
+
+
 class SourceJudgement(BaseModel):
     """One cited source of a side, read and rated: its tier on the Perennial sources list, whether
     it states the side's value (with the sentence, word for word), and why it could not be read."""
@@ -163,7 +215,7 @@ class Resolution(BaseModel):
         return next((s for s in self.sides if s.side == name), None)
 
 
-def load_cases(path: str | Path) -> list[SidesCase]:
+def load_cases(path: str | Path) -> list[SidesCase | FlagCase]:
     """The cases of a sides JSONL file; a bad line is a DatasetError naming FILE:LINE and the problem."""
     path = Path(path)
     cases: list[SidesCase] = []
@@ -174,7 +226,9 @@ def load_cases(path: str | Path) -> list[SidesCase]:
         if not isinstance(line.value, dict):
             raise DatasetError(f"{path}:{line.number}: expected a JSON object")
         try:
-            case = SidesCase.model_validate({"id": str(line.number), "others": [], **line.value})
+            shape = FlagCase if "flag" in line.value else SidesCase
+            case = shape.model_validate({"id": str(line.number), **({} if "flag" in line.value else {"others": []}),
+                                         **line.value})
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "the line"
