@@ -30,7 +30,12 @@ def read_titles(path: Path) -> list[str]:
 @with_settings("index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def worklist_command(
     titles: Annotated[Optional[Path], typer.Option("--titles", help="A file of article titles, one a line.")] = None,
+    category: Annotated[Optional[str], typer.Option("--category", help="The articles of a category (through the Action API of --api-url).")] = None,
+    wikiproject: Annotated[Optional[str], typer.Option("--wikiproject", help="The articles a WikiProject tags (its 'WikiProject NAME articles' category).")] = None,
+    pagepile: Annotated[Optional[int], typer.Option("--pagepile", help="The pages of a PagePile, by its id.")] = None,
     all_articles: Annotated[bool, typer.Option("--all", help="Every article of the index.")] = False,
+    api_url: Annotated[str, typer.Option("--api-url", help="The wiki's Action API for --category and --wikiproject.")] = "https://en.wikipedia.org/w/api.php",
+    pagepile_url: Annotated[str, typer.Option("--pagepile-url", help="PagePile's API for --pagepile.")] = "https://pagepile.toolforge.org/api.php",
     out: Annotated[Path, typer.Option("--out", help="The run directory (resumed when it exists).")] = Path("out/worklist"),
     system: SystemOpt = None,
     max_facts: Annotated[Optional[int], typer.Option("--max-facts", min=1, help="Check at most N facts of each article.")] = None,
@@ -42,11 +47,25 @@ def worklist_command(
     settings: Settings,
 ) -> None:
     """Check every article of a list (or the whole index), resolve each contradiction once and write a ranked worklist. Exit 0 no contradiction, 1 some listed, 2 error."""
-    if (titles is None) == (not all_articles):
-        raise ConfigError("give the articles to check: --titles FILE, or --all for every article of the index")
+    chosen = [name for name, value in (("--titles", titles), ("--category", category), ("--wikiproject", wikiproject),
+                                       ("--pagepile", pagepile), ("--all", all_articles or None)) if value is not None]
+    if not chosen:
+        raise ConfigError("give the articles to check: --titles FILE, --category NAME, --wikiproject NAME, "
+                          "--pagepile ID, or --all for every article of the index")
+    if "--all" in chosen and len(chosen) > 1:
+        raise ConfigError(f"--all checks every article of the index: give it without {', '.join(chosen[:-1])}")
     config = settings.batch(system, concurrency)
-    corpus_run(config, titles=read_titles(titles) if titles is not None else None, out=out, key=key,
-               max_facts=max_facts, max_cost=max_cost, as_json=as_json)
+    wanted = read_titles(titles) if titles is not None else [] if not all_articles else None
+    if category or wikiproject or pagepile is not None:
+        from claire.jobs.worklist import listed_titles
+
+        with err.status("reading the list of articles from the wiki…"):
+            wanted = (wanted or []) + run(listed_titles(category=category, wikiproject=wikiproject, pagepile=pagepile,
+                                                        api_url=api_url, pagepile_url=pagepile_url,
+                                                        user_agent=config.watch.user_agent))
+        if not wanted:
+            raise ConfigError("the wiki lists no articles for " + ", ".join(chosen))
+    corpus_run(config, titles=wanted, out=out, key=key, max_facts=max_facts, max_cost=max_cost, as_json=as_json)
 
 
 def corpus_run(config, *, titles: list[str] | None, out: Path, key: Path | None, max_facts: int | None = None,

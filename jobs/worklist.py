@@ -136,6 +136,39 @@ def claim_id_of(block_id: str, fact: str) -> str:
     return "fact-" + hashlib.sha1(f"{block_id}\n{fact}".encode("utf-8")).hexdigest()[:12]
 
 
+WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
+PAGEPILE_API = "https://pagepile.toolforge.org/api.php"
+
+
+async def listed_titles(*, category: str | None = None, wikiproject: str | None = None, pagepile: int | None = None,
+                        api_url: str = WIKIPEDIA_API, pagepile_url: str = PAGEPILE_API,
+                        user_agent: str | None = None) -> list[str]:
+    """Article titles from a wiki: a category's articles, a WikiProject's (the talk pages in its
+    ``WikiProject NAME articles`` category, as articles), or a PagePile's pages (main namespace),
+    through the polite MediaWiki client (``maxlag``, retries, the configured User-Agent)."""
+    from claire.livewiki.mediawiki import USER_AGENT, MediaWikiClient
+
+    client = MediaWikiClient(user_agent=user_agent or USER_AGENT)
+    try:
+        titles: list[str] = []
+        if category:
+            titles += await client.category_members(api_url, category)
+        if wikiproject:
+            name = wikiproject.removeprefix("WikiProject ").strip()
+            talk = await client.category_members(api_url, f"WikiProject {name} articles", namespace=1)
+            titles += [t.split(":", 1)[1] if t.startswith("Talk:") else t for t in talk]
+        if pagepile is not None:
+            data = await client.query(pagepile_url, {"id": str(pagepile), "action": "get_data", "format": "json",
+                                                     "doit": "1"})
+            pages = data.get("pages") if isinstance(data, dict) else None
+            if not isinstance(pages, list):
+                raise ConfigError(f"PagePile {pagepile} gave no page list (is the id right?)")
+            titles += [str(p).replace("_", " ") for p in pages if isinstance(p, str) and ":" not in p.split("_", 1)[0]]
+        return list(dict.fromkeys(titles))
+    finally:
+        await client.aclose()
+
+
 def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[str], list[str]]:
     """(the articles to check, in order; the titles asked for that the index does not hold).
     ``titles`` None: every article of the index, in the index's order."""

@@ -95,6 +95,25 @@ class MediaWikiClient:
             raise WikiUnavailable(f"the MediaWiki API at {api_url} failed after {self.max_attempts} attempts ({error})") from None
         return data
 
+    async def category_members(self, api_url: str, category: str, *, namespace: int = 0, limit: int = 100_000) -> list[str]:
+        """The titles of a category's members in ``namespace`` (0: articles; 1: their talk pages, as a
+        WikiProject's assessment categories hold them), every continuation followed, at most ``limit``."""
+        name = category if category.lower().startswith("category:") else f"Category:{category}"
+        params = {"action": "query", "list": "categorymembers", "cmtitle": name, "cmnamespace": str(namespace),
+                  "cmlimit": "max", "cmtype": "page", "format": "json", "formatversion": "2"}
+        titles: list[str] = []
+        while len(titles) < limit:
+            data = await self.query(api_url, params)
+            members = (data.get("query") or {}).get("categorymembers") if isinstance(data, dict) else None
+            if not isinstance(members, list):
+                raise ClaireError(f"the MediaWiki API at {api_url} gave no member list for {name!r}")
+            titles += [str(m["title"]) for m in members if isinstance(m, dict) and m.get("title")]
+            more = data.get("continue") if isinstance(data, dict) else None
+            if not isinstance(more, dict) or "cmcontinue" not in more:
+                break
+            params = {**params, "cmcontinue": str(more["cmcontinue"])}
+        return titles[:limit]
+
     async def page_wikitext(self, api_url: str, title: str) -> str:
         """The current wikitext of page ``title`` (``action=parse``); a clear error when the answer
         holds none."""

@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from urllib.parse import parse_qs, urlsplit
+
 import mwparserfromhell
 import pytest
 
 from claire.testing.cli import run_claire
+from claire.testing.http_server import BackgroundServer, QuietHandler
 from claire.testing.mock_openai import MockOpenAIServer
 from claire.testing.oracle import KEY, oracle_responder
 
@@ -134,3 +137,46 @@ def test_claire_resolve_names_the_passage_side_on_the_five_planted_claims(oracle
         assert card["decision"] == "passage" and card["values_from"] == "model", (claim["claim_id"], card["reasons"])
         fact, passage = card["sides"]
         assert passage["verified"] and passage["document_title"] != block["document_title"]
+
+
+class WikiLists(QuietHandler):
+    """A wiki's Action API and PagePile, answering as they do (recorded shapes): a category in two
+    pages (a continuation), a WikiProject's talk pages, a PagePile."""
+
+    asked: list[dict[str, list[str]]] = []
+
+    def do_GET(self):  # noqa: N802
+        query = parse_qs(urlsplit(self.path).query)
+        WikiLists.asked.append(query)
+        if self.path.startswith("/pagepile"):
+            return self.send_body(200, {"id": 4242, "wiki": "enwiki", "pages": ["Neil_Armstrong", "Talk:Paris"]})
+        title = query["cmtitle"][0]
+        if title == "Category:Landmarks in Paris" and "cmcontinue" not in query:
+            return self.send_body(200, {"continue": {"cmcontinue": "page|2", "continue": "-||"},
+                                        "query": {"categorymembers": [{"ns": 0, "title": "Paris"}]}})
+        if title == "Category:Landmarks in Paris":
+            return self.send_body(200, {"query": {"categorymembers": [{"ns": 0, "title": "Eiffel Tower"}]}})
+        if title == "Category:WikiProject Spaceflight articles":
+            return self.send_body(200, {"query": {"categorymembers": [{"ns": 1, "title": "Talk:Apollo 11"}]}})
+        return self.send_body(200, {"error": {"code": "invalidcategory", "info": "not a category"}})
+
+
+async def test_articles_come_from_a_category_a_wikiproject_and_a_pagepile():
+    from claire.jobs.worklist import listed_titles
+
+    with BackgroundServer(WikiLists) as wiki:
+        base = f"http://127.0.0.1:{wiki.port}"
+        titles = await listed_titles(category="Landmarks in Paris", wikiproject="Spaceflight", pagepile=4242,
+                                     api_url=f"{base}/w/api.php", pagepile_url=f"{base}/pagepile/api.php")
+    assert titles == ["Paris", "Eiffel Tower", "Apollo 11", "Neil Armstrong"]
+    assert all(q.get("maxlag") == ["5"] for q in WikiLists.asked)
+
+
+def test_a_worklist_of_a_category_runs_on_the_articles_the_index_holds(oracle, tmp_path, copy_demo_index):
+    copy_demo_index(tmp_path / "indexes")
+    with BackgroundServer(WikiLists) as wiki:
+        result = run_claire("worklist", "--category", "Landmarks in Paris", "--api-url", f"http://127.0.0.1:{wiki.port}/w/api.php",
+                            "--max-facts", "3", "--out", str(tmp_path / "wl"), "--concurrency", "8",
+                            "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    assert "2 article(s)" in result.stdout
