@@ -183,7 +183,7 @@ def test_extract_prints_facts_and_rejects_empty_text(server, demo_cache):
 
 def test_a_system_written_outside_claire_runs_through_check_and_eval(server, demo_cache, tmp_path, monkeypatch):
     """docs/examples/number_check.py, named package.module:Class, is built and run like a built-in
-    system: a check with its verdict, and an eval run directory scored like any other (issue 41).
+    system: a check with its verdict, and an eval run directory scored like any other.
     The check is a real process that finds the module on PYTHONPATH, as a user's would."""
     examples = Path(__file__).parents[2] / "docs" / "examples"
     env = {"PYTHONPATH": str(examples), "OPENAI_API_KEY": "k"}
@@ -211,7 +211,7 @@ def test_a_system_written_outside_claire_runs_through_check_and_eval(server, dem
 
 
 def test_a_system_that_needs_no_llm_runs_without_a_key_as_the_docs_show(demo_cache, tmp_path, monkeypatch):
-    """docs/systems.md's commands, as written: no key, no endpoint, no --no-rerank (issue 53, item 1);
+    """docs/systems.md's commands, as written: no key, no endpoint, no --no-rerank;
     the run's report lists only differences in settings the system reads."""
     monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "docs" / "examples"))
     check = run_claire("check", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--system",
@@ -228,7 +228,7 @@ def test_a_system_that_needs_no_llm_runs_without_a_key_as_the_docs_show(demo_cac
 
 def test_no_checkable_fact_has_its_own_exit_status(demo_cache, tmp_path):
     """Exit 1 means "flagged" for every command; a text with no checkable fact is 3 for extract and
-    scan alike (issue 44, item 7)."""
+    scan alike."""
     with MockOpenAIServer(lambda body: {"content": "This text states no checkable fact."}) as empty:
         extract = run_claire("extract", "--title", "X", "--text", "Hello there.", "--base-url", empty.base_url,
                              "--no-cache", cache=demo_cache, env={"OPENAI_API_KEY": "k"})
@@ -391,7 +391,7 @@ def test_a_check_against_an_endpoint_that_never_answers_waits_one_timeout(demo_c
 
 
 def test_the_configuration_is_a_leaf_and_a_run_records_its_names_checked_all_the_same(tmp_path):
-    """claire.config loads no registry (issue 41); a configuration resolved before the registries
+    """claire.config loads no registry; a configuration resolved before the registries
     are loaded keeps its names unchecked, and a run records it re-validated with them, so a run
     directory reads the same whichever was imported first; then an unknown name is refused."""
     script = "\n".join([
@@ -418,7 +418,7 @@ def test_the_configuration_is_a_leaf_and_a_run_records_its_names_checked_all_the
 
 def test_an_eval_whose_scores_are_all_one_says_auroc_means_nothing(demo_cache, tmp_path):
     """The README's oracle knows the shipped sample; a stand-in that knows none of a file's records
-    gives every claim one score, and the run says so instead of a silent AUROC 50 (issue 53, item 4)."""
+    gives every claim one score, and the run says so instead of a silent AUROC 50."""
     from claire.testing.oracle import TOUR, oracle_responder
 
     with MockOpenAIServer(oracle_responder()) as knowing, MockOpenAIServer(oracle_responder(TOUR)) as blind:

@@ -389,7 +389,7 @@ async def test_a_recorded_cassette_replays_for_its_model_only(openai_server, tmp
                                    {"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 500}}])
 async def test_impossible_usage_figures_are_dropped_and_the_answer_kept(openai_server, usage):
     """Usage is the endpoint's advice: what no call could have is dropped or clamped, noted once,
-    and the good answer beside it is read (issue 45, item 9)."""
+    and the good answer beside it is read."""
     openai_server.script({"content": "the answer", "usage": usage})
     client = client_for(openai_server)
     with track_usage() as tally:

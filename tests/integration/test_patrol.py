@@ -183,7 +183,7 @@ def test_a_killed_watch_resumes_with_no_edit_lost_or_checked_twice(tmp_path, wik
     assert 12 <= sum(kind_of(r) == "extract" for r in llm.requests) <= 13
 
 
-# -- hostile streams, huge edits and failing APIs (issue 36) -------------------------------------
+# -- hostile streams, huge edits and failing APIs -------------------------------------
 
 BIG_OLD = "'''Big donation''' is a list of gifts to a museum in Paris."
 BIG_NEW = BIG_OLD + " " + " ".join(f"In the year {1000 + number % 900} the museum received gift number {number} from a donor."
@@ -340,7 +340,7 @@ async def test_an_edit_whose_wiki_api_fails_is_tried_again_in_the_run_and_after_
         louvre = store.job("enwiki:32")
         assert stats.requeued == 1 and louvre["status"] == "queued" and "tried again" in louvre["error"]
         # run again at once (the wiki is back): a new run tries the waiting edit now, not after its wait
-        # (issue 44, item 3: a re-run within the wait used to read no event and check nothing)
+        # (a re-run within the wait used to read no event and check nothing)
         assert louvre["retry_at"] > time.time()
         with MockOpenAIServer(model) as llm, WikiApiServer(REVISIONS) as healthy:
             config = config_for(llm, wiki_index, replay=str(recording), api_url=healthy.api_url, retry_wait=0.5)
@@ -425,7 +425,7 @@ async def test_an_api_that_keeps_failing_or_hangs_is_unavailable_not_a_final_err
     assert not isinstance(refused.value, WikiUnavailable)
 
 
-# -- hardening round four (issue 45) ---------------------------------------------------------------
+# -- hostile input and failing services ---------------------------------------------------------------
 
 async def test_a_transient_mediawiki_error_in_a_200_answer_queues_the_edit_again(tmp_path, wiki_index):
     """The Action API answers HTTP 200 with internal_api_error_DBConnectionError: the edit is tried

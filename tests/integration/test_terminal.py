@@ -158,7 +158,7 @@ def test_a_check_shows_the_evidence_before_asking_and_the_rejection_in_its_resul
     assert " CONSISTENT " in result and "INCONSISTENT" in result  # the new verdict, and what it was
     words = " ".join(result.replace("│", " ").split())  # the panel's text, its borders aside
     assert "Your review: not a contradiction; the verdict changes from INCONSISTENT to CONSISTENT" in words, result
-    # the verdict's own line says at once that the review decided it (issue 44, item 5)
+    # the verdict's own line says at once that the review decided it
     assert "CONSISTENT by your review (the verifier's inconsistency score: 0.90, flagged above 0.5)" in words, result
     assert "exit code from 1 to 0" in words
     # each step is shown with what it observed (not cut to "→ In…"), and nothing runs past 80 columns

@@ -157,7 +157,7 @@ def test_search_endpoint_shape_and_article_lookup(app_server):
     assert "Eiffel Tower" in client.get("/api/articles", params={"q": "Eiffel Tower"}).json()["titles"]
     article = client.get("/api/article", params={"title": "Eiffel Tower"}).json()
     assert "1889" in article["text"]
-    # the whole article, in reading order, with its headings (issue 53, item 6): a filtered read, not a search
+    # the whole article, in reading order, with its headings: a filtered read, not a search
     text = article["text"]
     assert article["blocks"] == 10 and text.startswith("The Eiffel Tower is a wrought-iron lattice tower")
     headings = [line for line in text.splitlines() if line.startswith("==")]

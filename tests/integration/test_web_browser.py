@@ -483,7 +483,7 @@ def test_the_patrol_view_lists_flagged_edits_for_review(stack, browser, shots, t
                 browser.save_screenshot(str(shots / "web-patrol.png"))
                 browser.find_element(By.ID, "patrol-all").click()
                 wait(browser).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")) > 2)
-                # a consistent fact's card never says the passages conflict with it (issue 44, item 5)
+                # a consistent fact's card never says the passages conflict with it
                 calm = [i.text for i in browser.find_elements(By.CSS_SELECTOR, "#patrol-list .patrol-item")
                         if "Consistent ·" in i.text]
                 assert calm and not any("CONFLICTS WITH" in text for text in calm), calm
@@ -522,7 +522,7 @@ def test_a_missing_or_wrong_token_says_which_and_what_to_do(stack, browser, tmp_
         retriever.close()
 
 
-# -- what a new user meets (issue 44) and highlights in every script (issue 45, item 8) -------------
+# -- what a first visit shows, and highlights in every script -------------
 
 TOWER_SENTENCE = "The Eiffel Tower was completed in 1889 and is 330 metres tall."
 SPLIT_FACTS = {"The Eiffel Tower was completed in 1889.": 0.1, "The Eiffel Tower is 330 metres tall.": None}  # None: fails
@@ -596,7 +596,7 @@ def test_a_failed_fact_is_never_painted_fine_and_a_recheck_runs_at_once(stack, b
 
 def test_highlights_land_on_the_right_text_after_characters_outside_the_bmp(stack, browser):
     """Emoji, mathematical letters and CJK Extension B before the sentence: the API counts UTF-16
-    units as the page does, so the mark covers the sentence itself (issue 45, item 8)."""
+    units as the page does, so the mark covers the sentence itself."""
     text = "Intro \U0001F600\U0001F600\U0001F600 about \U0001D465\U0001D466 and \U0002000B here.\n\nThe Eiffel Tower was completed in 1890."
     submit_scan(browser, stack["app"], "Paris", text)
     wait(browser).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
@@ -645,7 +645,7 @@ def test_which_side_is_right_in_the_side_panel(tour_stack, browser, shots):
     assert browser.save_screenshot(str(shots / "web-sides.png"))
     click(browser, "#panel button.claire-copy")
     wait(browser).until(lambda d: d.find_element(By.CSS_SELECTOR, "#panel button.claire-copy").text != "Copy the talk-page draft")
-    # the Patrol tab shows the patrol, not the last check's result and panel (issue 53, item 11)
+    # the Patrol tab shows the patrol, not the last check's result and panel
     browser.find_element(By.ID, "patrol-tab").click()
     wait(browser).until(lambda d: not d.find_element(By.ID, "result").is_displayed()
                         and not d.find_element(By.ID, "panel").is_displayed())

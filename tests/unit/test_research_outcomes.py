@@ -70,7 +70,7 @@ def test_the_store_keeps_a_cut_short_assessment_as_a_failed_fact_without_a_verdi
 
 
 def test_the_store_keeps_the_outcome_it_decided_and_gives_older_stores_theirs(tmp_path):
-    """Issue 41: the store saves flagged / consistent / failed as claire.domain decides it, and its
+    """The store saves flagged / consistent / failed as claire.domain decides it, and its
     counts read that; a store written before the outcome column gets each finished fact's outcome
     once, when it is opened."""
     import sqlite3

@@ -272,4 +272,4 @@ def test_the_progress_line_counts_the_tokens_of_answers_from_the_cache():
     tally = _Tally()
     tally.add(SimpleNamespace(usage={"total_tokens": 0, "cached_prompt_tokens": 1200, "cached_completion_tokens": 30},
                               error=None))
-    assert str(tally) == "errors 0 · 0 tokens (+1,230 from the cache) · —"  # not a bare "0 tokens" (issue 53, item 10)
+    assert str(tally) == "errors 0 · 0 tokens (+1,230 from the cache) · —"  # not a bare "0 tokens"

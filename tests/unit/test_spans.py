@@ -18,7 +18,7 @@ COMPAQ = ("Soon after in 1982, Compaq released the very successful Compaq Portab
           "Compaq released the Compaq Portable in 1982.")
 
 
-def test_the_issue_repro_an_exact_sentence_beats_an_earlier_one_holding_all_its_words():
+def test_an_exact_sentence_beats_an_earlier_one_holding_all_its_words():
     assert locate("Compaq released the Compaq Portable in 1982.", COMPAQ) == (73, 117)
     assert marked("Compaq released the Compaq Portable in 1982", COMPAQ) == "Compaq released the Compaq Portable in 1982."
 
