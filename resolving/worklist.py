@@ -19,12 +19,13 @@ import hashlib
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from claire.errors import DatasetError
 from claire.files import read_jsonl
 from claire.resolving.talk_page import as_link_target, as_wikitext
-from claire.tasks.sides.records import DECISION_WORDS, Decision, SideReport, ValuesFrom
+from claire.validation import validated_record
+from claire.tasks.sides.records import DECISION_WORDS, Resolution, SideReport
 
 
 # -- the key ----------------------------------------------------------------------------------------
@@ -53,12 +54,7 @@ def load_key(path: str | Path) -> list[PlantedPair]:
                                                   "contradicting_blocks, right_side) a line"):
         if line.problem is not None:
             raise DatasetError(f"{path}:{line.number}: {line.problem}")
-        try:
-            pairs.append(PlantedPair.model_validate(line.value))
-        except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(part) for part in first["loc"]) or "the line"
-            raise DatasetError(f"{path}:{line.number}: {where}: {first['msg']}") from None
+        pairs.append(validated_record(PlantedPair, line.value, f"{path}:{line.number}"))
     if not pairs:
         raise DatasetError(f"{path} holds no planted pairs")
     return pairs
@@ -73,21 +69,14 @@ class EntryFact(BaseModel):
     document_title: str = ""
 
 
-class WorklistEntry(BaseModel):
-    """One contradiction, however many facts reached it and from whichever end."""
+class WorklistEntry(Resolution):
+    """One contradiction, however many facts reached it and from whichever end: the resolve card
+    (``claim_id`` is the first fact that reached it) with the entry's id, the article that should
+    change, the facts, and an editor's decision."""
 
     id: str
-    decision: Decision | None = None
-    confidence: float | None = None
-    reasons: list[str] = Field(default_factory=list)
-    missing: list[str] = Field(default_factory=list)
-    values_from: ValuesFrom | None = None
     should_change: str | None = None  # the article whose statement should change (a winner was found)
-    sides: list[SideReport] = Field(default_factory=list)
     facts: list[EntryFact] = Field(default_factory=list)
-    talk_page_article: str | None = None
-    talk_page: str | None = None
-    error: str | None = None
     status: Literal["open", "accepted", "rejected"] = "open"
     note: str | None = None
 
@@ -116,10 +105,8 @@ def entries_from(resolved: Sequence[Any]) -> list[WorklistEntry]:
             loser = {"fact": "passage", "passage": "fact"}.get(winner or "")
             changing = resolution.side(loser) if loser else None
             entry = entries[flag.key] = WorklistEntry(
-                id=_entry_id(flag.key), decision=resolution.decision, confidence=resolution.confidence,
-                reasons=resolution.reasons, missing=resolution.missing, values_from=resolution.values_from,
-                should_change=changing.document_title if changing else None, sides=resolution.sides,
-                talk_page_article=resolution.talk_page_article, talk_page=resolution.talk_page, error=resolution.error)
+                **resolution.model_dump(), id=_entry_id(flag.key),
+                should_change=changing.document_title if changing else None)
         if all(f.claim_id != fact.claim_id for f in entry.facts):
             entry.facts.append(fact)
     return list(entries.values())

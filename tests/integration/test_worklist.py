@@ -66,13 +66,13 @@ def test_the_corpus_run_lists_each_planted_pair_once_with_the_right_side(oracle,
 
 def test_a_worklist_without_articles_or_with_a_bad_key_is_one_line(tmp_path):
     result = run_claire("worklist", "--out", str(tmp_path / "wl"), cache=tmp_path)
-    assert result.returncode == 2 and "--titles FILE, or --all" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and "--titles FILE, --category NAME" in result.stderr and "Traceback" not in result.stderr
     key = tmp_path / "key.jsonl"
     key.write_text('{"id": "p", "wrong_block": "a"}\n')
     result = run_claire("worklist", "--all", "--key", str(key), "--out", str(tmp_path / "wl"), cache=tmp_path)
-    assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr
+    assert result.returncode == 2 and f"{key}:1: field contradicting_blocks" in result.stderr
     result = run_claire("eval", "--task", "worklist", "--dataset", str(key), "--out", str(tmp_path / "wl"), cache=tmp_path)
-    assert result.returncode == 2 and f"{key}:1: contradicting_blocks" in result.stderr  # the same run, from eval
+    assert result.returncode == 2 and f"{key}:1: field contradicting_blocks" in result.stderr  # the same run, from eval
 
 
 def test_the_worklist_tab_reads_filters_decides_and_exports(tmp_path, copy_demo_index):
@@ -89,7 +89,7 @@ def test_the_worklist_tab_reads_filters_decides_and_exports(tmp_path, copy_demo_
 
     run = tmp_path / "wl"
     run.mkdir()
-    entries = [WorklistEntry(id=f"c-{n}", decision=decision, confidence=0.7, should_change=wrong if decision == "passage" else None,
+    entries = [WorklistEntry(claim_id=f"f{n}", id=f"c-{n}", decision=decision, confidence=0.7, should_change=wrong if decision == "passage" else None,
                              sides=[SideReport(side="fact", text="x", document_title=wrong, block_id=f"a{n}"),
                                     SideReport(side="passage", text="y", document_title=right, block_id=f"b{n}")],
                              facts=[EntryFact(claim_id=f"f{n}", text="x")])

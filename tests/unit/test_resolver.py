@@ -20,6 +20,24 @@ from claire.tasks.sides.records import Resolution, SideReport, SidesCase, Source
 from claire.testing.oracle import explain_answer, support_answer
 
 
+def oracle_resolver() -> Resolver:
+    """The resolver with the real citation verifier, the oracle answering through a scripted client."""
+    from claire.agent.citation_checker import CitationChecker
+    from claire.llm.answers import text_of
+    from claire.prompts import PromptLibrary
+    from claire.testing.oracle import oracle_responder
+    from claire.testing.scripted import scripted_client
+
+    config = Config()
+    respond = oracle_responder()
+    llm = scripted_client(lambda request: respond({
+        "claire_prompt": request.prompt,
+        "messages": [{"role": m.type, "content": text_of(m)} for m in request.messages]})["content"])
+    prompts = PromptLibrary()
+    checker = CitationChecker(llm=llm, retriever=None, prompts=prompts, settings=config.cite)
+    return Resolver(llm=llm, retriever=None, prompts=prompts, checker=checker, settings=config.resolve)
+
+
 def judged(tier: str, support: str = "states", date_: str | None = None, url: str = "https://a.example/x") -> SourceJudgement:
     return SourceJudgement(reference=Reference(url=url, title="t"), tier=tier, support=support,
                            quote="q" if support in ("states", "contradicts") else None, date=date_)
@@ -128,20 +146,7 @@ def test_the_oracle_answers_from_the_text_it_is_shown():
 
 
 async def test_the_resolver_judges_each_source_with_the_citation_verifier():
-    from claire.agent.citation_checker import CitationChecker
-    from claire.prompts import PromptLibrary
-    from claire.testing.oracle import oracle_responder
-    from claire.llm.answers import text_of
-    from claire.testing.scripted import scripted_client
-
-    config = Config()
-    respond = oracle_responder()
-    llm = scripted_client(lambda request: respond({
-        "claire_prompt": request.prompt,
-        "messages": [{"role": m.type, "content": text_of(m)} for m in request.messages]})["content"])
-    prompts = PromptLibrary()
-    checker = CitationChecker(llm=llm, retriever=None, prompts=prompts, settings=config.cite)
-    resolver = Resolver(llm=llm, retriever=None, prompts=prompts, checker=checker, settings=config.resolve)
+    resolver = oracle_resolver()
     case = SidesCase.model_validate({
         "id": "t", "others": [],
         "fact": {"text": "The Halvorsen Bridge opened in 1931.", "document_title": "Halvorsen Bridge",
@@ -164,20 +169,7 @@ async def test_the_resolver_judges_each_source_with_the_citation_verifier():
 
 
 async def test_one_malformed_cited_url_is_one_unread_source_and_the_resolve_goes_on():
-    from claire.agent.citation_checker import CitationChecker
-    from claire.prompts import PromptLibrary
-    from claire.testing.oracle import oracle_responder
-    from claire.llm.answers import text_of
-    from claire.testing.scripted import scripted_client
-
-    config = Config()
-    respond = oracle_responder()
-    llm = scripted_client(lambda request: respond({
-        "claire_prompt": request.prompt,
-        "messages": [{"role": m.type, "content": text_of(m)} for m in request.messages]})["content"])
-    prompts = PromptLibrary()
-    checker = CitationChecker(llm=llm, retriever=None, prompts=prompts, settings=config.cite)
-    resolver = Resolver(llm=llm, retriever=None, prompts=prompts, checker=checker, settings=config.resolve)
+    resolver = oracle_resolver()
     case = SidesCase.model_validate({
         "id": "t", "others": [],
         "fact": {"text": "The Halvorsen Bridge opened in 1931.", "document_title": "Halvorsen Bridge",

@@ -97,7 +97,7 @@ def _entry(entry_id: str, blocks: tuple[str, str], decision: str = "passage", sh
            confidence: float = 0.7) -> WorklistEntry:
     sides = [SideReport(side="fact", text="x", document_title="A", block_id=blocks[0]),
              SideReport(side="passage", text="y", document_title="B", block_id=blocks[1])]
-    return WorklistEntry(id=entry_id, decision=decision, confidence=confidence, should_change=should_change, sides=sides,
+    return WorklistEntry(claim_id=entry_id, id=entry_id, decision=decision, confidence=confidence, should_change=should_change, sides=sides,
                          facts=[EntryFact(claim_id=entry_id, text="x")])
 
 
@@ -113,7 +113,7 @@ def test_a_worklist_is_ranked_and_scored_against_its_key(tmp_path):
     assert [e.id for e in ranked([entries[3], _entry("e5", ("c", "d"), confidence=0.9), entries[0]])] == ["e5", "e1", "e4"]
     bad = tmp_path / "key.jsonl"
     bad.write_text('{"id": "p", "wrong_block": "a", "contradicting_blocks": []}\n')
-    with pytest.raises(DatasetError, match="key.jsonl:1: contradicting_blocks"):
+    with pytest.raises(DatasetError, match="key.jsonl:1: field contradicting_blocks"):
         load_key(bad)
 
 
