@@ -156,8 +156,9 @@ def run_record(run_dir: Path, claim_id: str) -> tuple[Claim, Assessment]:
     line = next((p for p in load_predictions(run_dir, task.line_model) if p["claim_id"] == claim_id), None)
     if line is None:
         raise ConfigError(f"{run_dir} has no record {claim_id!r}")
-    if recorded_outcome(line) != "flagged":
-        raise ConfigError(f"record {claim_id!r} of {run_dir} was not flagged: there is no contradiction to resolve")
+    if recorded_outcome(line) == "failed":
+        raise ConfigError(f"record {claim_id!r} of {run_dir} has no verdict ({line.get('error') or 'no score'}): "
+                          "check it again before resolving")
     claim = Claim(claim_id=claim_id, text=line.get("claim_text") or "")
     dataset = stored.get("dataset")
     if dataset and Path(dataset).is_file():
@@ -202,7 +203,7 @@ def resolve_command(
     *,
     settings: Settings,
 ) -> None:
-    """Which side of a contradiction is right: a card built from each side's citations, and a talk-page draft (never posted). Exit 0 resolved (whatever the decision), 2 error."""
+    """Which side of a contradiction is right: a card built from each side's citations, and a talk-page draft (never posted). Exit 0 nothing flagged (nothing to resolve), 1 a contradiction resolved (whatever the decision), 2 error or no decision."""
     given = [name for name, value in (("a fact", (fact or "").strip()), ("--cases", cases), ("--run", run_dir)) if value]
     if len(given) != 1:
         raise ConfigError("give one of: a fact to check (with --title), --cases FILE, or --run DIR --id ID"
@@ -218,6 +219,8 @@ def resolve_command(
     if config.agent.system == "resolve":
         config = config.with_overrides({"agent.system": "claire"})
     config = config.with_overrides({"agent.task": "wikicollide", "agent.report": False})
+    from claire.domain import recorded_outcome
+
     shown = err if as_json else console
     resolutions: list[Resolution] = []
     if cases is not None:
@@ -234,6 +237,12 @@ def resolve_command(
             resolutions = [run(resolve_case(config, case)) for case in chosen]
     elif run_dir is not None:
         claim, assessment = run_record(run_dir, (ids or "").split(",")[0].strip())
+        if recorded_outcome(assessment) != "flagged":
+            shown.print(Text.assemble(("CONSISTENT", "bold green"), f" record {claim.claim_id}: nothing contradicts "
+                                      "the fact, so there is nothing to resolve"))
+            if as_json:
+                print(json.dumps({"assessment": assessment.model_dump(mode="json"), "resolution": None}, indent=2))
+            raise typer.Exit(ExitCode.OK)
         with err.status("reading the record's passages and resolving…"):
             assessment = run(with_citations(config, assessment))
             resolution = run(resolve_check(config, claim, assessment))
@@ -247,8 +256,6 @@ def resolve_command(
                       context=Passage(document_title=title or "", section_title=section or "", content=(context or "").strip()))
         with err.status("checking the fact…"):
             assessment, resolution = run(check_then_resolve(config, claim))
-        from claire.domain import recorded_outcome
-
         outcome = recorded_outcome(assessment)
         if outcome == "failed":
             err.print(Text.assemble(("error: ", "red"), f"no verdict for this fact: {assessment.error or 'no score'}"))
@@ -272,4 +279,4 @@ def resolve_command(
             show_resolution(resolution, talk_page=talk_page if len(resolutions) == 1 else None, shown=shown)
     if any(r.decision is None for r in resolutions):
         raise typer.Exit(ExitCode.ERROR)
-    raise typer.Exit(ExitCode.OK)
+    raise typer.Exit(ExitCode.FLAGGED)  # a contradiction was there, and resolved

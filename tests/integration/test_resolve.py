@@ -177,7 +177,7 @@ def test_the_tour_resolves_the_planted_eiffel_case(oracle, tmp_path, copy_demo_i
     talk = tmp_path / "talk.wiki"
     result = run_claire("resolve", "The Eiffel Tower was completed in 1890.", "--title", "Paris", "--section", "Landmarks",
                         "--base-url", oracle.base_url, "--model", "oracle", "--talk-page", str(talk), cache=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     assert "the passage is right" in result.stdout
     assert "generally unreliable" in result.stdout and "How the Eiffel Tower was built" in result.stdout
     code = mwparserfromhell.parse(talk.read_text())
@@ -255,12 +255,12 @@ def test_a_flagged_record_of_a_run_is_resolved(oracle, tmp_path, copy_demo_index
     assert result.returncode == 0, result.stderr
     result = run_claire("resolve", "--run", str(run_dir), "--id", "tour-1", "--json", "--base-url", oracle.base_url,
                         "--model", "oracle", cache=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     card = json.loads(result.stdout)
     assert card["decision"] == "passage" and card["sides"][1]["document_title"] == "Eiffel Tower"
     result = run_claire("resolve", "--run", str(run_dir), "--id", "tour-3", "--base-url", oracle.base_url,
                         "--model", "oracle", cache=tmp_path)
-    assert result.returncode == 2 and "was not flagged" in result.stderr
+    assert result.returncode == 0 and "nothing to resolve" in result.stdout  # as for a fact that is not flagged
 
 
 async def test_page_extraction_runs_off_the_event_loop_within_the_fetch_deadline(pages, tmp_path, monkeypatch):
@@ -309,7 +309,7 @@ def test_a_resolve_with_malformed_huge_and_unreadable_sources_still_gives_its_ca
     started = time.monotonic()
     result = run_claire("resolve", "--cases", str(cases), "--sources", str(sources), "--no-fetch", "--base-url",
                         oracle.base_url, "--model", "oracle", "--json", cache=tmp_path)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     card = json.loads(result.stdout)
     assert card["decision"] == "fact" and time.monotonic() - started < 60
     supports = [source["support"] for source in card["sides"][0]["sources"]]

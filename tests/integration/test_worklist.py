@@ -132,7 +132,7 @@ def test_claire_resolve_names_the_passage_side_on_the_five_planted_claims(oracle
         result = run_claire("resolve", claim["claim_text"], "--title", block["document_title"], "--section",
                             block["section_title"], "--context", block["content"], "--json",
                             "--base-url", oracle.base_url, "--model", "oracle", cache=tmp_path)
-        assert result.returncode == 0, (claim["claim_id"], result.stderr)
+        assert result.returncode == 1, (claim["claim_id"], result.stderr)  # a contradiction, resolved
         card = json.loads(result.stdout)
         assert card["decision"] == "passage" and card["values_from"] == "model", (claim["claim_id"], card["reasons"])
         fact, passage = card["sides"]
