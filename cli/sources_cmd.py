@@ -41,11 +41,12 @@ def sources_rate(
     if as_json:
         row = rating.source
         print(json.dumps({"tier": rating.tier, "matched": rating.matched, "name": row.name if row else None,
-                          "domains": list(row.domains) if row else [], "last_discussed": row.last_discussed if row else None},
+                          "domains": list(row.domains) if row else [], "last_discussed": row.last_discussed if row else None,
+                          "other_rows": [{"name": o.name, "tier": o.tier} for o in rating.others]},
                          indent=2, ensure_ascii=False))
         return
-    console.print(Text.assemble((rating.tier, "bold"), f"  {rating.label()}" if rating.source else "",
-                                f"  (matched {rating.matched})" if rating.matched else ""))
+    console.print(Text.assemble((rating.tier, "bold"), f"  ({rating.label()})" if rating.source else "",
+                                f"  matched {rating.matched}" if rating.matched else ""))
 
 
 @with_settings("config_file", "sets")

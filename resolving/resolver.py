@@ -180,7 +180,7 @@ class Resolver:
                            other_value: str) -> SourceJudgement:
         """One cited source read, rated and judged."""
         rating: Rating = self.perennial.rate(url=reference.url, site=reference.site)
-        judgement = SourceJudgement(reference=reference, tier=rating.tier, tier_detail=rating.label(),
+        judgement = SourceJudgement(reference=reference, tier=rating.tier, tier_detail=f"{rating.tier} ({rating.label()})" if rating.source else rating.label(),
                                     date=reference.date)
         if not reference.url:
             return judgement.model_copy(update={"note": "no URL to read: rated by its publisher alone"})

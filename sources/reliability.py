@@ -21,12 +21,13 @@ from datetime import date
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, Iterable, Literal
+from urllib.parse import urlsplit
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Tag, Template, Wikilink
 
 from claire.errors import ConfigError, DatasetError
-from claire.sources.urls import host_of, is_public_suffix
+from claire.sources.urls import archived, host_of, is_public_suffix
 
 Tier = Literal["generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted", "not listed"]
 TIERS: tuple[Tier, ...] = ("generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted",
@@ -54,6 +55,23 @@ def _template(node: Template) -> str:
     return " ".join(str(node.name).split()).upper()
 
 
+_DASHES = {"SND": " – ", "SPACED NDASH": " – ", "NDASH": "–", "SNDASH": " – ", "MDASH": "—", "SPND": " – "}
+
+
+def _cell_text(cell: Any) -> str:
+    """A name cell as it reads: links by their text, dash templates as dashes, its topic in
+    parentheses kept ("Fox News (politics and science)"); notes, anchors and shortcuts left out."""
+    parts = []
+    for node in cell.nodes:
+        if isinstance(node, Template):
+            parts.append(_DASHES.get(_template(node), ""))
+        elif isinstance(node, Wikilink):
+            parts.append(str(node.text if node.text is not None else node.title))
+        else:
+            parts.append(mwparserfromhell.parse(str(node)).strip_code())
+    return "".join(parts).replace("''", "")
+
+
 def _row(row: Tag) -> ListedSource | None:
     cells = [node for node in row.contents.nodes if isinstance(node, Tag) and str(node.tag) in ("td", "th")]
     templates = [t for cell in cells for t in cell.contents.filter_templates(recursive=True)]
@@ -72,13 +90,7 @@ def _row(row: Tag) -> ListedSource | None:
     last = next((t for t in templates if _template(t) == "WP:RSPLAST"), None)
     year = re.search(r"\d{4}", str(last.get(1).value)) if last is not None and last.has(1) else None
     first = cells[0].contents
-    link = next((n for n in first.nodes if isinstance(n, Wikilink)), None)
-    if link is not None:
-        name = str(link.text if link.text is not None else link.title)
-    else:
-        name = "".join(str(n) for n in first.nodes if not isinstance(n, Template))
-    name = " ".join(mwparserfromhell.parse(name).strip_code().split()) or (row.get("id").value.strip()
-                                                                            if row.has("id") else "")
+    name = " ".join(_cell_text(first).split()) or (row.get("id").value.strip() if row.has("id") else "")
     return ListedSource(name=name, domains=domains, tier=tier, last_discussed=int(year.group()) if year else None)
 
 
@@ -96,41 +108,95 @@ def _name_key(name: str) -> str:
 
 @dataclass(frozen=True)
 class Rating:
-    """Where a source stands: its tier, the list's row it matched (None: not listed) and how."""
+    """Where a source stands: its tier, the list's row it matched (None: not listed), how, and the
+    other rows the list has for the same site (rated apart by path or topic)."""
 
     tier: Tier
     source: ListedSource | None = None
-    matched: str | None = None  # the domain or name it matched
+    matched: str | None = None  # the domain, path or name it matched
+    others: tuple[ListedSource, ...] = ()
 
     def label(self) -> str:
-        """The tier with the row it came from, for display."""
+        """The row it came from, for display beside the tier: ``BBC, last discussed 2025``."""
         if self.source is None:
-            return "not listed"
+            return "not listed on English Wikipedia's Perennial sources list"
         year = f", last discussed {self.source.last_discussed}" if self.source.last_discussed else ""
-        return f"{self.tier} ({self.source.name}{year})"
+        others = ("; other rows for this site: " + "; ".join(f"{o.name} ({o.tier})" for o in self.others)
+                  if self.others else "")
+        return f"{self.source.name}{year}{others}"
+
+
+PATH_HINTS: dict[str, str] = {"forbes.com/sites/": "non-staff"}
+"""URL paths the list describes in words rather than in a domain: a Forbes.com page under /sites/
+is a contributor's, which the list's "non-staff authored articles" row rates (this project's
+reading of the row's text, not a field of the list)."""
+_TOPIC_STOP = frozenset({"and", "or", "the", "of", "news", "excluding", "other", "articles", "pre", "present", "print",
+                         "issue"})
+
+
+def _topics(name: str) -> tuple[set[str], set[str]]:
+    """The words a row's parenthesised topic names, and those it excludes ("news excluding politics")."""
+    found = re.search(r"\(([^()]*)\)\s*$", name)
+    if not found:
+        return set(), set()
+    words = re.findall(r"[a-z]+", found.group(1).lower())
+    if "excluding" in words:
+        cut = words.index("excluding")
+        return set(words[:cut]) - _TOPIC_STOP, set(words[cut + 1:]) - _TOPIC_STOP
+    return set(words) - _TOPIC_STOP, set()
 
 
 class Perennial:
-    """The list as a lookup by domain and by name."""
+    """The list as a lookup by domain (and path, and topic) and by name."""
 
     def __init__(self, sources: Iterable[ListedSource], *, retrieved: str | None = None) -> None:
         self.sources = list(sources)
         self.retrieved = retrieved
-        self.by_domain: dict[str, ListedSource] = {}
+        self.by_domain: dict[str, list[ListedSource]] = {}
         self.by_name: dict[str, ListedSource] = {}
         for source in self.sources:
             for domain in source.domains:
-                self.by_domain.setdefault(domain, source)
+                host = domain.split("/", 1)[0]
+                rows = self.by_domain.setdefault(host, [])
+                if source not in rows:
+                    rows.append(source)
             self.by_name.setdefault(_name_key(source.name), source)
+
+    def _choose(self, host: str, url: str, rows: list[ListedSource]) -> tuple[ListedSource, str]:
+        """Of a site's rows, the one its URL's path names (a listed path, a hint, a topic word in the
+        path, for a site with several rows), else the list's first."""
+        try:
+            path = urlsplit(archived(url)).path.lower()
+        except ValueError:
+            path = ""
+        where = host + path
+        for row in rows:
+            for domain in row.domains:
+                if "/" in domain and where.startswith(domain.rstrip("/")):
+                    return row, domain
+        for prefix, words in PATH_HINTS.items():
+            if where.startswith(prefix):
+                hinted = next((row for row in rows if words in row.name.lower()), None)
+                if hinted is not None:
+                    return hinted, prefix
+        segments = set(re.findall(r"[a-z]+", path)) if len(rows) > 1 else set()
+        for row in rows:
+            topics, _ = _topics(row.name)
+            if topics & segments:
+                return row, f"{host} ({', '.join(sorted(topics & segments))})"
+        return rows[0], host  # the list's first row for the site is its general one
 
     def rate(self, *, url: str | None = None, site: str = "") -> Rating:
         """The tier of a citation: by its URL's host (a subdomain matches its parent; an archive's URL
-        is rated as the page it keeps; a trailing dot or ``www.`` changes nothing), else by
-        its site or publisher's name; ``not listed`` when neither is on the list."""
+        is rated as the page it keeps; a trailing dot or ``www.`` changes nothing), by the row its
+        path or topic names where the list has several for the site, else by its site or
+        publisher's name; ``not listed`` when neither is on the list."""
         host = host_of(url)
         while host:
             if host in self.by_domain:
-                return Rating(self.by_domain[host].tier, self.by_domain[host], host)
+                rows = self.by_domain[host]
+                row, matched = self._choose(host, url or "", rows)
+                return Rating(row.tier, row, matched, tuple(r for r in rows if r is not row))
             host = host.split(".", 1)[1] if "." in host else ""
         key = _name_key(site)
         if key and key in self.by_name:

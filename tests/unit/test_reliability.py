@@ -55,7 +55,8 @@ def test_lookup_by_domain_subdomain_and_name():
     assert perennial.rate(url="https://notreuters.com/a").tier == "not listed"
     assert perennial.rate(site="Daily Mail").tier == "deprecated"  # a book or a paper without a URL: by name
     assert perennial.rate(url=None, site="").tier == "not listed"
-    assert perennial.rate(url="https://spam.example/p").label().startswith("blacklisted (Spam Site")
+    assert perennial.rate(url="https://spam.example/p").label().startswith("Spam Site")
+    assert perennial.rate(url="https://spam.example/p").tier == "blacklisted"
 
 
 def test_a_snapshot_round_trips_with_its_attribution(tmp_path):
@@ -103,3 +104,19 @@ def test_a_row_for_a_bare_public_suffix_rates_nothing():
     assert perennial.sources[0].domains == ("times.example",)
     assert perennial.rate(url="https://anything.com/x").tier == "not listed"
     assert changes(Perennial.load(), perennial)["added"] == ["Everything"]
+
+
+def test_a_site_with_several_rows_is_rated_by_the_row_its_path_or_topic_names():
+    perennial = Perennial.load()
+    assert perennial.rate(url="https://www.forbes.com/sites/someone/2021/01/01/x").tier == "generally unreliable"
+    assert perennial.rate(url="https://www.forbes.com/advisor/banking/x").tier == "generally unreliable"
+    assert perennial.rate(url="https://www.forbes.com/2021/01/01/x").tier == "no consensus"
+    rows = {url: perennial.rate(url=url) for url in ("https://www.foxnews.com/politics/a", "https://www.foxnews.com/us/a",
+                                                     "https://www.foxnews.com/shows/hannity")}
+    assert [r.source.name for r in rows.values()] == ["Fox News (politics and science)",
+                                                      "Fox News (news excluding politics and science)",
+                                                      "Fox News (talk shows)"]
+    assert all(len(r.others) == 2 for r in rows.values())  # and the card says the other rows exist
+    assert "other rows for this site" in rows["https://www.foxnews.com/us/a"].label()
+    assert "5 August 2010 – present" in perennial.rate(url="https://www.forbes.com/2021/x").label()  # the dash kept
+
