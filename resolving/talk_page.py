@@ -44,6 +44,15 @@ _ENV.filters["target"] = as_link_target
 _ENV.filters["link"] = lambda url: safe_url(url) or ""  # an external link's URL, percent-encoded where it could act
 
 
+def in_plain_words(missing: str, fact_article: str, passage_article: str) -> str:
+    """What is missing, said of the articles rather than of the tool's "fact" and "passage"."""
+    for side, article in (("fact", fact_article), ("passage", passage_article)):
+        name = f"the statement in {article}" if article else f"the {side}"
+        missing = re.sub(rf"\bthe {side}'s\b", f"{name}'s", missing)
+        missing = re.sub(rf"\bthe {side}\b", name, missing)
+    return missing.replace("cites no source", "cites no source for it")
+
+
 def talk_page_draft(case: Any, resolution: Any, *, today: date | None = None) -> tuple[str, str]:
     """(the article whose talk page the draft is for, the draft's wikitext)."""
     today = today or date.today()
@@ -62,5 +71,6 @@ def talk_page_draft(case: Any, resolution: Any, *, today: date | None = None) ->
     text = _ENV.get_template("talk_page.wiki.j2").render(
         resolution=resolution, fact=fact, passage=passage, target=target, other=other, wrong=wrong, right=right,
         inline=inline, both_articles=resolution.decision in ("both", "unknown"),
+        missing=[in_plain_words(m, fact.document_title, passage.document_title) for m in resolution.missing],
     )
     return article, text
