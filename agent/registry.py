@@ -130,8 +130,8 @@ def needs_llm(name: str | None) -> bool:
     """Whether the system called ``name`` calls an LLM (what its class declares in ``needs_llm``;
     True when it declares nothing or cannot be loaded here): a system that needs none is run
     without an endpoint, and its search without the LLM's reranking."""
-    if not name or not is_system_name(name):
-        return True
+    if not name or not is_system_name(name) or name in SYSTEMS:  # every built-in system calls one: known without
+        return True                                                 # importing it (a missing key is said at once)
     try:
         return bool(getattr(system_class(name), "needs_llm", True))
     except ConfigError:
@@ -141,8 +141,8 @@ def needs_llm(name: str | None) -> bool:
 def reads_setting(name: str | None, key: str) -> bool:
     """Whether the system called ``name`` reads the setting ``key`` (a dotted key): what it declares in
     ``reads`` (setting prefixes); a system that declares nothing, or cannot be loaded here, reads all."""
-    if not name or not is_system_name(name):
-        return True
+    if not name or not is_system_name(name) or name in SYSTEMS:  # every built-in system calls one: known without
+        return True                                                 # importing it (a missing key is said at once)
     try:
         prefixes = getattr(system_class(name), "reads", None)
     except ConfigError:

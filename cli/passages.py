@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    ConcurrencyOpt, FileOpt, JsonOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text,
+    ConcurrencyOpt, FileOpt, JsonOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text, require_api_key,
     run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
@@ -24,12 +24,13 @@ def extract_command(
     settings: Settings,
 ) -> None:
     """Split a passage into atomic, self-contained facts. Exit 0, or 3 when it holds no checkable fact."""
-    from claire.agent.extraction import extract_facts
-    from claire.llm.client import ChatClient
-    from claire.agent.runtime import prompt_library
-
     passage = passage_text(text, file)
     config = settings.resolve()
+    require_api_key(config)
+    from claire.agent.extraction import extract_facts
+    from claire.agent.runtime import prompt_library
+    from claire.llm.client import ChatClient
+
 
     async def go():
         llm = ChatClient.from_config(config.llm)
@@ -63,12 +64,13 @@ def scan_command(
     settings: Settings,
 ) -> None:
     """Extract every fact of a passage and check each one; flagged facts first. Exit 0 none flagged, 1 some flagged, 2 some could not be checked (none flagged), 3 no checkable fact."""
+    passage = passage_text(text, file)
+    config = settings.batch(system, concurrency)
+    require_api_key(config)  # before the index, the embedder and the models load
     from rich.table import Table
 
     from claire.jobs.scan import run_scan
 
-    passage = passage_text(text, file)
-    config = settings.batch(system, concurrency)
     result = run(run_scan(title=title, section=section, text=passage, config=config, out_dir=out,
                           max_facts=max_facts, console=err))
     table = Table(title=f"facts of {title}, most suspicious first", title_justify="left", expand=True)
@@ -102,10 +104,6 @@ def cite_command(
     settings: Settings,
 ) -> None:
     """Does the cited source support the claim, and which indexed source would? Exit 0 supported, 1 not (or a better source found), 2 error."""
-    from claire.agent.runtime import open_system
-    from claire.tasks.citations.records import Citation, CitedSource
-    from claire.ingestion.web_docs import check_source_text, read_source_text
-
     if not claim.strip():
         raise ConfigError("the claim is empty: give the sentence that carries the citation")
     if (source is None) == (source_text is None):
@@ -113,6 +111,11 @@ def cite_command(
     config = settings.resolve(
                      **{"cite.index": index, "cite.expand_queries": expand, "agent.task": "citations",
                         "agent.system": "cite"})
+    require_api_key(config)
+    from claire.agent.runtime import open_system
+    from claire.ingestion.web_docs import check_source_text, read_source_text
+    from claire.tasks.citations.records import Citation, CitedSource
+
     limit = config.cite.max_source_bytes
     text = read_source_text(source, max_bytes=limit) if source else check_source_text(source_text or "", "--source-text", max_bytes=limit)
     citation = Citation(claim=claim.strip(), title=title or "", section=section or "", context=(context or "").strip(),

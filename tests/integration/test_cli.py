@@ -428,3 +428,22 @@ def test_an_eval_whose_scores_are_all_one_says_auroc_means_nothing(demo_cache, t
                              str(tmp_path / "blind"), "--base-url", blind.base_url, "--model", "oracle", cache=demo_cache)
     assert "AUROC 100.0" in known.stdout and "same score" not in known.stderr
     assert "AUROC 50.0" in unknown.stdout and "every scored claim got the same score (0.1)" in unknown.stderr
+
+
+def test_a_missing_key_is_said_before_the_agent_or_the_index_is_loaded(tmp_path):
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom claire.cli.app import main\ncodes = []\n"
+              "for argv in (['check', 'x', '--title', 'P'], ['resolve', 'x', '--title', 'P'], ['scan', '--title', 'P', "
+              "'--text', 'x'], ['extract', '--title', 'P', '--text', 'x'], ['cite', 'x', '--source-text', 'y'], "
+              "['worklist', '--all']):\n"
+              "    sys.argv = ['claire', *argv]\n    try:\n        main()\n    except SystemExit as stop:\n"
+              "        codes.append(stop.code)\n"
+              "heavy = [m for m in ('claire.agent.claire_agent', 'claire.agent.runtime', 'sentence_transformers', 'langgraph')"
+              " if m in sys.modules]\nprint(codes, heavy)\n")
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "CLAIRE_"))}
+    env.update(CLAIRE_DATA_DIR=str(tmp_path), CLAIRE_CACHE_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert result.stdout.strip() == "[2, 2, 2, 2, 2, 2] []", result.stdout + result.stderr
+    assert result.stderr.count("no API key for the LLM endpoint") == 6
