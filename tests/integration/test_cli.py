@@ -439,7 +439,7 @@ def test_a_missing_key_is_said_before_the_agent_or_the_index_is_loaded(tmp_path)
               "'--text', 'x'], ['extract', '--title', 'P', '--text', 'x'], ['cite', 'x', '--source-text', 'y'], "
               "['worklist', '--all']):\n"
               "    sys.argv = ['claire', *argv]\n    try:\n        main()\n    except SystemExit as stop:\n"
-              "        codes.append(stop.code)\n"
+              "        codes.append(int(stop.code))\n"
               "heavy = [m for m in ('claire.agent.claire_agent', 'claire.agent.runtime', 'sentence_transformers', 'langgraph')"
               " if m in sys.modules]\nprint(codes, heavy)\n")
     env = {k: v for k, v in __import__("os").environ.items() if not k.startswith(("OPENAI_", "CLAIRE_"))}
