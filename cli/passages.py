@@ -84,7 +84,7 @@ def scan_command(
                       row.verdict if row.outcome != "failed" else "failed", row.fact, row.key_evidence or "—", style=style)
     console.print(table)
     failed = f" ({len(result.failed)} could not be checked: run the same command again to retry them)" if result.failed else ""
-    console.print(f"{len(result.flagged)} of {len(result.rows)} facts flagged{failed}; report: {result.out_dir}/scan.md")
+    console.print(f"{len(result.flagged)} of {len(result.rows)} fact{'' if len(result.rows) == 1 else 's'} flagged{failed}; report: {result.out_dir}/scan.md")
     raise typer.Exit(ExitCode.FLAGGED if result.flagged else ExitCode.ERROR if result.failed else ExitCode.OK)
 
 

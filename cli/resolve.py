@@ -61,8 +61,9 @@ def resolution_view(resolution: Resolution) -> Group:
             if source.note:
                 lines.append(Text("    " + source.note, style="dim"))
         if side.agreeing:
-            lines.append(Text(f"{len(side.agreeing)} other independent source(s) give this value: "
-                              + ", ".join(side.agreeing), style="dim"))
+            count = len(side.agreeing)
+            lines.append(Text(f"{count} other independent source{'s give' if count > 1 else ' gives'} this value: "
+                              + "; ".join(side.agreeing), style="dim"))
         where = side.document_title + (f" › {side.section_title}" if side.section_title else "")
         verified = " · verified" if side.verified else ""
         parts.append(Panel(Group(*lines), title=f"the {side.side} — {escape(where)}{verified}", title_align="left"))

@@ -172,7 +172,15 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
 def setting_differences(dirs: Sequence[str | Path], labels: Sequence[str]) -> list[str]:
     """The settings (dotted keys) whose values differ between the runs, each with every run's value
     (the system, set apart as its own column, and neutral settings such as concurrency left out)."""
-    flat = [flat_settings((read_run_config(d) or {}).get("config") or {}) for d in dirs]
+    from claire.agent.registry import needs_llm
+
+    flat = []
+    for directory in dirs:
+        stored = read_run_config(directory) or {}
+        settings = flat_settings(stored.get("config") or {})
+        if not needs_llm(stored.get("system") or settings.get("agent.system")):  # it read no llm.* setting
+            settings = {key: (None if key.startswith("llm.") else value) for key, value in settings.items()}
+        flat.append(settings)
     keys = sorted({key for run in flat for key in run})
     found = []
     for key in keys:

@@ -261,6 +261,7 @@ class Resolver:
         the same thing (:func:`same_subject`): a passage counts by the site it cites (else by its
         article), and an article votes once."""
         keys: list[str] = []
+        said: list[str] = []  # each as the card names it: the site, and the article that cites it
         articles: set[str] = set()
         for passage in others:
             if passage.document_title in articles:
@@ -272,7 +273,9 @@ class Resolver:
                 key = source_key(passage.citations[0] if passage.citations else None, passage.document_title)
                 if key not in keys:
                     keys.append(key)
-        return keys
+                    said.append(key if key == passage.document_title.strip().lower()
+                                else f"{key} (cited in {passage.document_title})")
+        return said
 
     # -- the explanation -------------------------------------------------------------------------
     async def explain(self, fact: SideReport, passage: SideReport) -> dict[str, Any]:

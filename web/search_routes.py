@@ -47,8 +47,12 @@ async def get_article(retriever: RetrieverDep, config: ConfigDep,
     """The whole text of an article of the index, in reading order, with its section headings
     (``== History ==``, ``=== Origins ===``), as a scan reads them back: a filtered read of the
     index by title (a search service that offers none: as far as search reaches it)."""
+    title = " ".join(title.replace("_", " ").split())
     if hasattr(retriever, "document"):
         blocks = await asyncio.to_thread(retriever.document, title)
+        if not blocks and title[:1].islower():  # titles are case-sensitive only after their first letter
+            title = title[:1].upper() + title[1:]
+            blocks = await asyncio.to_thread(retriever.document, title)
     else:
         hits = await search_blocks(retriever, config, title, 100)
         blocks = [h.block for h in hits if h.block.document_title == title]

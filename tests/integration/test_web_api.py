@@ -163,6 +163,8 @@ def test_search_endpoint_shape_and_article_lookup(app_server):
     headings = [line for line in text.splitlines() if line.startswith("==")]
     assert headings[:3] == ["== History ==", "=== Origins ===", "=== Construction ==="]
     assert text.index("=== Origins ===") < text.index("== Design ==") < text.index("== Replicas ==")
+    assert client.get("/api/article", params={"title": "eiffel_Tower"}).json()["title"] == "Eiffel Tower"  # as a wiki reads it
+    assert client.get("/api/article", params={"title": "eiffel tower"}).status_code == 404  # case counts after the first letter
 
 
 def test_unknown_ids_bad_input_oversize_body_and_cors(app_server):
