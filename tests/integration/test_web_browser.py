@@ -267,6 +267,13 @@ def test_an_article_loaded_from_the_index_comes_whole_in_reading_order_with_its_
     headings = [line for line in text.splitlines() if line.startswith("== ")]
     assert headings and not text.startswith("=")  # the introduction first, then the sections under their headings
     browser.save_screenshot(str(shots / "web-article-from-index.png"))
+    browser.find_element(By.CSS_SELECTOR, "#scan-form button[type=submit]").click()  # scanned, it reads as the article
+    wait(browser, 120).until(EC.text_to_be_present_in_element((By.ID, "progress-text"), "Done"))
+    article = browser.find_element(By.ID, "article")
+    shown = [h.text for h in article.find_elements(By.CSS_SELECTOR, ".article-heading")]
+    assert shown[0] == headings[0].strip("= ") and {h.strip("= ") for h in headings} <= set(shown)
+    assert "==" not in article.text  # headings, not wikitext
+    browser.save_screenshot(str(shots / "web-article-scanned.png"))
 
 
 def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, browser, shots, tmp_path):
@@ -286,7 +293,7 @@ def test_a_fact_that_could_not_be_checked_never_reads_as_a_clean_result(stack, b
             progress = wait(browser).until(EC.visibility_of_element_located((By.ID, "progress-text")))
             wait(browser).until(lambda d: "could not be checked" in progress.text)
             text = progress.text
-            assert text.startswith("Stopped") and "0 of 1 facts checked" in text and "0 flagged" in text, text
+            assert text.startswith("Stopped") and "0 of 1 fact checked" in text and "0 flagged" in text, text
             assert "claire-progress-error" in progress.get_attribute("class")
             # in the list the fact reads as failed, not as pending ("…"), and why is said once, on one line
             item = browser.find_element(By.CSS_SELECTOR, "#fact-list li")
@@ -638,7 +645,7 @@ def test_which_side_is_right_in_the_side_panel(tour_stack, browser, shots):
     quote = sides[1].find_element(By.CSS_SELECTOR, ".claire-quote").text
     assert "completed in March 1889" in quote
     draft = browser.find_element(By.CSS_SELECTOR, "#panel textarea.claire-talk").get_attribute("value")
-    assert draft.startswith("== Contradiction with [[Eiffel Tower]] ==") and draft.rstrip().endswith("~~~~")
+    assert draft.startswith("== Contradiction with Eiffel Tower ==") and draft.rstrip().endswith("~~~~")
     browser.execute_script("arguments[0].scrollIntoView({block: 'start'})",
                            browser.find_element(By.CSS_SELECTOR, "#panel .claire-sides"))
     time.sleep(0.3)

@@ -182,8 +182,12 @@
       const item = el("li", "claire-source claire-support-" + source.support.replace(/ /g, "-"));
       const reference = source.reference || {};
       item.appendChild(link(reference.title || reference.url || "untitled source", reference.url));
-      item.appendChild(el("span", "claire-tier", " · " + source.tier + (reference.site ? " · " + reference.site : "")
-        + (source.date ? " · " + source.date : "")));
+      item.appendChild(document.createTextNode(" "));
+      // the tier as a coloured badge, as editors' citation tools show it (its row of the list in the tooltip)
+      const tier = el("span", "claire-tier-badge claire-tier-" + String(source.tier).replace(/ /g, "-"), source.tier);
+      tier.title = source.tier_detail || source.tier;
+      item.appendChild(tier);
+      item.appendChild(el("span", "claire-tier", (reference.site ? " · " + reference.site : "") + (source.date ? " · " + source.date : "")));
       item.appendChild(el("div", "claire-support", SUPPORT[source.support] || source.support));
       if (source.quote) item.appendChild(el("blockquote", "claire-quote", source.quote));
       if (source.note) item.appendChild(el("div", "claire-note", source.note));
@@ -191,7 +195,9 @@
     }
     box.appendChild(list);
     if (side.agreeing && side.agreeing.length) {
-      box.appendChild(el("p", "claire-note", side.agreeing.length + " other independent source(s) give this value: " + side.agreeing.join(", ")));
+      const count = side.agreeing.length;
+      box.appendChild(el("p", "claire-note", count + " other independent source" + (count > 1 ? "s give" : " gives")
+        + " this value: " + side.agreeing.join("; ")));
     }
     return box;
   }

@@ -87,13 +87,28 @@
     return Array.from(byKey.values()).sort((a, b) => a.start - b.start);
   }
 
+  /* Plain text of the article, its "== Heading ==" lines shown as headings (as the article reads). */
+  const HEADING = /^(={2,6})[ \t]*(.+?)[ \t]*\1[ \t]*$/;
+  function appendText(article, text) {
+    const lines = text.split("\n");
+    let plain = "";
+    lines.forEach((line, index) => {
+      const found = HEADING.exec(line);
+      if (!found) { plain += line + (index < lines.length - 1 ? "\n" : ""); return; }
+      if (plain) article.appendChild(document.createTextNode(plain));
+      plain = "";
+      article.appendChild(el(found[1].length <= 2 ? "h3" : "h4", "article-heading", found[2]));
+    });
+    if (plain) article.appendChild(document.createTextNode(plain));
+  }
+
   function renderArticle(text, facts) {
     const article = $("article");
     article.replaceChildren();
     let at = 0;
     for (const group of groups(facts)) {
       if (group.start < at) continue; // overlaps the previous highlight: listed below instead
-      article.appendChild(document.createTextNode(text.slice(at, group.start)));
+      appendText(article, text.slice(at, group.start));
       const top = window.ClairePanel.strongest(group.facts);
       const mark = el("mark", "claire-mark claire-" + window.ClairePanel.groupBand(group.facts), text.slice(group.start, group.end));
       if (group.facts.every((f) => f.review)) mark.classList.add("claire-reviewed");
@@ -105,7 +120,7 @@
       article.appendChild(mark);
       at = group.end;
     }
-    article.appendChild(document.createTextNode(text.slice(at)));
+    appendText(article, text.slice(at));
   }
 
   function renderFactList(facts) {
@@ -191,7 +206,7 @@
         : progress.total ? "Checking" : "Extracting facts";
     // a job that stopped before it had any fact (its extraction failed) says so once, below, with its reason
     const parts = data.status === "error" && !progress.total ? ["Stopped before any fact was checked"]
-      : [state, (progress.done - errors) + " of " + progress.total + " facts checked"];
+      : [state, (progress.done - errors) + " of " + progress.total + (progress.total === 1 ? " fact checked" : " facts checked")];
     if (progress.total && errors) parts.push(errors + " could not be checked");
     if (progress.total) parts.push(progress.flagged + " flagged");
     $("progress-text").textContent = parts.join(" · ");
