@@ -13,9 +13,11 @@ from a validation run). The task decides what a line holds and how a run is scor
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -104,8 +106,19 @@ def config_differences(stored: dict[str, Any] | None, current: dict[str, Any] | 
         if recorded not in old or recorded not in new:
             old.pop(recorded, None)
             new.pop(recorded, None)
+    defaults = _default_settings()
+    for key in set(new) - set(old):  # a setting added since the run, at its default: the run used that too
+        if key in defaults and defaults[key] == new[key]:
+            old[key] = new[key]
     return [f"{key}: {old.get(key)!r} -> {new.get(key)!r}" for key in sorted(set(old) | set(new))
             if key not in NEUTRAL_SETTINGS and old.get(key) != new.get(key)]
+
+
+@lru_cache(maxsize=1)
+def _default_settings() -> dict[str, Any]:
+    from claire.config import Config
+
+    return flat_settings(json.loads(Config().model_dump_json()))
 
 
 def check_run_dir(out_dir: Path, *, task: Task, system: str, dataset: Path | None, config_public: dict[str, Any] | None) -> None:

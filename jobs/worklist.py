@@ -19,6 +19,7 @@ checks cleanly once the run has spent that much; the facts left are checked by t
 from __future__ import annotations
 
 import asyncio
+import logging
 import hashlib
 import json
 import time
@@ -43,6 +44,8 @@ from claire.resolving.worklist import WorklistEntry, entries_from, ranked, workl
 from claire.runs.executor import resumable_step
 from claire.runs.predictions import load_predictions
 from claire.tasks.fact_limits import fact_length_problem
+
+log = logging.getLogger(__name__)
 
 FACTS_PER_BLOCK = 3.0
 """Planning figure for the estimate: facts extracted from one text block before the run has
@@ -280,7 +283,12 @@ def write_worklist(out_dir: Path, entries: Sequence[WorklistEntry], *, keep_deci
     """``worklist.jsonl`` (one entry a line; with ``keep_decisions``, the decisions an editor recorded
     in the file are kept over the entries') and ``worklist.wiki`` (the entries still open)."""
     path = out_dir / "worklist.jsonl"
-    kept = {e.id: e for e in read_worklist(out_dir)} if path.exists() and keep_decisions else {}
+    kept: dict[str, WorklistEntry] = {}
+    if path.exists() and keep_decisions:
+        try:
+            kept = {e.id: e for e in read_worklist(out_dir)}
+        except ClaireError as error:  # a file another version wrote: its decisions cannot be carried over
+            log.warning("the earlier worklist's decisions are not kept: %s", error)
     merged = []
     for entry in entries:
         before = kept.get(entry.id)
@@ -294,5 +302,8 @@ def write_worklist(out_dir: Path, entries: Sequence[WorklistEntry], *, keep_deci
 def read_worklist(out_dir: Path) -> list[WorklistEntry]:
     """The entries of a run directory's ``worklist.jsonl``."""
     from claire.files import read_log
+    from claire.validation import validated_record
 
-    return [WorklistEntry.model_validate(value) for value in read_log(Path(out_dir) / "worklist.jsonl")]
+    path = Path(out_dir) / "worklist.jsonl"
+    return [validated_record(WorklistEntry, value, f"{path}: entry {number}")
+            for number, value in enumerate(read_log(path), start=1)]
