@@ -3,6 +3,8 @@ process would), after the person stopped at the review question."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from claire.agent.runtime import build_system
@@ -51,3 +53,16 @@ async def test_interrupted_review_resumes_from_the_checkpointer(tmp_path):
 
     with pytest.raises(ConfigError, match="no saved check 'nope'"):
         await agent_for(ScriptedModel(), rejects, path).resume("nope")
+
+
+def test_a_setting_added_since_a_run_at_its_default_does_not_stop_it_resuming():
+    from claire.agent.runtime import run_settings
+    from claire.config import Config
+    from claire.evals.runner import config_differences
+
+    current = run_settings(Config())
+    stored = json.loads(json.dumps(current))
+    del stored["resolve"]["margin"]  # a run made before the setting existed
+    assert config_differences(stored, current) == []
+    changed = run_settings(Config().with_overrides({"resolve.margin": 0.3}))
+    assert config_differences(stored, changed) == ["resolve.margin: None -> 0.3"]
