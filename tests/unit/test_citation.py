@@ -143,6 +143,8 @@ def test_cli_errors_are_one_clear_line(tmp_path, monkeypatch, capsys):
     """In-process through the console-script entry point (each case fails before any model loads)."""
     from claire import cli
 
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # a key is there: what is wrong is the input
+
     monkeypatch.setenv("CLAIRE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CLAIRE_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("COLUMNS", "200")
