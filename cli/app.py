@@ -120,6 +120,21 @@ def _show_config_warning(message, category, filename, lineno, file=None, line=No
 _default_showwarning = warnings.showwarning
 
 
+def _usage_error(error: Exception) -> bool:
+    """Say a command-line usage error (an unknown option, a missing argument) as every other error
+    is said: the usage line, where to find help, then ``error: …``. True when ``error`` was one (the
+    CLI library's errors carry a message and an exit code, and a context for usage errors)."""
+    message = getattr(error, "format_message", None)
+    if not callable(message) or not isinstance(getattr(error, "exit_code", None), int):
+        return False
+    context = getattr(error, "ctx", None)
+    if context is not None:
+        err.print(context.get_usage(), markup=False, highlight=False)
+        err.print(f"Try '{context.command_path} --help' for help.\n", markup=False, highlight=False)
+    err.print(f"[bold red]error:[/] {escape(str(message()))}", highlight=False)
+    return True
+
+
 def main() -> None:
     """Console-script entry point: clear messages instead of tracebacks."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -130,7 +145,11 @@ def main() -> None:
                       f"({escape(argument.encode('utf-8', 'replace').decode('utf-8'))}); give text in UTF-8")
             sys.exit(2)
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="claire")  # the CLI library's own errors come back here, said as CLAIRE's are
+        sys.exit(code if isinstance(code, int) else ExitCode.OK)
+    except typer.Abort:
+        err.print("interrupted")
+        sys.exit(ExitCode.INTERRUPTED)
     except ClaireError as error:
         err.print(f"[bold red]error:[/] {escape(str(error))}", highlight=False)  # str() is redacted
         sys.exit(error.exit_code)
@@ -138,6 +157,8 @@ def main() -> None:
         err.print("interrupted")
         sys.exit(ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: one line for the person, the traceback on request
+        if _usage_error(error):
+            sys.exit(error.exit_code)  # type: ignore[attr-defined]
         if os.environ.get("CLAIRE_DEBUG"):
             raise
         err.print(f"[bold red]internal error:[/] {escape(redact(f'{type(error).__name__}: {error}'))} "

@@ -44,6 +44,8 @@ SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "wikicolli
 """The WikiCollide-format sample a checkout ships (the docs' quick evaluation): known too when present."""
 
 _WORD = re.compile(r"\w+")
+_FIELD = re.compile(r"^\s*[^\s:.!?][^:.!?]{0,40}:\s+\S[^.!?]*$")
+"""A line of an infobox: ``Key: value``, with no sentence in it."""
 
 
 def _words(text: str) -> set[str]:
@@ -54,8 +56,22 @@ def extracted_facts(passage: str, known: list[str]) -> list[tuple[str, str]]:
     """(fact, source sentence) for a passage: each sentence gives the known facts it states (most of
     their words are in it), else itself."""
     found = []
-    for start, end in sentences(passage):
-        sentence = " ".join(passage[start:end].split())
+    pieces: list[str] = []
+    text: list[str] = []
+
+    def running_text() -> None:
+        joined = "\n".join(text)
+        pieces.extend(" ".join(joined[start:end].split()) for start, end in sentences(joined))
+        text.clear()
+
+    for line in passage.splitlines():  # an infobox's "Key: value" lines are a fact each, not one long "sentence"
+        if _FIELD.match(line):
+            running_text()
+            pieces.append(" ".join(line.split()))
+        else:
+            text.append(line)
+    running_text()
+    for sentence in pieces:
         words = _words(sentence)
         stated = [fact for fact in known if _words(fact) and len(_words(fact) & words) >= 0.75 * len(_words(fact))]
         found += [(fact, sentence) for fact in stated] or [(sentence, sentence)]

@@ -447,3 +447,10 @@ def test_a_missing_key_is_said_before_the_agent_or_the_index_is_loaded(tmp_path)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert result.stdout.strip() == "[2, 2, 2, 2, 2, 2] []", result.stdout + result.stderr
     assert result.stderr.count("no API key for the LLM endpoint") == 6
+
+
+def test_a_usage_error_is_said_like_every_other_error(tmp_path):
+    for argv, message in ((["check", "--bogus"], "No such option: --bogus"), (["nonsense"], "No such command")):
+        result = run_claire(*argv, cache=tmp_path)
+        assert result.returncode == 2 and f"error: {message}" in result.stderr and "Error:" not in result.stderr
+        assert "Try 'claire" in result.stderr  # and where to find help

@@ -33,3 +33,12 @@ def test_the_oracle_extracts_the_shipped_passages_facts_for_a_keyless_tour():
 
     assert "<inconsistency_score>0.9<" in verdict("The Eiffel Tower was completed in 1890.")
     assert "<inconsistency_score>0.1<" in verdict("The Louvre was once a royal palace.")
+
+
+def test_an_infobox_is_a_fact_a_line_for_the_oracle():
+    from claire.testing.oracle import extracted_facts
+
+    infobox = "Type: Lattice tower\nLocation: Champ de Mars, Paris\nInaugurated: 31 March 1889"
+    assert [fact for fact, _ in extracted_facts(infobox, [])] == infobox.splitlines()
+    wrapped = "The tower was built for\nthe world's fair. It is tall."  # a sentence wrapped over two lines stays whole
+    assert [fact for fact, _ in extracted_facts(wrapped, [])] == ["The tower was built for the world's fair.", "It is tall."]
