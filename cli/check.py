@@ -17,7 +17,7 @@ from rich.text import Text
 
 from claire.cli.terminal import StatusLine
 from claire.cli.options import (
-    DocsPerQueryOpt, MaxStepsOpt, NoRerankOpt, Settings, SystemOpt, ToolsOpt, check_writable, console, err,
+    DocsPerQueryOpt, FactContextOpt, FactSectionOpt, FactTitleOpt, MaxStepsOpt, NoRerankOpt, Settings, SystemOpt, ToolsOpt, check_writable, console, err,
     passage_text, require_api_key, run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 @with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def check_command(
     fact: Annotated[Optional[str], typer.Argument(help="The fact to check.")] = None,
-    title: Annotated[Optional[str], typer.Option("--title", help="The fact's article (excluded from search).")] = None,
-    section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
+    title: FactTitleOpt = None,
+    section: FactSectionOpt = None,
+    context: FactContextOpt = None,
     context_file: Annotated[Optional[Path], typer.Option("--context-file", help="Read the passage from a file.")] = None,
     system: SystemOpt = None,
     max_steps: MaxStepsOpt = None,

@@ -47,6 +47,10 @@ SystemOpt = Annotated[Optional[str], typer.Option(
     "--system", help="claire (default), rav, nli or cascade (a baseline first, claire only where needed).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 SectionOpt = Annotated[str, typer.Option("--section", help="The section the passage is from.")]
+# The fact's own options, one declaration for check, resolve and cite.
+FactTitleOpt = Annotated[Optional[str], typer.Option("--title", help="The fact's article (left out of the search).")]
+FactSectionOpt = Annotated[Optional[str], typer.Option("--section", help="The fact's section.")]
+FactContextOpt = Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")]
 TextOpt = Annotated[Optional[str], typer.Option("--text", help="The passage.")]
 FileOpt = Annotated[Optional[Path], typer.Option("--file", help="Read the passage from a file (at most 1 MB).")]
 MaxStepsOpt = Annotated[Optional[int], typer.Option("--max-steps", min=1, help="Step budget (agent.max_steps).")]

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    ConcurrencyOpt, FileOpt, JsonOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text, require_api_key,
+    ConcurrencyOpt, FactContextOpt, FactSectionOpt, FactTitleOpt, FileOpt, JsonOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text, require_api_key,
     run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
@@ -94,9 +94,9 @@ def cite_command(
     source: Annotated[Optional[Path], typer.Option("--source", help="The cited source as a text file.")] = None,
     source_text: Annotated[Optional[str], typer.Option("--source-text", help="The cited source's text.")] = None,
     source_url: Annotated[Optional[str], typer.Option("--source-url", help="The cited source's URL (so the index's copy of it is not suggested).")] = None,
-    title: Annotated[Optional[str], typer.Option("--title", help="The claim's Wikipedia article.")] = None,
-    section: Annotated[Optional[str], typer.Option("--section", help="The claim's section.")] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="The text around the claim.")] = None,
+    title: FactTitleOpt = None,
+    section: FactSectionOpt = None,
+    context: FactContextOpt = None,
     expand: Annotated[Optional[bool], typer.Option("--expand/--no-expand", help="Let the LLM write extra search queries (cite.expand_queries).")] = None,
     as_json: JsonOpt = False,
     index: Annotated[Optional[str], typer.Option("--index", help="The sources index (cite.index; default: the bundled example sources).")] = None,

@@ -16,7 +16,10 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.text import Text
 
-from claire.cli.options import JsonOpt, Settings, SystemOpt, check_writable, console, err, require_api_key, run, with_settings
+from claire.cli.options import (
+    FactContextOpt, FactSectionOpt, FactTitleOpt, JsonOpt, Settings, SystemOpt, check_writable, console, err, require_api_key,
+    run, with_settings,
+)
 from claire.errors import ConfigError, DatasetError, ExitCode
 
 if TYPE_CHECKING:
@@ -190,9 +193,9 @@ async def with_citations(config: Config, assessment: Assessment) -> Assessment:
 @with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def resolve_command(
     fact: Annotated[Optional[str], typer.Argument(help="A fact to check, then resolve when flagged.")] = None,
-    title: Annotated[Optional[str], typer.Option("--title", help="The fact's article.")] = None,
-    section: Annotated[Optional[str], typer.Option("--section", help="The fact's section.")] = None,
-    context: Annotated[Optional[str], typer.Option("--context", help="The passage the fact comes from.")] = None,
+    title: FactTitleOpt = None,
+    section: FactSectionOpt = None,
+    context: FactContextOpt = None,
     cases: Annotated[Optional[Path], typer.Option("--cases", help="A sides file (JSONL): resolve its case --id (or every case).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run", help="A run directory of `claire eval`: resolve its flagged record --id.")] = None,
     ids: Annotated[Optional[str], typer.Option("--id", help="The case or record to resolve (comma-separated for several).")] = None,
