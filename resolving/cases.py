@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from claire.domain import Assessment, Claim, Evidence
+from claire.domain import Assessment, Block, Claim, Evidence
 from claire.indexes.registry import Searcher
 from claire.llm.answers import tag_text
 from claire.llm.client import ChatClient
@@ -129,7 +129,7 @@ def contradicting_evidence(assessment: Assessment) -> Evidence | None:
     return ranked[0] if ranked else None
 
 
-def own_block(claim: Claim, retriever: Searcher | None) -> Any | None:
+def own_block(claim: Claim, retriever: Searcher | None) -> Block | None:
     """The block of the fact's own article that states it (its citations are the fact's): the
     claim's block by id when the index has it, else the best match among the article's blocks."""
     title = claim.context.document_title

@@ -28,6 +28,7 @@ import asyncio
 import logging
 import re
 import time
+from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import quote
 
@@ -144,6 +145,17 @@ def same_subject(passage: OtherPassage, fact: str, values: tuple[str, str], side
     words = {t.casefold() for t in tokens(fact)} - value_words
     have = {t.casefold() for t in tokens(passage.content)}
     return len(words & have) >= min(2, len(words))
+
+
+@dataclass(frozen=True)
+class Readings:
+    """The model's reading of a contradiction: whether both statements can stand (and why), whether
+    the fact changes over time (None: it did not say), and its explanation for the editor."""
+
+    both: bool = False
+    changes: bool | None = None
+    reason: str | None = None
+    explanation: str | None = None
 
 
 # -- the resolver -----------------------------------------------------------------------------------
@@ -278,7 +290,7 @@ class Resolver:
         return said
 
     # -- the explanation -------------------------------------------------------------------------
-    async def explain(self, fact: SideReport, passage: SideReport) -> dict[str, Any]:
+    async def explain(self, fact: SideReport, passage: SideReport) -> Readings:
         """The model's explanation and its two readings (changes over time, both can stand)."""
         def view(report: SideReport, label: str) -> dict[str, Any]:
             return {"label": label, "text": report.text, "document_title": report.document_title,
@@ -289,19 +301,19 @@ class Resolver:
 
         prompt = self.prompts.render("resolve_explain", fact=view(fact, "The fact"), passage=view(passage, "The passage"))
 
-        def read(text: str) -> dict[str, Any] | None:
+        def read(text: str) -> Readings | None:
             both = (tag_text(text, "both_can_stand") or "").strip().lower()
             changes = (tag_text(text, "changes_over_time") or "").strip().lower()
             if not both.startswith(("yes", "no")):
                 return None
-            return {"both": both.startswith("yes"), "changes": changes.startswith("yes") if changes else None,
-                    "reason": tag_text(text, "reason"), "explanation": tag_text(text, "explanation")}
+            return Readings(both=both.startswith("yes"), changes=changes.startswith("yes") if changes else None,
+                            reason=tag_text(text, "reason"), explanation=tag_text(text, "explanation"))
 
         asked = await self.llm.ask(prompt, read, follow_up=lambda problem, detail="": self.prompts.render(
             "follow_up", wanted="both_can_stand", problem=problem, detail=detail))
         if asked.value is None:  # the rule still decides; only the model's readings are missing
             log.warning("no explanation: %s", asked.failure("the explainer", "both_can_stand"))
-        return asked.value or {}
+        return asked.value or Readings()
 
     # -- the whole resolve -----------------------------------------------------------------------
     async def case_of_flag(self, flagged: FlagCase) -> SidesCase | None:
@@ -346,16 +358,14 @@ class Resolver:
             others = await self.others(case, values)
             fact.agreeing = self.agreeing(values[0], values[1], others, about=case.fact.text, sides=case)
             passage.agreeing = self.agreeing(values[1], values[0], others, about=case.fact.text, sides=case)
-            readings: dict[str, Any] = {}
-            if self.settings.explain:
-                readings = await self.explain(fact, passage)
-        time_varying = case.time_varying if case.time_varying is not None else bool(readings.get("changes"))
+            readings = await self.explain(fact, passage) if self.settings.explain else Readings()
+        time_varying = case.time_varying if case.time_varying is not None else bool(readings.changes)
         decision, confidence, reasons, missing = decide(
-            fact, passage, time_varying=time_varying, both_can_stand=bool(readings.get("both")),
-            both_reason=readings.get("reason"), weights=self.settings)
+            fact, passage, time_varying=time_varying, both_can_stand=readings.both,
+            both_reason=readings.reason, weights=self.settings)
         resolution = Resolution(
             claim_id=case.claim_id, decision=decision, confidence=confidence, reasons=reasons, missing=missing,
-            explanation=readings.get("explanation"), both_reason=readings.get("reason") if readings.get("both") else None,
+            explanation=readings.explanation, both_reason=readings.reason if readings.both else None,
             time_varying=time_varying, values_from=case.values_from or ("given" if case.values else "word overlap"),
             sides=[fact, passage], usage=usage.to_dict(),
             latency_s=round(time.perf_counter() - started, 3))

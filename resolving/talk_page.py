@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 
 from claire.domain import safe_url
+from claire.tasks.sides.records import Resolution, SidesCase
 
 _MARKUP = re.compile(r"[\[\]{}<>|~]|''|^[=*#:;]|__")
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), undefined=jinja2.StrictUndefined,
@@ -53,7 +54,7 @@ def in_plain_words(missing: str, fact_article: str, passage_article: str) -> str
     return missing.replace("cites no source", "cites no source for it")
 
 
-def talk_page_draft(case: Any, resolution: Any, *, today: date | None = None) -> tuple[str, str]:
+def talk_page_draft(case: SidesCase, resolution: Resolution, *, today: date | None = None) -> tuple[str, str]:
     """(the article whose talk page the draft is for, the draft's wikitext)."""
     today = today or date.today()
     fact, passage = resolution.side("fact"), resolution.side("passage")
