@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
 from claire.cli.options import ConcurrencyOpt, JsonOpt, Settings, SystemOpt, console, err, require_api_key, run, with_settings
 from claire.errors import ConfigError, ExitCode
+
+if TYPE_CHECKING:
+    from claire.config import Config
+    from claire.jobs.worklist import Estimate, WorklistRun
 
 
 def read_titles(path: Path) -> list[str]:
@@ -68,7 +72,7 @@ def worklist_command(
     corpus_run(config, titles=wanted, out=out, key=key, max_facts=max_facts, max_cost=max_cost, as_json=as_json)
 
 
-def corpus_run(config, *, titles: list[str] | None, out: Path, key: Path | None, max_facts: int | None = None,
+def corpus_run(config: Config, *, titles: list[str] | None, out: Path, key: Path | None, max_facts: int | None = None,
                max_cost: float | None = None, as_json: bool = False) -> None:
     """Run the corpus and show (or print as JSON) its worklist; scored when a key is given. Exits
     with the status README's rule gives: 1 when something is listed."""
@@ -84,7 +88,7 @@ def corpus_run(config, *, titles: list[str] | None, out: Path, key: Path | None,
 
     shown = err if as_json else console
 
-    def said(planned) -> None:
+    def said(planned: Estimate) -> None:
         shown.print("[bold]estimate[/]: " + "\n          ".join(planned.lines()))
 
     result = run(run_worklist(config=config, out_dir=out, titles=titles, max_facts_per_article=max_facts,
@@ -106,7 +110,7 @@ def corpus_run(config, *, titles: list[str] | None, out: Path, key: Path | None,
     raise typer.Exit(ExitCode.FLAGGED if result.entries else ExitCode.OK)
 
 
-def show_worklist(result, scores) -> None:
+def show_worklist(result: WorklistRun, scores: dict[str, Any] | None) -> None:
     """The ranked entries as a table, then where the files are (and the key's figures)."""
     from claire.tasks.sides.records import DECISION_WORDS
 

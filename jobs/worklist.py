@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from claire.config import Config
 from claire.domain import Claim, Passage, recorded_outcome
 from claire.errors import ClaireError, ConfigError, NothingToCheck
 from claire.evals.runner import run_eval
+from claire.jobs.scan import fact_id
 from claire.files import write_atomically
 from claire.llm.client import ChatClient
 from claire.llm.usage import CallTokens, Usage, track_usage
@@ -134,12 +134,12 @@ class WorklistRun:
     claims: list[Claim] = field(default_factory=list)  # the facts checked (a benchmark checks them again alone)
 
 
-def claim_id_of(block_id: str, fact: str) -> str:
-    """A fact's stable id: its block and its text, so a rerun resumes instead of starting over."""
-    return "fact-" + hashlib.sha1(f"{block_id}\n{fact}".encode("utf-8")).hexdigest()[:12]
-
-
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
+NAMESPACES = frozenset(name for base in ("User", "Wikipedia", "File", "MediaWiki", "Template", "Help", "Category",
+                                         "Portal", "Draft", "Module", "TimedText")
+                       for name in (base, f"{base} talk")) | {"Talk", "Special", "Media"}
+"""English Wikipedia's namespaces other than articles: a PagePile's pages in them are not articles
+(an article's own title may hold a colon: "Mission: Impossible")."""
 PAGEPILE_API = "https://pagepile.toolforge.org/api.php"
 
 
@@ -166,7 +166,8 @@ async def listed_titles(*, category: str | None = None, wikiproject: str | None 
             pages = data.get("pages") if isinstance(data, dict) else None
             if not isinstance(pages, list):
                 raise ConfigError(f"PagePile {pagepile} gave no page list (is the id right?)")
-            titles += [str(p).replace("_", " ") for p in pages if isinstance(p, str) and ":" not in p.split("_", 1)[0]]
+            titles += [title for title in (str(p).replace("_", " ") for p in pages if isinstance(p, str))
+                       if title.split(":", 1)[0].strip() not in NAMESPACES or ":" not in title]
         return list(dict.fromkeys(titles))
     finally:
         await client.aclose()
@@ -176,8 +177,12 @@ def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[
     """(the articles to check, in order; the titles asked for that the index does not hold).
     ``titles`` None: every article of the index, in the index's order."""
     if titles is None:
+        store = getattr(retriever, "store", None)
+        if store is None:
+            raise ConfigError("--all reads every article of an index opened here; this search backend cannot list its "
+                              "articles: give --titles, --category, --wikiproject or --pagepile")
         seen: dict[str, None] = {}
-        for block in retriever.store.iter_blocks():
+        for block in store.iter_blocks():
             seen.setdefault(block.document_title, None)
         return list(seen), []
     wanted = list(dict.fromkeys(t.strip() for t in titles if t.strip()))
@@ -234,7 +239,7 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
                     if max_facts_per_article and per_article.get(block.document_title, 0) >= max_facts_per_article:
                         break
                     per_article[block.document_title] = per_article.get(block.document_title, 0) + 1
-                    claims.append(Claim(claim_id=claim_id_of(block.id, text), text=text, context=Passage(
+                    claims.append(Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
                         document_title=block.document_title, section_title=block.section_title, content=block.content,
                         url=block.url, id=block.id, revision_id=block.revision_id,
                         citations=list(block.citations) if block.citations is not None else None)))

@@ -26,14 +26,13 @@ from claire.indexes.registry import Searcher
 from claire.llm.answers import tag_text
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
-from claire.resolving.resolver import gives_value, tokens
+from claire.resolving.values import YEAR, gives_value, tokens
 from claire.tasks.sides.records import OtherPassage, Side, SidesCase
 
 log = logging.getLogger(__name__)
 
 _CITED = re.compile(r"\[(\d+)\]")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
 _NONE = ("", "none", "null", "n/a", "-", "—")
 
 
@@ -91,8 +90,8 @@ def _sentence_score(sentence: str, fact: str) -> int:
     numbers = [t for t in tokens(fact) if t[0].isdigit()]
     found = tokens(sentence)
     score = len(words & {t.casefold() for t in found if not t[0].isdigit()})
-    years = any(_YEAR.fullmatch(n) for n in numbers)
-    if numbers and any(t[0].isdigit() and (bool(_YEAR.fullmatch(t)) == years) for t in found):
+    years = any(YEAR.fullmatch(n) for n in numbers)
+    if numbers and any(t[0].isdigit() and (bool(YEAR.fullmatch(t)) == years) for t in found):
         score += 2
     return score
 

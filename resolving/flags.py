@@ -40,7 +40,7 @@ class Resolutions:
     """Decisions already taken, by contradiction (:func:`contradiction_key`)."""
 
     by_key: dict[str, Resolution] = field(default_factory=dict)
-    _pending: dict[str, asyncio.Future[Resolution]] = field(default_factory=dict)
+    pending: dict[str, asyncio.Future[Any]] = field(default_factory=dict)  # resolves under way, shared by whoever asks
 
 
 @dataclass
@@ -125,16 +125,16 @@ async def resolve_flags(config: Config, flags: Sequence[tuple[Claim, Assessment]
                 return known
             lead_at = _representative(cases, members)  # type: ignore[arg-type]
             lead = contradiction_key(cases[lead_at])  # type: ignore[arg-type]
-            if lead not in memo._pending:
+            if lead not in memo.pending:
                 case = cases[lead_at]
                 assert case is not None
-                memo._pending[lead] = asyncio.ensure_future(executor.check(resolver, case, key=case.claim_id))
+                memo.pending[lead] = asyncio.ensure_future(executor.check(resolver, case, key=case.claim_id))
             try:
-                checked = await asyncio.shield(memo._pending[lead])
+                checked = await asyncio.shield(memo.pending[lead])
                 found = checked.result or Resolution(claim_id=checked.key, error=checked.error or "no answer")
             finally:
-                if memo._pending.get(lead) is not None and memo._pending[lead].done():
-                    memo._pending.pop(lead, None)
+                if memo.pending.get(lead) is not None and memo.pending[lead].done():
+                    memo.pending.pop(lead, None)
             if found.decision is not None:
                 memo.by_key.update({k: found for k in keys})
             return found

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -46,59 +45,17 @@ from claire.llm.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.sources.reading import SourcePage, SourceReader
 from claire.sources.reliability import Perennial, Rating
+from claire.resolving.cases import case_from_check, name_conflict
 from claire.resolving.rule import decide
-from claire.sources.urls import page_key, site_of, without_credentials
+from claire.resolving.values import distinguishing_values, gives_value, source_key, tokens
+from claire.sources.urls import page_key, without_credentials
 from claire.tasks.citations.records import Citation, CitedSource, ScoredSource
 from claire.tasks.sides.records import (
     FlagCase,
     OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
 )
 
-_TOKEN = re.compile(r"\d[\d,.]*\d|\d|[^\W\d_][\w'’-]*", re.UNICODE)
-_YEAR = re.compile(r"1[0-9]{3}|20[0-9]{2}")
-_STOP = frozenset("""a an the of in on at to for by with from and or but as is are was were be been being it its
-this that these those there their has have had not no he she they his her them who which what when where than then
-into over under about after before during also only some all any each most more many much one""".split())
-
 log = logging.getLogger(__name__)
-
-
-# -- values ---------------------------------------------------------------------------------------
-def tokens(text: str) -> list[str]:
-    found = []
-    for token in _TOKEN.findall(text):
-        token = token.rstrip(".,").replace(",", "") if token[0].isdigit() else token
-        if token.casefold() not in _STOP:
-            found.append(token)
-    return found
-
-
-def distinguishing_values(a: str, b: str, limit: int = 4) -> tuple[str, str]:
-    """The details that set two statements apart: the words and numbers each has that the other
-    lacks — only the numbers when both differ in numbers, only the years when both differ in years —
-    at most ``limit`` each, in order."""
-    ta, tb = tokens(a), tokens(b)
-    fa, fb = {t.casefold() for t in ta}, {t.casefold() for t in tb}
-    da = list(dict.fromkeys(t for t in ta if t.casefold() not in fb))
-    db = list(dict.fromkeys(t for t in tb if t.casefold() not in fa))
-    na, nb = [t for t in da if t[0].isdigit()], [t for t in db if t[0].isdigit()]
-    if na and nb:
-        da, db = na, nb
-        ya, yb = [t for t in na if _YEAR.fullmatch(t)], [t for t in nb if _YEAR.fullmatch(t)]
-        if ya and yb:  # two dates that differ in their year: the year is the detail (not the day)
-            da, db = ya, yb
-    return " ".join(da[:limit]), " ".join(db[:limit])
-
-
-def gives_value(text: str, value: str) -> bool:
-    """Whether ``text`` gives ``value``: at least half of its words and numbers (all, for one or two)
-    stand in it as whole words."""
-    wanted = tokens(value)
-    if not wanted:
-        return False
-    have = {t.casefold() for t in tokens(text)}
-    found = sum(1 for t in wanted if t.casefold() in have)
-    return found >= (len(wanted) if len(wanted) <= 2 else (len(wanted) + 1) // 2)
 
 
 # -- links ----------------------------------------------------------------------------------------
@@ -111,19 +68,6 @@ def article_link(side: Side) -> str | None:
     if side.document_title:
         return "https://en.wikipedia.org/wiki/" + quote(side.document_title.replace(" ", "_"), safe="/:(),'")
     return None
-
-
-def source_key(reference: Reference | None, fallback: str) -> str:
-    """What makes a source one vote: the site of its URL (:func:`~claire.sources.urls.site_of`: the
-    registered domain, so ``uk.reuters.com`` is Reuters and two blogs stay apart), else its
-    publisher, else ``fallback``."""
-    if reference is not None and reference.url:
-        site = site_of(reference.url)
-        if site:
-            return site
-    if reference is not None and reference.site:
-        return reference.site.strip().lower()
-    return fallback.strip().lower()
 
 
 def _base_title(title: str) -> tuple[str, str]:
@@ -319,8 +263,6 @@ class Resolver:
     async def case_of_flag(self, flagged: FlagCase) -> SidesCase | None:
         """The case a flagged check makes, as every surface builds it (:mod:`claire.resolving.cases`):
         the model names the conflict from the research's answer; the passages read are the others."""
-        from claire.resolving.cases import case_from_check, name_conflict
-
         found = flagged.flag
         fact = found.fact
         claim = Claim(claim_id=flagged.claim_id, text=fact.text, context=Passage(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from claire.config import ResolveConfig
-from claire.sources.urls import site_of
+from claire.resolving.values import source_key
 from claire.tasks.sides.records import Decision, SideReport, SourceJudgement
 
 SIDES = ("fact", "passage")
@@ -47,10 +47,11 @@ def _weight(judgement: SourceJudgement, weights: ResolveConfig) -> float:
 
 
 def _by_site(side: SideSignals, weights: ResolveConfig) -> list[float]:
-    """The best weight of each distinct site among the side's supporting sources, best first."""
+    """The best weight of each distinct source (:func:`~claire.resolving.values.source_key`) among the
+    side's supporting sources, best first."""
     best: dict[str, float] = {}
     for judgement in side.supporting:
-        key = site_of(judgement.reference.url) or (judgement.reference.site or judgement.reference.title).strip().lower()
+        key = source_key(judgement.reference, judgement.reference.title)
         best[key] = max(best.get(key, 0.0), _weight(judgement, weights))
     return sorted(best.values(), reverse=True)
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from claire.resolving.resolver import gives_value
+from claire.resolving.values import gives_value
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.doubles import kind_of
 from claire.testing.http_server import serve_until_interrupted

@@ -59,15 +59,15 @@ async def get_worklist(request: Request, article: str = "", decision: str = "",
                        status: Literal["", "open", "accepted", "rejected"] = "") -> WorklistAnswer:
     """The entries, filtered by an article (either side's, any part of its title), a decision
     (fact, passage, both, unknown) and a status."""
-    settings = getattr(request.app.state, "settings", None)
-    if getattr(settings, "worklist", None) is None:
+    run = getattr(getattr(request.app.state, "settings", None), "worklist", None)
+    if run is None:
         return WorklistAnswer(run=None, entries=[], total=0, open=0)
-    entries = await asyncio.to_thread(_entries, _run_dir(request))
+    entries = await asyncio.to_thread(_entries, Path(run))
     wanted = article.strip().casefold()
     shown = [e for e in entries
              if (not wanted or any(wanted in side.document_title.casefold() for side in e.sides))
              and (not decision or e.decision == decision) and (not status or e.status == status)]
-    return WorklistAnswer(run=str(_run_dir(request)), entries=shown, total=len(entries),
+    return WorklistAnswer(run=str(run), entries=shown, total=len(entries),
                           open=sum(1 for e in entries if e.status == "open"))
 
 

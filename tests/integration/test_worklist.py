@@ -149,7 +149,8 @@ class WikiLists(QuietHandler):
         query = parse_qs(urlsplit(self.path).query)
         WikiLists.asked.append(query)
         if self.path.startswith("/pagepile"):
-            return self.send_body(200, {"id": 4242, "wiki": "enwiki", "pages": ["Neil_Armstrong", "Talk:Paris"]})
+            return self.send_body(200, {"id": 4242, "wiki": "enwiki",
+                                        "pages": ["Neil_Armstrong", "Talk:Paris", "Mission:_Impossible"]})
         title = query["cmtitle"][0]
         if title == "Category:Landmarks in Paris" and "cmcontinue" not in query:
             return self.send_body(200, {"continue": {"cmcontinue": "page|2", "continue": "-||"},
@@ -168,7 +169,7 @@ async def test_articles_come_from_a_category_a_wikiproject_and_a_pagepile():
         base = f"http://127.0.0.1:{wiki.port}"
         titles = await listed_titles(category="Landmarks in Paris", wikiproject="Spaceflight", pagepile=4242,
                                      api_url=f"{base}/w/api.php", pagepile_url=f"{base}/pagepile/api.php")
-    assert titles == ["Paris", "Eiffel Tower", "Apollo 11", "Neil Armstrong"]
+    assert titles == ["Paris", "Eiffel Tower", "Apollo 11", "Neil Armstrong", "Mission: Impossible"]
     assert all(q.get("maxlag") == ["5"] for q in WikiLists.asked)
 
 

@@ -11,7 +11,9 @@ import mwparserfromhell
 import pytest
 
 from claire.resolving.cases import case_from_check, closest_sentence
-from claire.resolving.resolver import Resolver, decide, distinguishing_values, gives_value, source_key
+from claire.resolving.resolver import Resolver
+from claire.resolving.rule import decide
+from claire.resolving.values import distinguishing_values, gives_value, source_key
 from claire.resolving.talk_page import as_wikitext, talk_page_draft
 from claire.config import Config
 from claire.domain import Assessment, Claim, Evidence, Passage, Reference

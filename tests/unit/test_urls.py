@@ -7,7 +7,7 @@ from __future__ import annotations
 import ipaddress
 
 from claire.domain import Reference
-from claire.resolving.resolver import source_key
+from claire.resolving.values import source_key
 from claire.sources.reading import is_public
 from claire.sources.reliability import Perennial
 from claire.sources.urls import archived, is_public_suffix, page_key, site_of, without_credentials
