@@ -29,7 +29,7 @@ import numpy as np
 
 from claire.sources.urls import page_key
 from claire.agent.system import SystemParts
-from claire.config import CiteConfig
+from claire.settings import CiteConfig
 from claire.domain import Block, Evidence, ScoreKind
 from claire.errors import DatasetError
 from claire.indexes import sparse

@@ -25,7 +25,7 @@ from claire.agent.graph import RESEARCH, compile_research
 from claire.agent.state import ResearchContext, ResearchState
 from claire.agent.system import StepListener, SystemParts, step_listeners
 from claire.domain import Assessment, BlockElement, Claim, Evidence, Passage, ScoreKind, TraceItem
-from claire.config import data_dir
+from claire.settings import data_dir
 from claire.errors import ClaireError, ConfigError
 from claire.llm.budget import FitNote
 from claire.llm.usage import track_usage

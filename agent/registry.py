@@ -23,7 +23,7 @@ from typing import Any
 
 import claire.tasks.registry  # noqa: F401  (with this registry, the task and tool registries check their names too)
 import claire.tools.registry  # noqa: F401
-from claire.config import register_name_check
+from claire.settings import register_name_check
 from claire.domain import ScoreKind
 from claire.errors import ConfigError
 

@@ -20,7 +20,8 @@ from rich.table import Table
 from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.bench.llm import ServerProcess
-from claire.config import Config, LLMConfig
+from claire.config import Config
+from claire.settings import LLMConfig
 from claire.runs.predictions import load_predictions
 from claire.evals.reporting import per_claim_costs
 from claire.evals.runner import run_eval

@@ -28,7 +28,8 @@ from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.llm.client import ChatClient
 from claire.domain import Claim
-from claire.config import Config, LLMConfig
+from claire.config import Config
+from claire.settings import LLMConfig
 from claire.errors import ConfigError
 from claire.bench.llm import ServerProcess
 from claire.evals.runner import RunSummary, run_eval

@@ -30,7 +30,7 @@ from claire import event_loop
 from langchain_core.messages import HumanMessage
 
 from claire.llm.client import ChatClient
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.errors import ClaireError
 from claire.testing.mock_openai import MockOpenAIServer, Responder
 

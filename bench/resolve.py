@@ -15,7 +15,8 @@ from rich.table import Table
 from claire import event_loop
 from claire.agent.runtime import open_system
 from claire.bench.llm import ServerProcess
-from claire.config import Config, LLMConfig
+from claire.config import Config
+from claire.settings import LLMConfig
 from claire.evals.runner import run_eval
 from claire.llm.client import ChatClient
 from claire.tasks.registry import get_task

@@ -86,7 +86,7 @@ def sources_refresh(
     settings: Settings,
 ) -> None:
     """Write a new Perennial sources snapshot (name, domains, status, last-discussed year) from the live list."""
-    from claire.config import data_dir
+    from claire.settings import data_dir
     from claire.files import write_atomically
     from claire.sources.reliability import Perennial, changes, snapshot_from
 

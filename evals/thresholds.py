@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from claire.config import AgentConfig, BaselineConfig
+from claire.settings import AgentConfig, BaselineConfig
 from claire.errors import ConfigError
 from claire.runs.predictions import load_predictions, read_run_config
 from claire.agent.registry import score_kind

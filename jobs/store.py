@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from claire.config import data_dir
+from claire.settings import data_dir
 from claire.domain import recorded_outcome
 from claire.errors import ClaireError
 from claire.files import valid_text, strict_json

@@ -49,7 +49,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from pydantic import ValidationError
 from tenacity import RetryCallState, stop_after_attempt
 
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.errors import ClaireError, ConfigError, LLMError, LLMUnavailable, redact
 from claire.llm.cassette import Recorder
 from claire.llm.local import UnreadableAnswer

@@ -20,7 +20,7 @@ from typing import Any
 from langchain_core.caches import BaseCache
 from langchain_core.language_models import BaseChatModel
 
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.errors import LLMError
 from claire.llm.cache import SQLiteChatCache
 from claire.llm.providers import EXTRAS, MISSING_API_KEY, PROVIDER_PACKAGES, needs_api_key, provider_of, split_model

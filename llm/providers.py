@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 
 # Providers LangChain's init_chat_model can build (the prefix before ":" in llm.model), with the
 # pip package each needs. A prefix not listed here is part of the model name ("qwen2.5:7b").

@@ -84,7 +84,7 @@ PAPER_RULES: tuple[PaperRule, ...] = (
               _t("clarify_entity"), "The results are about two entities"),
     PaperRule("C5", "example 2: scientists of one nationality, names alike; numbered list, closing sentence", _t("clarify_entity"),
               "All three are French scientists named Pierre"),
-    PaperRule("C6", "10 retrieved passages per call", "config.py", "clarify_k: int = Field(10"),
+    PaperRule("C6", "10 retrieved passages per call", "settings.py", "clarify_k: int = Field(10"),
     # -- V: the verifier (Figs 19-21) -------------------------------------------------------------
     PaperRule("V1", "inconsistent when at least one document directly contradicts; else consistent, even unsupported",
               _t("verifier"), "The fact is inconsistent when at least one document directly contradicts it"),
@@ -124,10 +124,10 @@ PAPER_RULES: tuple[PaperRule, ...] = (
               "verifier judges; `claire check` with agent.review asks a person, whose comment goes back to the agent",
               "a benchmark run has nobody to ask; the paper's scores come from the verifier too"),
     PaperRule("A8", "input: the claim, its title and paragraph, and the actions so far", _t("controller"), "The actions taken so far:"),
-    PaperRule("A9", "no finish action: the budget or a report ends the research", "config.py",
+    PaperRule("A9", "no finish action: the budget or a report ends the research", "settings.py",
               'False, description="offer the finish() action'),
     # -- P: the procedure (sections 3-4, Appendix E) ----------------------------------------------
-    PaperRule("P1", "10 steps; 15 passages per search; the baselines retrieve 20", "config.py", "max_steps: int = Field(10"),
+    PaperRule("P1", "10 steps; 15 passages per search; the baselines retrieve 20", "settings.py", "max_steps: int = Field(10"),
     PaperRule("P2", "mGTE dense embeddings of passages, tables and infoboxes; RankGPT reranking for every system",
               "tasks/wikicollide/report.py", "PAPER_EMBEDDER =",
               "an index built here uses MiniLM unless built with --embedder mgte; a run of the paper preset on another "
@@ -141,7 +141,7 @@ PAPER_RULES: tuple[PaperRule, ...] = (
               "evals/thresholds.py", "PAPER_GRID"),
     PaperRule("P6", "AUROC from the score or count; accuracy and F1 at the threshold", "tasks/wikicollide/scoring.py",
               'metrics["auroc"] = float(roc_auc_score(gold, scores))'),
-    PaperRule("P7", "gpt-4o-2024-11-20, temperature 0, one run per number", "config.py", 'PAPER_MODEL = "gpt-4o-2024-11-20"'),
+    PaperRule("P7", "gpt-4o-2024-11-20, temperature 0, one run per number", "settings.py", 'PAPER_MODEL = "gpt-4o-2024-11-20"'),
     PaperRule("P8", "the two-sided report (for and against) from two further calls", _t("report_inconsistent"), "CONTRADICTED by",
               "batch runs leave it off (agent.report unset); `claire check` writes it, and agent.report = true does in a batch",
               "it does not change a score, and two more calls a claim double a benchmark's cost"),

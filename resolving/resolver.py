@@ -34,7 +34,7 @@ from urllib.parse import quote
 from claire.agent.citation_checker import CitationChecker
 from claire.agent.system import SystemParts
 from claire.resolving.talk_page import talk_page_draft
-from claire.config import ResolveConfig
+from claire.settings import ResolveConfig
 from claire.domain import Assessment, Claim, Evidence, Passage, Reference, ScoreKind
 from claire.errors import ClaireError
 from claire.indexes.registry import Searcher

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from claire.config import ResolveConfig
+from claire.settings import ResolveConfig
 from claire.resolving.values import source_key
 from claire.tasks.sides.records import Decision, SideReport, SourceJudgement
 

@@ -30,7 +30,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 from pydantic import BaseModel
 
-from claire.config import ResolveConfig, cache_dir
+from claire.settings import ResolveConfig, cache_dir
 from claire.errors import DatasetError
 from claire.files import read_jsonl, write_atomically
 from claire.sources.urls import page_key

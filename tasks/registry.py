@@ -11,7 +11,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
-from claire.config import register_name_check
+from claire.settings import register_name_check
 from claire.errors import ConfigError
 
 TASKS: dict[str, str] = {

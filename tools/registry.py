@@ -12,7 +12,7 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
-from claire.config import register_name_check
+from claire.settings import register_name_check
 from claire.errors import ConfigError
 
 if TYPE_CHECKING:

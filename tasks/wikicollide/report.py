@@ -14,7 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from claire.config import PAPER_MODEL
+from claire.settings import PAPER_MODEL
 from claire.files import strict_json, write_atomically
 from claire.llm.usage import EVENTS
 from claire.prompts.fidelity import counts as fidelity_counts, markdown_table, side_by_side

@@ -6,7 +6,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
 from claire.llm.models import ChatModelSetup

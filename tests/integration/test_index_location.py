@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from claire.config import RetrievalConfig
+from claire.settings import RetrievalConfig
 from claire.domain import Block
 from claire.indexes.embedders import load_embedder
 from claire.indexes.retriever import build_index, open_retriever

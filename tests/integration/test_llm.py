@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.errors import LLMError
 from claire.llm.answers import text_of
 from claire.llm.cache import SQLiteChatCache

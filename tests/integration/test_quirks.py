@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from claire.agent.runtime import build_system
-from claire.config import Config, LLMConfig
+from claire.config import Config
+from claire.settings import LLMConfig
 from claire.llm.client import ChatClient
 from claire.testing.doubles import CLAIM, KeywordRetriever, http_responder
 from claire.testing.mock_openai import MockOpenAIServer

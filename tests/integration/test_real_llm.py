@@ -18,7 +18,8 @@ from langchain_core.messages import HumanMessage
 
 from claire.agent.runtime import open_system
 from claire.domain import Claim, Passage as ContextBlock
-from claire.config import LLMConfig, load_config
+from claire.config import load_config
+from claire.settings import LLMConfig
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
 from claire.llm.usage import track_usage

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import mwparserfromhell
 import pytest
 
-from claire.config import ResolveConfig
+from claire.settings import ResolveConfig
 from claire.sources.reading import SourceReader
 from claire.testing.cli import run_claire
 from claire.testing.http_server import BackgroundServer, QuietHandler

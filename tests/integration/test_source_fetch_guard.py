@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent('''
     import asyncio, socket, sys, tempfile
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     import threading
-    from claire.config import ResolveConfig
+    from claire.settings import ResolveConfig
     from claire.sources.reading import SourceReader
 
     hits = []

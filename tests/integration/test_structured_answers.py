@@ -10,7 +10,8 @@ import json
 import pytest
 
 from claire.agent.runtime import prompt_library
-from claire.config import LLMConfig, load_config
+from claire.config import load_config
+from claire.settings import LLMConfig
 from claire.domain import Evidence
 from claire.llm import client as llm_client
 from claire.llm.client import ChatClient

@@ -8,7 +8,8 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage
 
 from claire.agent.runtime import build_system
-from claire.config import Config, LLMConfig
+from claire.config import Config
+from claire.settings import LLMConfig
 from claire.domain import Evidence
 from claire.llm.budget import OMITTED, by_relevance, deduplicate, fit_documents, fit_history
 from claire.llm.client import ChatClient

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
 from claire.agent.actions import read_actions
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.errors import LLMError
 from claire.llm.client import ChatClient
 from claire.llm.models import ChatModelSetup, chat_model_from_config

@@ -4,7 +4,8 @@ tests/integration/test_index_location.py)."""
 
 from __future__ import annotations
 
-from claire.config import Config, RetrievalConfig, data_dir
+from claire.config import Config
+from claire.settings import RetrievalConfig, data_dir
 
 
 def test_indexes_default_to_the_data_folder(clean_env):

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from claire.domain import Passage
-from claire.config import LLMConfig
+from claire.settings import LLMConfig
 from claire.errors import LLMError
 from claire.llm.client import ChatClient
 from claire.llm.usage import CallTokens, track_usage

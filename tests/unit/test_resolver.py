@@ -237,7 +237,7 @@ def test_hostile_citations_never_act_as_markup_in_the_draft():
 
 
 def test_the_rules_weights_are_settings_a_sweep_can_vary():
-    from claire.config import ResolveConfig
+    from claire.settings import ResolveConfig
 
     fact, passage = report("fact", judged("not listed")), report("passage")
     assert decide(fact, passage, time_varying=False)[0] == "fact"

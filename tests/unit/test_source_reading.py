@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from claire.config import ResolveConfig
+from claire.settings import ResolveConfig
 from claire.sources.reading import SourceReader
 
 
