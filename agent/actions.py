@@ -2,7 +2,7 @@
 endpoints without tool calling, or models that write the call as text — ``name(argument)`` or a
 JSON object ``{"name": ..., "arguments": {...}}`` in the content (also inside ``<tool_call>``
 tags). Real models' slips are repaired where the intent is plain, and each repair is counted
-(``llm.usage.record_event``): a tool name in another case or spelling (``Search``,
+(``usage.record_event``): a tool name in another case or spelling (``Search``,
 ``search-wikipedia``, ``give_up``), arguments that are malformed JSON or of the wrong type, several
 calls at once (each becomes its own step). Every action is checked against the enabled tools; a
 problem (an unknown or disabled tool, a missing argument) is said in words the model can act on.
@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from claire.llm.answers import text_of
-from claire.llm.usage import record_event
+from claire.usage import record_event
 from claire.tools.registry import ACTIONS, argument_of
 
 

@@ -19,7 +19,7 @@ from claire.agent.verifier import verdict_items
 from claire.errors import ClaireError
 from claire.llm.answers import NLI_LABELS, cited_elements, nli_label
 from claire.llm.client import ChatClient
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.tasks.base import NLIJudgement, Task
 from claire.indexes.search_engine import SearchEngine

@@ -20,7 +20,7 @@ from claire.agent.registry import score_kind
 from claire.agent.system import System, SystemParts
 from claire.domain import Assessment, Claim, ScoreKind
 from claire.errors import ConfigError
-from claire.llm.usage import Usage
+from claire.usage import Usage
 
 
 def first_pass_score(assessment: Assessment) -> float | None:

@@ -37,7 +37,7 @@ from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
 from claire.llm.answers import tag_text, tagged_score, text_of
 from claire.llm.client import ChatClient
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.tasks.citations.records import Citation, CitationResult, CitationVerdict, ScoredSource
 

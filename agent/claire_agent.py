@@ -27,8 +27,8 @@ from claire.agent.system import StepListener, SystemParts, step_listeners
 from claire.domain import Assessment, BlockElement, Claim, Evidence, Passage, ScoreKind, TraceItem
 from claire.settings import data_dir
 from claire.errors import ClaireError, ConfigError
-from claire.llm.budget import FitNote
-from claire.llm.usage import track_usage
+from claire.prompts.budget import FitNote
+from claire.usage import track_usage
 from claire.tasks.base import Judgement
 from claire.tools.registry import tools_for
 

@@ -27,8 +27,8 @@ from claire.agent.actions import Action, read_actions, thought_of
 from claire.agent.state import ResearchContext, ResearchState
 from claire.errors import ClaireError
 from claire.llm.answers import text_of
-from claire.llm.budget import fit_history
-from claire.llm.usage import record_event
+from claire.prompts.budget import fit_history
+from claire.usage import record_event
 from claire.domain import TraceItem
 from claire.tools.registry import argument_of
 

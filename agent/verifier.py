@@ -14,7 +14,7 @@ from claire.agent.state import ResearchContext, ResearchState
 from claire.errors import ClaireError
 from claire.domain import Claim, Evidence, TraceItem
 from claire.llm.answers import text_of
-from claire.llm.budget import FitNote
+from claire.prompts.budget import FitNote
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from claire.tasks.base import Judgement, judging_prompt

@@ -181,7 +181,7 @@ async def _check(view: CheckView, retriever: Any) -> Assessment:
 
     from claire.agent.runtime import open_system
     from claire.domain import Claim
-    from claire.llm.usage import track_usage
+    from claire.usage import track_usage
     from claire.runs.executor import Executor
 
     reviewer = view.review if view.config.agent.review else None

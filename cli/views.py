@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from claire.domain import Assessment, Claim
-from claire.llm.usage import Usage
+from claire.usage import Usage
 from claire.config import Config
 
 

@@ -37,7 +37,7 @@ from claire.evals.runner import run_eval
 from claire.jobs.scan import fact_id
 from claire.files import write_atomically
 from claire.llm.client import ChatClient
-from claire.llm.usage import CallTokens, Usage, track_usage
+from claire.usage import CallTokens, Usage, track_usage
 from claire.resolving.cases import flagged_assessment
 from claire.resolving.flags import resolve_flags
 from claire.resolving.worklist import WorklistEntry, entries_from, ranked, worklist_wikitext

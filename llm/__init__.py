@@ -9,12 +9,14 @@ part of CLAIRE calls them through.
   retries themselves (the one policy in ``retrying``), a process-wide concurrency limit, failing
   fast when the endpoint is down, tidying answers, Anthropic's prompt-cache breakpoints, and
   asking again when an answer cannot be read;
-- ``cache``: a SQLite LangChain cache keyed by endpoint; ``usage``: tokens (the provider's own
-  prompt-cache reads and writes included) and cost through a LangChain callback; ``tokens``:
+- ``cache``: a SQLite LangChain cache keyed by endpoint; ``tokens``:
   context windows and token counts; ``answers``: reading scores, labels and tags out of model
   answers; ``cassette``: recording a run's calls for replay tests.
 
-One call passes three of these modules (``client``, ``cache``, ``usage``; four while recording)
-and the library's chat model, so what happens to a request is read in few places.
-May import ``config``, ``errors``, ``files``, ``retrying`` and ``prompts``; nothing else of CLAIRE.
+One call passes two of these modules (``client``, ``cache``; three while recording), the
+accounting of :mod:`claire.usage` (tokens and cost through a LangChain callback) and the library's
+chat model, so what happens to a request is read in few places. Fitting prompts into the context
+window is :mod:`claire.prompts.budget`'s.
+May import ``config``, ``settings``, ``errors``, ``files``, ``usage``, ``retrying`` and ``prompts``;
+nothing else of CLAIRE.
 """

@@ -16,7 +16,7 @@ import html
 import re
 from typing import Any
 
-from claire.llm.usage import record_event
+from claire.usage import record_event
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _FRACTION = re.compile(rf"({_NUMBER})\s*(?:/|out\s+of)\s*({_NUMBER})", re.IGNORECASE)

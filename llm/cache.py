@@ -34,7 +34,7 @@ from langchain_core.outputs import ChatGeneration, Generation
 
 from claire.errors import ConfigError
 from claire.files import valid_text
-from claire.llm.usage import CACHE_HIT
+from claire.usage import CACHE_HIT
 
 log = logging.getLogger(__name__)
 

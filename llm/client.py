@@ -17,7 +17,7 @@ Every answer is tidied before anyone reads it, for what real models emit: reason
 answer (``<think>`` blocks) is set aside, an empty answer is tried once more and then handed on
 as empty (the caller asks again or says so), a refusal is an error of its own, and an answer cut
 at the token limit is marked so :meth:`ask` does not read its last, possibly cut, word. Each of
-these is counted (``llm.usage.record_event``).
+these is counted (``usage.record_event``).
 
 With an Anthropic model, the end of each prompt's fixed part (its system message) is marked as a
 prompt-cache breakpoint (``cache_control`` on the message's last content block, as
@@ -26,7 +26,7 @@ repeats. Nothing test-specific goes to an endpoint: the prompt's template name t
 ``X-Claire-Prompt`` header only when ``llm.prompt_header`` is on (test servers read it).
 
 Answers are LangChain ``AIMessage`` objects; the cache and usage accounting hang on the chat model
-itself (its ``cache`` and the callback of ``llm.usage``).
+itself (its ``cache`` and the callback of ``claire.usage``).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from claire.llm.cassette import Recorder
 from claire.llm.local import UnreadableAnswer
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
-from claire.llm.usage import record_event
+from claire.usage import record_event
 from claire.prompts import PROMPT_HEADER
 from claire.prompts.answers import read_json_answer
 from claire.retrying import TransientError, async_retrying, retry_after

@@ -22,7 +22,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
 from claire.errors import LLMError
-from claire.llm.usage import CallTokens
+from claire.usage import CallTokens
 
 
 class UnreadableAnswer(ValueError):

@@ -41,7 +41,7 @@ from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
 from claire.llm.answers import tag_text
 from claire.llm.client import ChatClient
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.sources.reading import SourcePage, SourceReader
 from claire.sources.reliability import Perennial, Rating

@@ -31,7 +31,7 @@ from claire.agent.system import StepListener, steps_to
 from claire.domain import admit
 from claire.errors import ClaireError, redact
 from claire.files import append_jsonl, read_log
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 
 
 @dataclass

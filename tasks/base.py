@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage
 
 from claire.errors import ConfigError, ExitCode
 from claire.domain import Claim, Evidence, ScoreKind
-from claire.llm.budget import FitNote, fit_documents
+from claire.prompts.budget import FitNote, fit_documents
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
 from pydantic import BaseModel

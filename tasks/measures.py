@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from claire.llm.usage import REPAIRS, Usage
+from claire.usage import REPAIRS, Usage
 
 PREDICTIONS = "predictions.jsonl"
 METRICS = "metrics.json"

@@ -10,7 +10,7 @@ from langgraph.types import Command
 
 from claire.domain import Evidence
 from claire.llm.answers import text_of
-from claire.llm.budget import fit_documents
+from claire.prompts.budget import fit_documents
 from claire.tools.context import ToolContext
 from claire.tools.results import step_result
 

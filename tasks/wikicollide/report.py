@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from claire.settings import PAPER_MODEL
 from claire.files import strict_json, write_atomically
-from claire.llm.usage import EVENTS
+from claire.usage import EVENTS
 from claire.prompts.fidelity import counts as fidelity_counts, markdown_table, side_by_side
 from claire.tasks.measures import CALIBRATION, DASH, METRICS, PREDICTIONS, REPORT, ROC, auroc_text, cost_summary, pct, seconds, token_summary
 from claire.tasks.wikicollide.scoring import roc_points

@@ -16,7 +16,7 @@ from claire.errors import LLMError
 from claire.llm.answers import text_of
 from claire.llm.cache import SQLiteChatCache
 from claire.llm.client import ChatClient
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.testing.doubles import kind_of
 from claire.testing.mock_openai import MockOpenAIServer
@@ -360,7 +360,7 @@ async def test_one_call_passes_at_most_four_claire_modules(openai_server, tmp_pa
         retried = sorted(seen)
     await client.aclose()
     print("one call:", plain, "\na retried call:", retried)
-    assert plain == ["llm/cache.py", "llm/cassette.py", "llm/client.py", "llm/usage.py"]
+    assert plain == ["llm/cache.py", "llm/cassette.py", "llm/client.py", "usage.py"]
     assert set(retried) - set(plain) == {"retrying.py"}  # the wait between tries: the one retry policy
 
 

@@ -22,7 +22,7 @@ from claire.config import load_config
 from claire.settings import LLMConfig
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 
 GGUF = os.environ.get("CLAIRE_TEST_GGUF")
 SERVER = os.environ.get("CLAIRE_LOCAL_LLM_URL")

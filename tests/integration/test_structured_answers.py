@@ -15,7 +15,7 @@ from claire.settings import LLMConfig
 from claire.domain import Evidence
 from claire.llm import client as llm_client
 from claire.llm.client import ChatClient
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 from claire.tasks.wikicollide.judge import judge_score
 from claire.testing.doubles import CLAIM
 from claire.testing.mock_openai import MockOpenAIServer

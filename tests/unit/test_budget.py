@@ -11,7 +11,7 @@ from claire.agent.runtime import build_system
 from claire.config import Config
 from claire.settings import LLMConfig
 from claire.domain import Evidence
-from claire.llm.budget import OMITTED, by_relevance, deduplicate, fit_documents, fit_history
+from claire.prompts.budget import OMITTED, by_relevance, deduplicate, fit_documents, fit_history
 from claire.llm.client import ChatClient
 from claire.llm.tokens import DEFAULT_CONTEXT_WINDOW, TokenCounter, estimate_tokens, known_context_window
 from claire.testing.doubles import CLAIM

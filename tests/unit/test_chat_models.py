@@ -16,7 +16,7 @@ from claire.errors import LLMError
 from claire.llm.client import ChatClient
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.providers import provider_of, split_model
-from claire.llm.usage import track_usage
+from claire.usage import track_usage
 
 HELLO = [SystemMessage("be brief"), HumanMessage("hello")]
 

@@ -55,7 +55,7 @@ async def test_a_hanging_endpoint_fails_fast_until_a_probe_gets_through():
 
 async def test_an_endpoint_outage_is_unavailable_and_counted_a_bad_request_is_not():
     from claire.errors import LLMUnavailable
-    from claire.llm.usage import track_usage
+    from claire.usage import track_usage
 
     class Status(Exception):
         def __init__(self, status):

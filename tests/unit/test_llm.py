@@ -13,7 +13,7 @@ from claire.domain import Passage
 from claire.settings import LLMConfig
 from claire.errors import LLMError
 from claire.llm.client import ChatClient
-from claire.llm.usage import CallTokens, track_usage
+from claire.usage import CallTokens, track_usage
 from claire.prompts import library
 from claire.testing.scripted import scripted_client
 
@@ -60,7 +60,7 @@ async def test_ask_asks_once_more_when_the_answer_cannot_be_read():
 
 # -- what providers bill: their prompt caches -----------------------------------------------------
 def test_cached_prompt_tokens_are_priced_as_each_provider_prices_them():
-    from claire.llm.usage import CallTokens, Usage
+    from claire.usage import CallTokens, Usage
 
     usage = Usage()
     # OpenAI: 1,536 of 2,000 prompt tokens served from its prompt cache, at its cached price
@@ -202,7 +202,7 @@ def test_the_mock_prefix_cache_counts_as_openai_does():
 def test_usage_scopes_hear_only_model_calls():
     from langchain_core.callbacks import CallbackManager
 
-    from claire.llm.usage import UsageCallback
+    from claire.usage import UsageCallback
 
     handler = UsageCallback()
     assert not handler.ignore_llm  # the one event it reads

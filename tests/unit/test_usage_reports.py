@@ -10,20 +10,20 @@ import pytest
 
 @pytest.mark.parametrize("value", [-5, "abc", float("inf"), float("nan"), 1e308, True, "12abc", 2.5])
 def test_an_impossible_token_count_is_not_believed(value):
-    from claire.llm.usage import token_count
+    from claire.usage import token_count
 
     assert token_count(value) is None
 
 
 def test_a_believable_token_count_is_read():
-    from claire.llm.usage import token_count
+    from claire.usage import token_count
 
     assert token_count(12) == 12 and token_count("12") == 12 and token_count(12.0) == 12 and token_count(0) == 0
 
 
 def test_usage_metadata_drops_what_is_impossible_and_keeps_the_rest():
     from claire.llm.local import usage_metadata
-    from claire.llm.usage import track_usage
+    from claire.usage import track_usage
 
     with track_usage() as tally:
         metadata = usage_metadata({"prompt_tokens": 100, "completion_tokens": float("inf"),
@@ -64,7 +64,7 @@ def test_a_run_with_impossible_usage_reports_believable_totals_and_says_so(tmp_p
 
 def test_answers_served_from_the_cache_count_at_what_a_fresh_run_would_pay():
     from claire.evals.reporting import cost_cell, per_claim_costs
-    from claire.llm.usage import CallTokens, Usage
+    from claire.usage import CallTokens, Usage
 
     usage = Usage()
     usage.record("gpt-4o", CallTokens(prompt=1000, completion=100), cached=False)

@@ -1,4 +1,5 @@
-"""Token, call and cost accounting for LLM calls, per process, per run and per claim.
+"""Token, call and cost accounting for LLM calls, per process, per run and per claim. A shared leaf:
+the LLM client, the agent, the runs and the benchmarks all count into it.
 
 ``track_usage()`` opens a scope; every LangChain chat-model call made inside it (including in
 tasks it spawns) is added to that scope and to every enclosing one. The calls are seen through a
