@@ -14,6 +14,7 @@ and spends CLAIRE's calls only on the facts that need them.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from claire.agent.registry import score_kind
@@ -39,19 +40,19 @@ def _score_in_unit_range(kind: ScoreKind, score: float | None, details: dict[str
     return float(score)
 
 
+@dataclass(eq=False)
 class Cascade:
     """A baseline first, then CLAIRE for the facts whose first-pass score reaches ``cut``."""
 
     name = "cascade"
-    score_kind: ScoreKind = "probability"  # a first pass's count is answered as its share of passages
+    score_kind: ClassVar[ScoreKind] = "probability"  # a first pass's count is answered as its share of passages
     cut_setting = "agent.cascade_cut"  # the setting `claire eval --cut-from` chooses for it
     reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "agent.", "baselines.", "prompts.")
 
-    def __init__(self, first: System, full: System, *, cut: float, threshold: float):
-        self.first = first
-        self.full = full
-        self.cut = cut
-        self.threshold = threshold
+    first: System
+    full: System
+    cut: float = field(kw_only=True)
+    threshold: float = field(kw_only=True)
 
     @classmethod
     def from_config(cls, parts: SystemParts) -> "Cascade":

@@ -109,24 +109,23 @@ def _best_passage_number(text: str, count: int) -> int:
     return number if 1 <= number <= count else 1
 
 
+@dataclass(kw_only=True, eq=False)
 class CitationChecker:
     """Verifies a citation and searches a sources index for better ones (see the module docstring).
     A System like the others (``agent.system = "cite"``), opened by :func:`claire.agent.runtime.open_system`
     over the sources index; it answers the citations task only."""
 
     name = "cite"
-    score_kind: ScoreKind = "probability"  # the original source's support score in [0, 1]
+    score_kind: ClassVar[ScoreKind] = "probability"  # the original source's support score in [0, 1]
     answers_task: ClassVar[str] = "citations"
     reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "cite.", "prompts.")
 
-    def __init__(self, *, llm: ChatClient, retriever: Searcher, prompts: PromptLibrary, settings: CiteConfig,
-                 mode: str = "hybrid", candidates: int = 50):
-        self.llm = llm
-        self.retriever = retriever
-        self.prompts = prompts
-        self.settings = settings
-        self.mode = mode
-        self.pool = candidates
+    llm: ChatClient
+    retriever: Searcher
+    prompts: PromptLibrary
+    settings: CiteConfig
+    mode: str = "hybrid"
+    candidates: int = 50  # passages the sources index is searched for, per query
 
     @classmethod
     def from_config(cls, parts: SystemParts) -> "CitationChecker":
@@ -155,7 +154,7 @@ class CitationChecker:
         reciprocal-rank fusion, then grouped by document (URL, or title when there is none)."""
         k = self.settings.search_k
         results = await asyncio.gather(*[
-            asyncio.to_thread(self.retriever.search, q, k=k, mode=self.mode, candidates=max(self.pool, k)) for q in queries
+            asyncio.to_thread(self.retriever.search, q, k=k, mode=self.mode, candidates=max(self.candidates, k)) for q in queries
         ])
         fused: dict[str, float] = {}
         blocks: dict[str, Block] = {}

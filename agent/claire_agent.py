@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 import uuid
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable, ClassVar
 
@@ -50,20 +51,19 @@ CHECKPOINT_TYPES = (Claim, Passage, Evidence, BlockElement, TraceItem, Judgement
 """The types of CLAIRE's own that a saved interactive check holds (what the checkpointer may load)."""
 
 
+@dataclass(kw_only=True, eq=False)
 class ClaireAgent:
     """The CLAIRE system. ``assess`` runs the graph for one claim and always returns an Assessment."""
 
     name = "claire"
-    score_kind: ScoreKind = "probability"
+    score_kind: ClassVar[ScoreKind] = "probability"
     reads: ClassVar[tuple[str, ...]] = ("llm.", "retrieval.", "agent.", "prompts.")
 
-    def __init__(self, *, context: ResearchContext, threshold: float, reviewer: Reviewer | None = None,
-                 on_step: StepListener | None = None, checkpoints: Path | None = None):
-        self.context = context
-        self.threshold = threshold
-        self.reviewer = reviewer
-        self.on_step = on_step
-        self.checkpoints = checkpoints
+    context: ResearchContext
+    threshold: float
+    reviewer: Reviewer | None = None
+    on_step: StepListener | None = None
+    checkpoints: Path | None = None
 
     @classmethod
     def from_config(cls, parts: SystemParts) -> "ClaireAgent":

@@ -47,6 +47,7 @@ SystemOpt = Annotated[Optional[str], typer.Option(
     "--system", help="claire (default), rav, nli or cascade (a baseline first, claire only where needed).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON only.")]
 SectionOpt = Annotated[str, typer.Option("--section", help="The section the passage is from.")]
+PassageTitleOpt = Annotated[str, typer.Option("--title", help="The article the passage is from (left out of the search when its facts are checked).")]
 # The fact's own options, one declaration for check, resolve and cite.
 FactTitleOpt = Annotated[Optional[str], typer.Option("--title", help="The fact's article (left out of the search).")]
 FactSectionOpt = Annotated[Optional[str], typer.Option("--section", help="The fact's section.")]

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from claire.cli.options import (
-    ConcurrencyOpt, FactContextOpt, FactSectionOpt, FactTitleOpt, FileOpt, JsonOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text, require_api_key,
+    ConcurrencyOpt, FactContextOpt, FactSectionOpt, FactTitleOpt, FileOpt, JsonOpt, PassageTitleOpt, SectionOpt, Settings, SystemOpt, TextOpt, console, err, passage_text, require_api_key,
     run, with_settings,
 )
 from claire.errors import ConfigError, ExitCode
@@ -15,7 +15,7 @@ from claire.errors import ConfigError, ExitCode
 
 @with_settings("model", "base_url", "no_cache", "config_file", "sets")
 def extract_command(
-    title: Annotated[str, typer.Option("--title", help="The article the passage is from.")],
+    title: PassageTitleOpt,
     section: SectionOpt = "",
     text: TextOpt = None,
     file: FileOpt = None,
@@ -52,7 +52,7 @@ def extract_command(
 
 @with_settings("index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def scan_command(
-    title: Annotated[str, typer.Option("--title", help="The article the passage is from (excluded from search).")],
+    title: PassageTitleOpt,
     section: SectionOpt = "",
     text: TextOpt = None,
     file: FileOpt = None,

@@ -101,18 +101,23 @@ def test_both_can_stand_is_the_models_reading_and_copies_are_one_vote():
     assert source_key(Reference(url="https://www.bbc.co.uk/x"), "T") == "bbc.co.uk"
 
 
+CASE = '{"id": "a", "fact": {"text": "x"}, "passage": {"text": "y"}'
+
+
+@pytest.mark.parametrize("text, said", [
+    (CASE + ', "label": "fact"}\n{"id": "b", "fact": {"text": ""}, "passage": {"text": "y"}}\n', r"cases.jsonl:2: fact.text"),
+    (CASE + ', "label": "maybe"}\n', r"cases.jsonl:1: label"),
+    (CASE + '}\nnot json\n', r"cases.jsonl:2"),
+])
+def test_a_bad_case_line_is_named(tmp_path, text, said):
+    path = tmp_path / "cases.jsonl"
+    path.write_text(text)
+    with pytest.raises(DatasetError, match=said):
+        load_cases(path)
+
+
 def test_cases_read_with_clear_errors(tmp_path):
     path = tmp_path / "cases.jsonl"
-    path.write_text('{"id": "a", "fact": {"text": "x"}, "passage": {"text": "y"}, "label": "fact"}\n'
-                    '{"id": "b", "fact": {"text": ""}, "passage": {"text": "y"}}\n')
-    with pytest.raises(DatasetError, match=r"cases.jsonl:2: fact.text"):
-        load_cases(path)
-    path.write_text('{"id": "a", "fact": {"text": "x"}, "passage": {"text": "y"}, "label": "maybe"}\n')
-    with pytest.raises(DatasetError, match=r"cases.jsonl:1: label"):
-        load_cases(path)
-    path.write_text('{"id": "a", "fact": {"text": "x"}, "passage": {"text": "y"}}\nnot json\n')
-    with pytest.raises(DatasetError, match=r"cases.jsonl:2"):
-        load_cases(path)
     path.write_text('{"id": "a", "fact": {"text": "x"}, "passage": {"text": "y"}}\n')
     assert load_cases(path)[0].others == []  # a case file's case carries its evidence: no search
 
