@@ -399,6 +399,8 @@ class ResolveConfig(_Section):
     fetch_timeout: float = Field(15.0, gt=0, le=300, description="seconds one fetch may take in all")
     max_bytes: int = Field(3_000_000, ge=1000, le=100_000_000, description="largest cited page read, in bytes")
     max_redirects: int = Field(5, ge=0, le=20, description="redirects a fetch follows")
+    user_agent: str | None = Field(None, description="the User-Agent sent when cited pages are fetched (add your contact, "
+                                                     "as sites ask of crawlers); unset: CLAIRE's own, with no contact")
     cache_days: float = Field(30.0, gt=0, description="days a fetched page is kept before it is fetched again")
     max_sources: int = Field(4, ge=1, le=50, description="cited sources read per side")
     reliability: Path | None = Field(None, description="a Perennial sources snapshot (JSON) instead of the shipped one "

@@ -31,11 +31,14 @@ import httpx
 from pydantic import BaseModel
 
 from claire.settings import ResolveConfig, cache_dir
+from claire import __version__
 from claire.errors import DatasetError
 from claire.files import read_jsonl, write_atomically
 from claire.sources.urls import page_key
 
-USER_AGENT = "CLAIRE-source-reader/1 (checks Wikipedia citations; https://github.com/)"
+USER_AGENT = (f"CLAIRE-source-reader/{__version__} (reads the sources Wikipedia articles cite; set resolve.user_agent "
+              f"to add your contact) httpx/{httpx.__version__}")
+"""Sent with every fetch unless ``resolve.user_agent`` gives one with the contact of whoever runs it."""
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "")
 _MIN_TEXT_CHARS = 40
 
@@ -213,7 +216,7 @@ class SourceReader:
     async def _get(self, url: str) -> SourcePage:
         settings = self.settings
         async with httpx.AsyncClient(transport=self.transport, follow_redirects=False, timeout=settings.fetch_timeout,
-                                     headers={"User-Agent": USER_AGENT, "Accept": "text/html, text/plain;q=0.9"}) as client:
+                                     headers={"User-Agent": settings.user_agent or USER_AGENT, "Accept": "text/html, text/plain;q=0.9"}) as client:
             target = url
             for _ in range(settings.max_redirects + 1):
                 pinned, headers, extensions = await asyncio.to_thread(self._check_target, target)

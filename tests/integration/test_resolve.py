@@ -31,10 +31,12 @@ ARTICLE = ("<html><head><title>Bridge at 90</title><meta property='og:site_name'
 
 class Pages(QuietHandler):
     hits: dict[str, int] = {}
+    agents: list[str] = []
 
     def do_GET(self):  # noqa: N802
         path = self.path
         Pages.hits[path] = Pages.hits.get(path, 0) + 1
+        Pages.agents.append(self.headers.get("User-Agent", ""))
         if path == "/article":
             self.send_body(200, ARTICLE.encode(), content_type="text/html; charset=utf-8")
         elif path == "/plain":
@@ -83,6 +85,10 @@ async def test_cited_pages_are_read_over_http_within_the_guard(pages, tmp_path):
         got = await reader.read(f"{pages}{path}")
         assert not got.readable and reason in got.error, (path, got.error)
     assert (await reader.read(f"{pages}/plain")).text.startswith("The bridge opened in 1931.")
+    assert "set resolve.user_agent to add your contact" in Pages.agents[-1]  # CLAIRE's own, with no made-up contact
+    signed = SourceReader(ResolveConfig(cache_dir=tmp_path / "signed", allow_private=True,
+                                        user_agent="CLAIRE at Example Lab (ops@example.org)"))
+    assert (await signed.read(f"{pages}/plain")).readable and Pages.agents[-1] == "CLAIRE at Example Lab (ops@example.org)"
     assert "not an http(s) URL" in (await reader.read("file:///etc/passwd")).error
     private = await strict.read("http://10.0.0.1/x")  # refused before any packet is sent
     assert "private or loopback" in private.error
