@@ -28,9 +28,8 @@ if TYPE_CHECKING:
     from claire.tasks.sides.records import Resolution, SidesCase
 
 _DECISION_STYLE = {"fact": "bold green", "passage": "bold green", "both": "bold cyan", "unknown": "bold yellow"}
-_SUPPORT_MARK = {"states": ("✓ states", "green"), "contradicts": ("✗ gives the other value", "red"),
-                 "silent": ("– silent", "yellow"), "could not read": ("? could not read", "magenta"),
-                 "unknown": ("? not checked", "dim")}
+_SUPPORT_MARK = {"states": ("✓", "green"), "contradicts": ("✗", "red"), "silent": ("–", "yellow"),
+                 "could not read": ("?", "magenta"), "unknown": ("?", "dim")}
 
 
 # -- the card -------------------------------------------------------------------------------------
@@ -54,7 +53,7 @@ def resolution_view(resolution: Resolution) -> Group:
             mark, style = _SUPPORT_MARK.get(source.support, ("?", "dim"))
             reference = source.reference
             name = reference.title or reference.url or "untitled source"
-            lines.append(Text.assemble((f"{mark:<24}", style), (name, "bold"),
+            lines.append(Text.assemble((f"{mark} {source.support_words:<24}", style), (name, "bold"),
                                        f" — {reference.site}" if reference.site else "",
                                        f" ({source.date})" if source.date else "", ("   " + source.tier_detail, "dim")))
             if reference.url:

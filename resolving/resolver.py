@@ -52,7 +52,7 @@ from claire.sources.urls import page_key, without_credentials
 from claire.tasks.citations.records import Citation, CitedSource, ScoredSource
 from claire.tasks.sides.records import (
     FlagCase,
-    OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement,
+    OtherPassage, Resolution, Side, SideReport, SidesCase, SourceJudgement, Support,
 )
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Resolver:
         page = page or await self.reader.read(reference.url)
         judgement.date = judgement.date or page.date
         if not page.readable:
-            return judgement.model_copy(update={"support": "could not read", "note": page.error or "could not read"})
+            return judgement.model_copy(update={"support": Support.UNREADABLE, "note": page.error or "could not read"})
         blocks = source_blocks(page.text, url=reference.url, title=page.title or reference.title)
         citation = Citation(claim_id="resolve", claim=side.text, title=side.document_title, section=side.section_title,
                             context=side.content, source=CitedSource(text=page.text, title=page.title or reference.title,
@@ -157,9 +157,9 @@ class Resolver:
                                            value=value or None, other_value=other_value or None)
         if scored.score is None:
             return judgement.model_copy(update={"note": scored.error or "the verifier gave no answer"})
-        support = scored.stance or "silent"
+        support = Support(scored.stance or Support.SILENT)
         note = None
-        if support in ("states", "contradicts") and not scored.sentence:
+        if support in (Support.STATES, Support.CONTRADICTS) and not scored.sentence:
             note = "the verifier quoted no sentence that stands in the source: not counted"
         return judgement.model_copy(update={"support": support, "quote": scored.sentence, "score": scored.score,
                                             "note": note})
@@ -177,7 +177,7 @@ class Resolver:
         except Exception as error:
             log.warning("source %r: %s", reference.url, error)
             reason = (str(error).strip().splitlines() or [""])[0][:160] or type(error).__name__
-            return SourceJudgement(reference=reference, support="could not read",
+            return SourceJudgement(reference=reference, support=Support.UNREADABLE,
                                    note=f"could not read: {type(error).__name__}: {reason}")
 
     async def side_report(self, name: str, side: Side, given: dict[str, SourcePage], value: str,

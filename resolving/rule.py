@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from claire.settings import ResolveConfig
 from claire.resolving.values import source_key
-from claire.tasks.sides.records import Decision, SideReport, SourceJudgement
+from claire.tasks.sides.records import Decision, SideReport, SourceJudgement, Support
 
 SIDES = ("fact", "passage")
 OTHER = {"fact": "passage", "passage": "fact"}
@@ -79,7 +79,7 @@ def _unverified(side: SideSignals) -> list[str]:
     if not report.sources:
         return [f"the {name} cites no source"]
     missing = []
-    unread = [j for j in report.sources if j.support == "could not read"]
+    unread = [j for j in report.sources if j.support == Support.UNREADABLE]
     unknown = [j for j in report.sources if j.support == "unknown"]
     if unread:
         why = (unread[0].note or "unreadable").removeprefix("could not read: ")
@@ -130,9 +130,9 @@ def decide(fact: SideReport, passage: SideReport, *, time_varying: bool, both_ca
     supporting: dict[str, list[SourceJudgement]] = {name: [] for name in SIDES}
     for name, report in reports.items():
         for judgement in report.sources:
-            if judgement.support == "states" and judgement.quote:
+            if judgement.support == Support.STATES and judgement.quote:
                 supporting[name].append(judgement)
-            elif judgement.support == "contradicts" and judgement.quote:
+            elif judgement.support == Support.CONTRADICTS and judgement.quote:
                 supporting[OTHER[name]].append(judgement)  # a side's own source that gives the other value
     newest = {name: _newest(found) for name, found in supporting.items()}
     dated = bool(newest["fact"] and newest["passage"] and newest["fact"] != newest["passage"])

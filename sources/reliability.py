@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from datetime import date
 from importlib.resources import files
 from pathlib import Path
-from typing import Any, Iterable, Literal
+from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 import mwparserfromhell
@@ -29,11 +30,20 @@ from mwparserfromhell.nodes import Tag, Template, Wikilink
 from claire.errors import ConfigError, DatasetError
 from claire.sources.urls import archived, host_of, is_public_suffix
 
-Tier = Literal["generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted", "not listed"]
-TIERS: tuple[Tier, ...] = ("generally reliable", "no consensus", "generally unreliable", "deprecated", "blacklisted",
-                           "not listed")
-_STATUS: dict[str, Tier] = {"gr": "generally reliable", "nc": "no consensus", "m": "no consensus",
-                            "gu": "generally unreliable", "d": "deprecated", "b": "blacklisted"}
+class Tier(StrEnum):
+    """A source's standing on the Perennial sources list (``not listed``: the list does not name it)."""
+
+    GENERALLY_RELIABLE = "generally reliable"
+    NO_CONSENSUS = "no consensus"
+    GENERALLY_UNRELIABLE = "generally unreliable"
+    DEPRECATED = "deprecated"
+    BLACKLISTED = "blacklisted"
+    NOT_LISTED = "not listed"
+
+
+TIERS: tuple[Tier, ...] = tuple(Tier)
+_STATUS: dict[str, Tier] = {"gr": Tier.GENERALLY_RELIABLE, "nc": Tier.NO_CONSENSUS, "m": Tier.NO_CONSENSUS,
+                            "gu": Tier.GENERALLY_UNRELIABLE, "d": Tier.DEPRECATED, "b": Tier.BLACKLISTED}
 PAGE = "Wikipedia:Reliable sources/Perennial sources"
 ATTRIBUTION = (f"Derived from English Wikipedia's \"{PAGE}\" (https://en.wikipedia.org/wiki/"
                "Wikipedia:Reliable_sources/Perennial_sources), by Wikipedia contributors, CC BY-SA 4.0: "
@@ -201,7 +211,7 @@ class Perennial:
         key = _name_key(site)
         if key and key in self.by_name:
             return Rating(self.by_name[key].tier, self.by_name[key], site)
-        return Rating("not listed")
+        return Rating(Tier.NOT_LISTED)
 
     # -- the snapshot --------------------------------------------------------------------------
     def to_json(self) -> str:

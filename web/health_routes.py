@@ -10,11 +10,12 @@ from fastapi import APIRouter
 from claire import __version__
 from claire.evals.thresholds import default_threshold
 from claire.web.deps import ConfigDep, SettingsDep
+from claire.web.schemas import Health
 
 server = APIRouter(prefix="/api", tags=["server"])
 
 
-@server.get("/health")
+@server.get("/health", response_model=Health)
 async def health(config: ConfigDep, settings: SettingsDep) -> dict[str, Any]:
     """The server's version, system, index, threshold (a score above it is flagged; for nli a REFUTES
     count from it on), whether scores are calibrated, its concurrency, and whether it needs a token."""

@@ -13,7 +13,7 @@ from claire.tasks.fact_limits import check_fact
 from claire.errors import ClaireError
 from claire.web.deps import ConfigDep, RenderedScansDep, RunnerDep, StoreDep, job_or_404
 from claire.web.events import event_stream
-from claire.web.schemas import CheckRequest, Created, Rechecked, ScanRequest, ScanView
+from claire.web.schemas import CheckAnswer, CheckRequest, Created, Rechecked, RecentScan, ScanAnswer, ScanRequest, ScanView
 from claire.web.views import check_view
 from claire.jobs.runner import JobBusy
 
@@ -35,13 +35,13 @@ async def post_check(body: CheckRequest, config: ConfigDep, runner: RunnerDep) -
     return Created(id=runner.submit_check(request))
 
 
-@checks.get("/{job_id}")
+@checks.get("/{job_id}", response_model=CheckAnswer)
 async def get_check(job_id: str, store: StoreDep) -> dict[str, Any]:
     """Status, the steps so far and, when done, the Assessment (as ``claire check --json`` prints it)."""
     return check_view(store, job_or_404(store, job_id, "check"))
 
 
-@checks.get("/{job_id}/events")
+@checks.get("/{job_id}/events", response_class=EventSourceResponse)
 async def check_events(job_id: str, request: Request, store: StoreDep, runner: RunnerDep) -> EventSourceResponse:
     """Server-sent events: ``step`` (one agent step), ``fact``, ``status``, then ``end``."""
     job_or_404(store, job_id, "check")
@@ -56,13 +56,13 @@ async def post_scan(body: ScanRequest, runner: RunnerDep) -> Created:
     return Created(id=runner.submit_scan(body.model_dump()))
 
 
-@scans.get("")
+@scans.get("", response_model=list[RecentScan])
 async def list_scans(store: StoreDep, limit: int = Query(50, ge=1, le=500)) -> list[dict[str, Any]]:
     """The latest scans, newest first, with their status and how many facts were checked and flagged."""
     return store.recent_scans(limit)
 
 
-@scans.get("/{job_id}")
+@scans.get("/{job_id}", response_model=ScanAnswer)
 async def get_scan(job_id: str, store: StoreDep, config: ConfigDep, rendered: RenderedScansDep,
                    view: ScanView = "full") -> Response:
     """Status, progress and every fact with its span in the text, score, verdict, assessment and
@@ -72,7 +72,7 @@ async def get_scan(job_id: str, store: StoreDep, config: ConfigDep, rendered: Re
     return Response(rendered.get(store, job, view, config.agent.system), media_type="application/json")
 
 
-@scans.get("/{job_id}/events")
+@scans.get("/{job_id}/events", response_class=EventSourceResponse)
 async def scan_events(job_id: str, request: Request, store: StoreDep, runner: RunnerDep) -> EventSourceResponse:
     """Server-sent events: ``facts`` (extracted, with spans), ``step``, ``fact_started``, ``fact`` (checked), ``status``, ``end``."""
     job_or_404(store, job_id, "scan")

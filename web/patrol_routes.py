@@ -9,12 +9,13 @@ from fastapi import APIRouter, Query
 from fastapi.requests import Request
 
 from claire.web.deps import StoreDep
+from claire.web.schemas import Patrol
 from claire.web.views import patrol_item
 
 patrol = APIRouter(prefix="/api", tags=["patrol"])
 
 
-@patrol.get("/patrol")
+@patrol.get("/patrol", response_model=Patrol)
 async def get_patrol(request: Request, store: StoreDep, flagged: bool = True,
                      limit: int = Query(200, ge=1, le=2000)) -> dict[str, Any]:
     """Facts from new edits, newest edit first: flagged ones (``flagged=false``: every checked

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from claire.agent.runtime import open_system
 from claire.domain import Assessment, Claim, recorded_outcome
 from claire.resolving.flags import resolve_flag
-from claire.tasks.sides.records import SidesCase
+from claire.tasks.sides.records import Resolution, SidesCase
 from claire.web.deps import ConfigDep, RetrieverDep, StoreDep
 from claire.web.schemas import ResolveRequest
 
@@ -37,7 +37,7 @@ def _flag_of_fact(store: Any, job_id: str, wanted: str) -> tuple[Claim, Assessme
     return claim, assessment
 
 
-@resolving.post("/resolve")
+@resolving.post("/resolve", response_model=Resolution)
 async def post_resolve(body: ResolveRequest, request: Request, store: StoreDep, retriever: RetrieverDep,
                        config: ConfigDep) -> dict[str, Any]:
     """Each side's sources read and rated, the decision with its reasons, what is missing, and the

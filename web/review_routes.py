@@ -9,13 +9,13 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse
 
 from claire.web.deps import StoreDep
-from claire.web.schemas import ReviewRequest
+from claire.web.schemas import Review, ReviewRequest, Reviews
 from claire.web.views import review_record
 
 reviews = APIRouter(prefix="/api/reviews", tags=["reviews"])
 
 
-@reviews.post("")
+@reviews.post("", response_model=Review)
 async def post_review(body: ReviewRequest, store: StoreDep) -> dict[str, Any]:
     """Accept or reject a checked fact (and comment); a later review of the same fact replaces it."""
     job = store.job(body.job_id)
@@ -28,7 +28,7 @@ async def post_review(body: ReviewRequest, store: StoreDep) -> dict[str, Any]:
     return store.put_review(body.job_id, fact["claim_id"], fact["fact"], body.decision, body.comment)
 
 
-@reviews.get("")
+@reviews.get("", response_model=Reviews)
 async def get_reviews(store: StoreDep, job_id: str | None = None) -> dict[str, Any]:
     """Every review, oldest first, or those of one job."""
     return {"reviews": store.reviews(job_id)}

@@ -4,7 +4,7 @@ contract of ``indexes.http_search``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, BaseModel, Field
 
@@ -73,3 +73,113 @@ class Rechecked(BaseModel):
 
     id: str
     requeued: int
+
+
+class Health(BaseModel):
+    """What the server runs: its version, system, index and threshold (a score above it is flagged;
+    for nli a REFUTES count from it on), whether scores are calibrated, its concurrency, and whether
+    it asks for a token."""
+
+    status: Literal["ok"] = "ok"
+    version: str
+    system: str
+    index: str
+    threshold: float | None
+    calibrated: bool
+    concurrency: int
+    token_required: bool
+
+
+class ArticleTitles(BaseModel):
+    """Article titles of the index that match a query, best first."""
+
+    titles: list[str]
+
+
+class ArticleText(BaseModel):
+    """An article of the index as one text, its sections under their headings."""
+
+    title: str
+    text: str
+    blocks: int
+
+
+class Review(BaseModel):
+    """An editor's decision on a checked fact."""
+
+    job_id: str
+    claim_id: str
+    fact: str
+    decision: str
+    comment: str | None = None
+    created: float
+
+
+class Reviews(BaseModel):
+    """Reviews, oldest first."""
+
+    reviews: list[Review]
+
+
+class Patrol(BaseModel):
+    """Facts from new edits, newest edit first, and the patrol's counts."""
+
+    items: list[dict[str, Any]]  # each a checked fact with its edit, score, verdict, evidence, diff link and review
+    watching: bool  # whether this server runs a patrol now
+    stopped: str | None  # why the patrol this server ran ended
+    edits: dict[str, int]  # patrolled edits by status
+    stats: dict[str, Any] | None  # the running patrol's counts
+
+
+class CheckAnswer(BaseModel):
+    """A check: its status, its steps so far and, when done, its Assessment (as ``claire check
+    --json`` prints it) and review."""
+
+    id: str
+    status: str
+    error: str | None
+    reason: str | None  # the failure's kind, when it failed
+    request: dict[str, Any]
+    steps: list[dict[str, Any]]
+    assessment: dict[str, Any] | None
+    cited: list[int]  # the evidence numbers the reasoning cites
+    review: dict[str, Any] | None
+
+
+class ScanProgress(BaseModel):
+    """How far a scan has come."""
+
+    total: int
+    done: int
+    errors: int
+    checked: int
+    flagged: int
+
+
+class ScanAnswer(BaseModel):
+    """A scan: its status, progress and every fact with its span in the text, score, verdict,
+    assessment and review (rendered once per change and served as it was rendered)."""
+
+    id: str
+    status: str
+    error: str | None
+    reason: str | None
+    title: str
+    text: str
+    system: str
+    progress: ScanProgress
+    facts: list[dict[str, Any]]
+
+
+class RecentScan(BaseModel):
+    """One of the latest scans, with how many of its facts were checked and flagged."""
+
+    id: str
+    title: str | None
+    status: str
+    error: str | None
+    created: float
+    facts: int
+    checked: int
+    errors: int
+    flagged: int

@@ -13,6 +13,7 @@ from claire.config import Config
 from claire.indexes import http_search
 from claire.indexes.registry import Searcher
 from claire.web.deps import ConfigDep, RetrieverDep
+from claire.web.schemas import ArticleText, ArticleTitles
 
 index = APIRouter(prefix="/api", tags=["index"])
 
@@ -24,7 +25,7 @@ async def search_blocks(retriever: Searcher, config: Config, query: str, k: int)
                                    candidates=max(retrieval.candidates, k))
 
 
-@index.post("/search")
+@index.post("/search", response_model=http_search.SearchResponse)
 async def post_search(body: http_search.SearchRequest, retriever: RetrieverDep, config: ConfigDep) -> JSONResponse:
     """Ranked blocks of the index (never from ``exclude_title``): the search-endpoint contract
     that ``retrieval.url = "http://HOST:PORT/api/search"`` reads (indexes/http_search.py)."""
@@ -33,7 +34,7 @@ async def post_search(body: http_search.SearchRequest, retriever: RetrieverDep, 
     return JSONResponse(payload, status_code=status)
 
 
-@index.get("/articles")
+@index.get("/articles", response_model=ArticleTitles)
 async def find_articles(retriever: RetrieverDep, config: ConfigDep,
                         q: str = Query(min_length=1, max_length=300)) -> dict[str, Any]:
     """Article titles of the index that match ``q`` (best first)."""
@@ -41,7 +42,7 @@ async def find_articles(retriever: RetrieverDep, config: ConfigDep,
     return {"titles": list(dict.fromkeys(h.block.document_title for h in hits))[:10]}
 
 
-@index.get("/article")
+@index.get("/article", response_model=ArticleText)
 async def get_article(retriever: RetrieverDep, config: ConfigDep,
                       title: str = Query(min_length=1, max_length=300)) -> dict[str, Any]:
     """The whole text of an article of the index, in reading order, with its section headings

@@ -14,21 +14,41 @@ needed) and ``label`` one of ``fact``, ``passage``, ``both``, ``unknown``.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, computed_field, field_validator
 
 from claire.domain import Reference
 from claire.errors import DatasetError
 from claire.files import read_jsonl
+from claire.sources.reliability import Tier
 
 Decision = Literal["fact", "passage", "both", "unknown"]
 """Which side is right: the fact, the passage, both can stand, or cannot tell."""
 DECISIONS: tuple[Decision, ...] = ("fact", "passage", "both", "unknown")
 DECISION_WORDS: dict[str, str] = {"fact": "the fact is right", "passage": "the passage is right",
                                   "both": "both can stand", "unknown": "cannot tell"}
-Support = Literal["states", "silent", "contradicts", "unknown", "could not read"]
+"""How the terminal, the web card and the talk page say each decision."""
+
+
+class Support(StrEnum):
+    """Where a cited source stands on its side's value."""
+
+    STATES = "states"
+    SILENT = "silent"
+    CONTRADICTS = "contradicts"
+    UNKNOWN = "unknown"  # not checked: the citation has no URL
+    UNREADABLE = "could not read"
+
+
+SUPPORT_WORDS: dict[Support, str] = {
+    Support.STATES: "states it", Support.CONTRADICTS: "gives the other value", Support.SILENT: "does not state it",
+    Support.UNREADABLE: "could not be read", Support.UNKNOWN: "not checked (no URL)",
+}
+"""How the terminal and the web card say where a source stands (one table: the card's JSON carries
+each source's words as ``support_words``)."""
 ValuesFrom = Literal["given", "model", "word overlap"]
 """Where a resolve's two values came from: given with the case, named by the model from the
 research's own answer, or, when the model named none, the words that set the two statements apart."""
@@ -165,13 +185,19 @@ class SourceJudgement(BaseModel):
     it states the side's value (with the sentence, word for word), and why it could not be read."""
 
     reference: Reference
-    tier: str = "not listed"
+    tier: Tier = Tier.NOT_LISTED
     tier_detail: str = "not listed"
-    support: Support = "unknown"
+    support: Support = Support.UNKNOWN
     quote: str | None = None
     score: float | None = None
     date: str | None = None  # the source's publication date (the citation's, else the page's)
     note: str | None = None  # why it could not be read, or why support is unknown
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def support_words(self) -> str:
+        """Where the source stands, in the words the terminal and the web card show."""
+        return SUPPORT_WORDS[self.support]
 
 
 class SideReport(BaseModel):
@@ -209,6 +235,12 @@ class Resolution(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     latency_s: float | None = None
     error: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def decision_words(self) -> str | None:
+        """The decision in the words the terminal, the web card and the worklist show."""
+        return DECISION_WORDS[self.decision] if self.decision else None
 
     def side(self, name: str) -> SideReport | None:
         """The report of side ``fact`` or ``passage``."""

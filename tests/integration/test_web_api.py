@@ -380,3 +380,19 @@ def test_a_passage_without_facts_ends_the_scan_with_a_message_and_a_full_queue_s
             data = wait_done(client, f"/api/scan/{job}")
             assert data["status"] == "error" and data["error"] == "no checkable facts were found in the text"
             assert read_events(client, f"/api/scan/{job}/events")[-1][1]["status"] == "error"
+
+
+def test_every_json_route_declares_its_response_shape(app_server):
+    """What /openapi.json says each JSON route answers: a schema, not an untyped object (the
+    event streams and the downloads are not JSON answers)."""
+    spec = httpx.get(app_server.url + "/openapi.json", timeout=30).json()
+    untyped = []
+    for path, methods in spec["paths"].items():
+        for method, operation in methods.items():
+            answer = operation["responses"].get("200") or operation["responses"].get("202") or {}
+            schema = answer.get("content", {}).get("application/json", {}).get("schema")
+            if schema is None:
+                continue  # text/event-stream, text/plain, a file
+            if not (schema.get("$ref") or schema.get("items", {}).get("$ref")):
+                untyped.append(f"{method.upper()} {path}")
+    assert untyped == ["GET /api/reviews/export"], untyped  # a download, written as it is read back

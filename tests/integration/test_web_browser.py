@@ -658,3 +658,54 @@ def test_which_side_is_right_in_the_side_panel(tour_stack, browser, shots):
                         and not d.find_element(By.ID, "panel").is_displayed())
     browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
     assert browser.find_element(By.ID, "result").is_displayed()
+
+
+def test_the_worklist_tab_filters_opens_a_card_and_keeps_a_decision(browser, shots, tmp_path, copy_demo_index):
+    """An editor's pass over a corpus run in the Worklist tab: filter by article, open the card,
+    accept one with a note; it leaves the open list and the run keeps the decision."""
+    import json
+
+    from claire.jobs.worklist import write_worklist
+    from claire.resolving.worklist import EntryFact, WorklistEntry
+    from claire.tasks.sides.records import SideReport
+
+    run = tmp_path / "wl"
+    run.mkdir()
+    write_worklist(run, [
+        WorklistEntry(claim_id=f"f{n}", id=f"c-{n}", decision=decision, confidence=0.7, reasons=["a reason to read"],
+                      should_change=wrong if decision == "passage" else None,
+                      sides=[SideReport(side="fact", text=fact, document_title=wrong, block_id=f"a{n}", sentence=fact),
+                             SideReport(side="passage", text="the other side", document_title=right, block_id=f"b{n}")],
+                      facts=[EntryFact(claim_id=f"f{n}", text=fact)])
+        for n, (wrong, right, decision, fact) in enumerate([
+            ("Paris", "Eiffel Tower", "passage", "The Eiffel Tower was completed in 1890."),
+            ("Edwin Hubble", "Hubble Space Telescope", "unknown", "The main mirror is 2.4 feet across.")])])
+    root = copy_demo_index(tmp_path / "indexes")
+    config = load_config(None, {"llm.api_key": "sk-test", "retrieval.path": str(root)})
+    retriever = open_retrieval(config)
+    try:
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path / "web", worklist=run),
+                                     retriever=retriever)) as app:
+            browser.get(app.url + "/")
+            browser.find_element(By.ID, "worklist-tab").click()
+            items = lambda d: d.find_elements(By.CSS_SELECTOR, "#worklist-list .worklist-item")  # noqa: E731
+            wait(browser).until(lambda d: len(items(d)) == 2)
+            assert "Paris" in items(browser)[0].text and "Paris should change" in items(browser)[0].text
+            browser.find_element(By.ID, "worklist-article").send_keys("hubble")
+            wait(browser).until(lambda d: len(items(d)) == 1 and "Edwin Hubble" in items(d)[0].text)
+            browser.find_element(By.ID, "worklist-article").clear()
+            browser.find_element(By.ID, "worklist-article").send_keys(" ")
+            wait(browser).until(lambda d: len(items(d)) == 2)
+            first = items(browser)[0]
+            first.find_element(By.CSS_SELECTOR, "details.worklist-card summary").click()
+            decision = wait(browser).until(lambda d: items(d)[0].find_element(By.CSS_SELECTOR, ".claire-sides-decision"))
+            assert decision.text.startswith("The passage is right")
+            assert browser.save_screenshot(str(shots / "web-worklist.png"))
+            items(browser)[0].find_element(By.CSS_SELECTOR, "input.worklist-note").send_keys("fixed in Paris")
+            next(b for b in items(browser)[0].find_elements(By.TAG_NAME, "button") if b.text == "Accept").click()
+            wait(browser).until(lambda d: "1 of 2 contradictions still open" in d.find_element(By.ID, "worklist-status").text)
+            assert [item.text.split(" against ")[0] for item in items(browser)] == ["Edwin Hubble"]
+    finally:
+        retriever.close()
+    kept = [json.loads(line) for line in (run / "worklist.jsonl").read_text().splitlines()]
+    assert (kept[0]["status"], kept[0]["note"]) == ("accepted", "fixed in Paris")

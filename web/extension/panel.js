@@ -154,9 +154,9 @@
   /* "Which side is right?": for a flagged fact, a button that asks the server (options.onResolve)
    * and shows the resolver's card — each side's article, its sources with their tier and what they
    * say, the decision with its reasons, what is missing — and the talk-page draft with a copy button. */
-  const DECISIONS = { fact: "The fact is right", passage: "The passage is right", both: "Both can stand", unknown: "Cannot tell" };
-  const SUPPORT = { states: "states it", contradicts: "gives the other value", silent: "does not state it",
-    "could not read": "could not be read", unknown: "not checked (no URL)" };
+  /* the words of each decision and of where each source stands come with the card (decision_words,
+   * support_words): one table, on the server, for the terminal, this card and the worklist */
+  const capitalised = (text) => text ? text.charAt(0).toUpperCase() + text.slice(1) : "";
 
   function link(text, href) {
     const url = safeUrl(href);
@@ -188,7 +188,7 @@
       tier.title = source.tier_detail || source.tier;
       item.appendChild(tier);
       item.appendChild(el("span", "claire-tier", (reference.site ? " · " + reference.site : "") + (source.date ? " · " + source.date : "")));
-      item.appendChild(el("div", "claire-support", SUPPORT[source.support] || source.support));
+      item.appendChild(el("div", "claire-support", source.support_words || source.support));
       if (source.quote) item.appendChild(el("blockquote", "claire-quote", source.quote));
       if (source.note) item.appendChild(el("div", "claire-note", source.note));
       list.appendChild(item);
@@ -214,7 +214,7 @@
   function resolutionView(box, resolution) {
     box.replaceChildren(el("h4", null, "Which side is right?"));
     const decision = el("p", "claire-sides-decision claire-sides-" + resolution.decision,
-      DECISIONS[resolution.decision] + (resolution.decision === "unknown" ? "" : " · confidence " + Number(resolution.confidence).toFixed(2)));
+      capitalised(resolution.decision_words) + (resolution.decision === "unknown" ? "" : " · confidence " + Number(resolution.confidence).toFixed(2)));
     box.appendChild(decision);
     resolution.sides.forEach((side) => box.appendChild(sideView(side)));
     if (resolution.values_from === "word overlap") {

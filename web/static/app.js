@@ -467,7 +467,6 @@
   /* The Worklist view: the corpus run's contradictions, one entry each, filtered by article,
    * decision and status; each opens to the resolve card and takes an editor's decision with a note,
    * kept with the run. */
-  const DECIDED = { fact: "the fact is right", passage: "the passage is right", both: "both can stand", unknown: "cannot tell" };
   async function showWorklist() {
     const list = $("worklist-list");
     const query = new URLSearchParams({ article: $("worklist-article").value.trim(), decision: $("worklist-decision").value,
@@ -485,7 +484,7 @@
         const head = el("p", "patrol-head");
         head.appendChild(el("strong", null, wrong.document_title || "?"));
         head.appendChild(el("span", "recent-meta", " against " + (other.document_title || "?") + " · "
-          + (entry.should_change ? entry.should_change + " should change" : DECIDED[entry.decision] || "no decision")
+          + (entry.should_change ? entry.should_change + " should change" : entry.decision_words || "no decision")
           + (entry.confidence && entry.decision !== "unknown" ? " · confidence " + Number(entry.confidence).toFixed(2) : "")
           + (entry.status !== "open" ? " · " + entry.status : "")));
         item.appendChild(head);
