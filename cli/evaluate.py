@@ -2,16 +2,35 @@
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.markup import escape
 
 from claire.errors import ClaireError, ConfigError, ExitCode
+
+if TYPE_CHECKING:
+    from claire.config import Config
+    from claire.indexes.index_meta import IndexMeta
 from claire.cli.options import (
     ConcurrencyOpt, DatasetOpt, DocsPerQueryOpt, IndexOpt, MaxStepsOpt, NoRerankOpt, Settings, SystemOpt,
     ToolsOpt, console, err, require_index, run, with_settings,
 )
+
+
+def index_meta(config: "Config") -> "IndexMeta | None":
+    """The description of the index a run searches (None: not found, or not a Qdrant index)."""
+    from claire.indexes.catalog import list_indexes
+
+    retrieval = config.retrieval
+    if retrieval.backend != "qdrant":
+        return None
+    key = retrieval.qdrant_api_key.get_secret_value() if retrieval.qdrant_api_key else None
+    try:
+        found = list_indexes(retrieval.index_root(), retrieval.url, api_key=key)
+    except ClaireError:
+        return None  # opening the system says what is wrong with the index
+    return next((meta for meta in found if meta.name == retrieval.index), None)
 
 
 @with_settings("preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
@@ -34,12 +53,16 @@ def eval_command(
     tools: ToolsOpt = None,
     task: Annotated[Optional[str], typer.Option("--task", help="wikicollide (default), feverous (agent.task), citations (WAFER-style records; --index names the sources index), or worklist (the corpus run over --index, scored against a key of planted contradictions given as --dataset).")] = None,
     index: IndexOpt = None,
+    validation: Annotated[Optional[Path], typer.Option("--validation", help="Evaluate this validation set first (into OUT-validation, resumable) and decide the test verdicts at its best-F1 threshold: the paper's protocol in one command.")] = None,
+    validation_index: Annotated[Optional[str], typer.Option("--validation-index", help="With --validation: the index its claims are searched in (default: --index; an index built --from-wikicollide holds one split's passages).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Refuse, rather than warn, when the index holds the passages of other claims than those evaluated.")] = False,
     *,
     settings: Settings,
 ) -> None:
     """Evaluate a system on WikiCollide (or FEVEROUS with --task feverous): predictions.jsonl, metrics.json, report.md."""
     from claire.agent.runtime import open_system, run_settings
     from claire.runs.predictions import refuse_if_in_use
+    from claire.evals.protocol import foreign_claims, threshold_note
     from claire.evals.runner import failure, run_eval, select_records, with_threshold
     from claire.tasks.registry import get_task
 
@@ -49,6 +72,19 @@ def eval_command(
         corpus_run(settings.batch(system, concurrency, **{"retrieval.index": index}), titles=None, out=out, key=dataset)
         return
     chosen = get_task(task)
+    if validation is not None:
+        if threshold is not None or threshold_from is not None:
+            raise ConfigError("--validation chooses the threshold on the validation set: leave out --threshold and --threshold-from")
+        if not chosen.sweepable:
+            raise ConfigError(f"--validation is for WikiCollide runs, not the {chosen.name} task")
+        threshold_from = out.with_name(out.name + "-validation")
+        err.print(f"[bold]validation:[/] {validation} into {threshold_from}")
+        eval_command.__wrapped__(dataset=validation, out=threshold_from, system=system, limit=limit, ids=ids, concurrency=concurrency,
+                     retry_errors=retry_errors, threshold=None, threshold_from=None, calibrate_from=None,
+                     calibration=calibration, cut_from=cut_from, max_steps=max_steps, docs_per_query=docs_per_query,
+                     no_rerank=no_rerank, tools=tools, task=task, index=validation_index or index, validation=None,
+                     validation_index=None, strict=strict, settings=settings)
+        err.print(f"[bold]test:[/] {dataset} into {out}, at the best-F1 threshold of {threshold_from}")
     config = settings.batch(system, concurrency,
                          **{"agent.max_steps": max_steps, "agent.docs_per_query": docs_per_query,
                             "retrieval.rerank": False if no_rerank else None, "agent.tools": tools,
@@ -73,13 +109,23 @@ def eval_command(
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     if chosen.index_setting == "retrieval.index" and chosen.corpus_records:
         require_index(config, index is not None, f"evaluating {dataset.name}")
+        problem = foreign_claims(index_meta(config), [record.claim_id for record in records], dataset.name)
+        if problem and strict:
+            raise ConfigError(problem + "; --strict refuses such a run")
+        if problem:
+            err.print(f"[yellow]warning:[/] {escape(problem)}")
+    note = threshold_note(preset=config.preset, split=chosen.split_of(dataset),
+                          threshold_chosen=threshold is not None or threshold_from is not None)
+    if note and chosen.sweepable:
+        err.print(f"[bold yellow]note:[/] {escape(note)}")
     refuse_if_in_use(out)
 
     async def go():
         async with open_system(config) as system_:
             return await run_eval(records, system_, out, task=chosen, concurrency=config.eval.concurrency,
                                   config_public=run_settings(config), retry_errors=retry_errors, dataset=dataset,
-                                  calibrate_from=calibrate_from, calibration_method=calibration, console=err)
+                                  threshold=threshold if chosen.threshold_setting is None else None,
+                                  threshold_from=threshold_from, calibrate_from=calibrate_from, calibration_method=calibration, console=err)
 
     started = time.perf_counter()
     summary = run(go())

@@ -35,10 +35,11 @@ def index_build(
     settings: Settings,
 ) -> None:
     """Embed a corpus into a named index (embedded Qdrant engine, or a Qdrant server with --url)."""
-    from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus
+    from claire.indexes.corpus import MAX_BLOCK_CHARS, blocks_from_article, blocks_from_wikicollide, read_corpus, wikicollide_claims
     from claire.indexes.retriever import build_index
 
     config = settings.resolve()
+    claims_of: dict[str, Any] = {}
     if sum(source is not None for source in (corpus, from_wikicollide, from_article, from_feverous_pages, from_web_docs, from_dump)) != 1:
         raise ConfigError("give one source: a CORPUS.jsonl, --from-wikicollide DATASET.json, --from-article FILE, "
                           "--from-feverous-pages PAGES.jsonl, --from-web-docs FILE.jsonl or --from-dump DUMP")
@@ -67,6 +68,8 @@ def index_build(
             blocks += blocks_from_article(article.stem.replace("_", " "), passage_text(None, article))
     elif from_wikicollide is not None:
         blocks, invalid = blocks_from_wikicollide(from_wikicollide), 0
+        claims_of = {"claims_of": from_wikicollide.name,
+                     "claim_ids": [claim.claim_id for claim in wikicollide_claims(from_wikicollide)]}
     else:
         loaded = read_corpus(corpus, skip_invalid=skip_invalid)
         blocks, invalid = loaded.blocks, loaded.invalid
@@ -74,7 +77,7 @@ def index_build(
             err.print(f"[yellow]skipped[/] {escape(message)}")
     summary = build_index(
         blocks, name=name, embedder=embedder, root=config.retrieval.index_root(), url=config.retrieval.url,
-        api_key=_qdrant_key(config), replace=replace, lock_timeout=config.retrieval.lock_timeout,
+        api_key=_qdrant_key(config), replace=replace, lock_timeout=config.retrieval.lock_timeout, **claims_of,
     )
     size = f"{summary.size_on_disk / 1e6:.1f} MB" if summary.size_on_disk else "n/a (server)"
     console.print(

@@ -96,7 +96,7 @@ def _run_labels(dirs: Sequence[str | Path]) -> list[str]:
 
 
 # Columns left out when every run has nothing to show in them (no errors, no repairs, no cost).
-_QUIET_COLUMNS = ("Errors", "Repaired", "Bad calls", "Cost")
+_QUIET_COLUMNS = ("Errors", "All: AUROC/F1", "Repaired", "Bad calls", "Cost")
 
 
 # Settings that do not change what a system answers: a run may resume with other values.
@@ -119,7 +119,7 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
     if not dirs:
         raise ConfigError("compare needs at least one run directory")
     rows = comparison_rows(dirs)
-    columns = ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "Repaired",
+    columns = ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "All: AUROC/F1", "Repaired",
                "Bad calls", "Calls", "Tokens", "Seconds", "Cost")
     cells: list[dict[str, str]] = []
     labels = _run_labels(dirs)
@@ -135,6 +135,7 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
             _with_delta(auroc_text(m).replace(" (", "\n(", 1), delta["auroc"]),
             *(_with_delta(pct(m.get(k)), delta[k]) for k in ("accuracy", "precision", "recall", "f1")),
             str(m["counts"]["errors"]),
+            f"{pct(full['auroc'])}/{pct(full['f1'])}" if (full := m.get("full_set")) else DASH,
             str(robust.get("repaired_or_reasked", DASH)),
             str(robust.get("invalid_or_repeated_calls", DASH)),
             or_dash(per_claim["calls"], ",.1f") + (f"\n({served:.0%} reused)" if (served := per_claim["cached_share"]) else ""),
@@ -156,6 +157,9 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
              "included (as a fresh run would send them; \"reused\": their share of the calls); \"cached\": the share of "
              "prompt tokens the provider served from its prompt cache; cost: what a fresh run would be billed, and what "
              "the run paid."]
+    if "All: AUROC/F1" not in quiet:
+        notes.append("All: AUROC and F1 over every claim, one that ended in an error counted as consistent (score 0), "
+                     "as the paper's tables cover every claim; the other scores leave errors out.")
     if "Split" in quiet:
         notes.append(f"Split: {splits.pop()}.")
     silent = [c for c in quiet if c in _QUIET_COLUMNS]

@@ -38,6 +38,8 @@ class IndexMeta:
     format: int = FORMAT
     int8: bool = False  # dense vectors also kept as int8 (scalar quantization; searches rescore with the floats)
     corpus_digest: str = ""  # a digest of the corpus file it was built from, when one build made it (the demo's)
+    claims_of: str = ""  # the benchmark file whose claims' passages it holds (--from-wikicollide), by name
+    claim_ids: list[str] = field(default_factory=list)  # those claims: `claire eval` warns on others
 
     def to_dict(self) -> dict[str, Any]:
         """The description as plain data (what meta.json and a collection's metadata hold)."""

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +188,8 @@ def build_index(
     lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
     on_progress: Callable[[int, int], None] | None = None,
     corpus_digest: str = "",
+    claims_of: str = "",
+    claim_ids: Sequence[str] = (),
 ) -> BuildSummary:
     """Embed ``blocks`` and store them as index ``name`` (embedded under ``root``, or on the
     Qdrant server at ``url``). An existing index is an error unless ``replace``. A build that
@@ -195,7 +197,9 @@ def build_index(
     searchable, unchanged, until the new one is complete and swapped in. Another build of the
     same embedded index is waited for (up to ``lock_timeout`` s). ``on_progress(done, total)``, when
     given, is told how many blocks are stored after each batch (instead of the progress bar);
-    ``corpus_digest`` is recorded in the index's description (so a changed corpus file is noticed)."""
+    ``corpus_digest`` is recorded in the index's description (so a changed corpus file is noticed), and
+    so are ``claims_of`` and ``claim_ids``, the benchmark file and claims whose passages it holds (so an
+    evaluation of other claims is noticed)."""
     check_name(name)
     if not blocks:
         raise DatasetError("no blocks to index")
@@ -214,7 +218,7 @@ def build_index(
             delete_index(name, root=root, url=url, api_key=api_key)
         # embedded: the new version is built beside the old one and swapped in by finalize
     meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim,
-                     corpus_digest=corpus_digest)
+                     corpus_digest=corpus_digest, claims_of=claims_of, claim_ids=list(claim_ids))
     started = time.monotonic()
     store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta, replace=replace,
                       lock_timeout=lock_timeout)

@@ -17,7 +17,7 @@ from claire.prompts import PromptLibrary
 from claire.tasks.base import Task, Judgement
 from claire.tasks.wikicollide.dataset import SPLITS, infer_split, load_wikicollide
 from claire.tasks.wikicollide.judge import judge_score
-from claire.tasks.measures import auroc_text
+from claire.tasks.measures import auroc_text, pct
 from claire.tasks.wikicollide.report import describe_setup, paper_notices, plot_roc, write_outputs
 from claire.tasks.wikicollide.scoring import best_f1_threshold, compute_metrics, recalibrate
 
@@ -45,7 +45,12 @@ class WikiCollide(Task):
 
     def headline(self, metrics: dict[str, Any]) -> list[str]:
         """AUROC with its interval and what the metrics cover."""
-        return [f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}"]
+        lines = [f"AUROC {auroc_text(metrics)} · {metrics.get('covers', '')}"]
+        full = metrics.get("full_set")
+        if full:
+            lines.append(f"over all {full['claims']} claims, an error counted as consistent: AUROC {pct(full['auroc'])}, "
+                         f"accuracy {pct(full['accuracy'])}, F1 {pct(full['f1'])}")
+        return lines
 
     def plot_runs(self, curves: Sequence[tuple[str, list[dict[str, Any]]]], path: Path, *, title: str) -> bool:
         """The runs' ROC curves in one figure."""

@@ -229,8 +229,10 @@ def test_compare_reads_at_80_columns_in_a_pipe_and_as_csv_and_names_differing_se
     rows = list(csv_module.DictReader(io.StringIO(compare_text(dirs, "csv"))))
     assert [r["Run"] for r in rows] == ["a", "b"] and rows[1]["AUROC (95% CI)"].endswith("(+4.0)")
     blocks = compare_blocks(dirs)
-    assert max(len(line) for line in blocks.splitlines() if not line.startswith(("Calls,", "Settings"))) <= 80
+    assert max(len(line) for line in blocks.splitlines() if not line.startswith(("Calls,", "Settings", "All:"))) <= 80
     assert "  AUROC (95% CI): 100.0" in blocks and "…" not in blocks
+    assert "  All: AUROC/F1: —" in blocks.split("\nb\n")[0] and "All: AUROC and F1 over every claim" in blocks
+    assert "  All: AUROC/F1: " in blocks.split("\nb\n")[1]  # b's failed claim counted as consistent
 
 
 def test_a_run_directory_is_used_by_one_process_at_a_time(tmp_path):
