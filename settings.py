@@ -343,6 +343,8 @@ class CiteConfig(_Section):
 
     index: str = Field("sources-demo", description="the sources index; sources-demo is built from the bundled examples")
     threshold: float = Field(0.5, ge=0.0, le=1.0, description="support score at or above which a source supports the claim")
+    partial_support: float = Field(0.2, ge=0.0, le=1.0, description="support score from which, below cite.threshold, a "
+                                   "source partially supports the claim (some of it stated, the rest missing)")
     decision: Literal["ranking", "threshold"] = Field(
         "ranking", description="ranking (Side's rule: the citation holds when the verifier ranks the original, "
                                "retrieved or not, first among the sources judged and its score reaches cite.threshold) "

@@ -39,7 +39,8 @@ from claire.llm.answers import tag_text, tagged_score, text_of
 from claire.llm.client import ChatClient
 from claire.usage import track_usage
 from claire.prompts import PromptLibrary
-from claire.tasks.citations.records import Citation, CitationResult, CitationVerdict, ScoredSource
+from claire.sources.reading import unavailable_reason
+from claire.tasks.citations.records import Citation, CitationResult, CitationVerdict, ScoredSource, SupportLabel
 
 RRF_K = 60
 _QUERY_TAG = re.compile(r"<\s*query\s*>(.*?)<\s*/\s*query\s*>", re.IGNORECASE | re.DOTALL)
@@ -252,6 +253,13 @@ class CitationChecker:
         """Verify the original source, search for candidates, verify and rank them, and decide."""
         started = time.perf_counter()
         settings = self.settings
+        missing = unavailable_reason(citation.source.text)
+        if missing is not None:  # nothing to read: no search, no call
+            original = ScoredSource(url=citation.source.url, title=citation.source.title or (citation.source.url or "cited source"),
+                                    original=True)
+            return CitationResult(claim_id=citation.claim_id, claim=citation.claim, threshold=settings.threshold,
+                                  original=original, support=SupportLabel.UNAVAILABLE, note=missing,
+                                  latency_s=round(time.perf_counter() - started, 3))
         with track_usage() as usage:
             source = citation.source
             blocks = source_blocks(source.text, url=source.url, title=source.title, max_words=settings.passage_words)
@@ -293,7 +301,21 @@ class CitationChecker:
             usage=usage.to_dict(), latency_s=round(time.perf_counter() - started, 3), error=original.error,
         )
         result.verdict = decide(original, suggestions, settings.threshold, rule=settings.decision)
+        result.support = support_of(original, settings.threshold, settings.partial_support)
         return result
+
+
+def support_of(original: ScoredSource, threshold: float, partial: float) -> SupportLabel | None:
+    """How the cited source stands to its claim, from its support score and stance: supported at
+    ``threshold`` or above, partially supported from ``partial`` (some of the claim stated, the rest
+    missing), else not supported; a source that gives another value never supports (None: no score)."""
+    if original.score is None:
+        return None
+    if original.stance == "contradicts":
+        return SupportLabel.NOT_SUPPORTED
+    if original.score >= threshold:
+        return SupportLabel.SUPPORTED
+    return SupportLabel.PARTIAL if original.score >= partial else SupportLabel.NOT_SUPPORTED
 
 
 def decide(original: ScoredSource, suggestions: list[ScoredSource], threshold: float,

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from claire.errors import ConfigError
 from claire.runs.predictions import load_predictions, read_run_config
+from claire.tasks.citations.records import SupportLabel
 from claire.tasks.measures import DASH, METRICS, auroc_text, money, or_dash, pct
 
 
@@ -118,6 +119,11 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
     settings in which the runs differ, claims that differ)."""
     if not dirs:
         raise ConfigError("compare needs at least one run directory")
+    tasks = {read_metrics(run_dir).get("task") for run_dir in dirs}
+    if tasks == {"citations"}:
+        return citation_comparison(dirs)
+    if "citations" in tasks:
+        raise ConfigError("compare runs of one task: citation runs are not scored like WikiCollide runs")
     rows = comparison_rows(dirs)
     columns = ("Run", "System", "Split", "Scored", "AUROC (95% CI)", "Acc", "P", "R", "F1", "Errors", "All: AUROC/F1", "Repaired",
                "Bad calls", "Calls", "Tokens", "Seconds", "Cost")
@@ -171,6 +177,40 @@ def comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, st
     if any(row["claim_ids"] != rows[0]["claim_ids"] for row in rows):
         notes.append("Warning: these runs cover different claims, so their differences are not like for like.")
     return shown, cells, notes
+
+
+def citation_comparison(dirs: Sequence[str | Path]) -> tuple[list[str], list[dict[str, str]], list[str]]:
+    """Citation runs side by side: the answers against the gold labels (exact and binary accuracy,
+    macro F1 and the F1 of each label; brackets: difference from the first run), how often the
+    original source is ranked first, errors and cost."""
+    labels = [str(label) for label in SupportLabel]
+    columns = ["Run", "Labelled", "Exact acc", "Binary acc", "Macro F1", *[f"F1 {label}" for label in labels],
+               "Original first", "Errors", "Cost"]
+    first: dict[str, float | None] = {}
+    cells = []
+    for index, (label, run_dir) in enumerate(zip(_run_labels(dirs), dirs)):
+        m = read_metrics(run_dir)
+        scores = m.get("labels") or {}
+        values = {"exact": scores.get("exact_accuracy"), "binary": scores.get("binary_accuracy"),
+                  "macro": scores.get("macro_f1"),
+                  **{name: ((scores.get("per_class") or {}).get(name) or {}).get("f1") for name in labels}}
+        if index == 0:
+            first = values
+        delta = {key: None if index == 0 or value is None or first.get(key) is None else value - first[key]
+                 for key, value in values.items()}
+        cells.append(dict(zip(columns, [
+            label, str(scores.get("records", DASH)),
+            *(_with_delta(pct(values[key]), delta[key]) for key in ("exact", "binary", "macro", *labels)),
+            pct(m.get("original_ranks_first")), str(m.get("errors", DASH)), cost_cell(m.get("usage") or {}),
+        ])))
+    quiet = [c for c in ("Errors", "Cost") if all(row[c] in ("0", DASH) for row in cells)]
+    notes = ["Scores ×100 against the gold labels: exact accuracy over the four labels, binary accuracy (supported "
+             "or not), the F1 of each label and their mean over the labels the data has; a record that ended in an "
+             "error counts as a wrong answer. Original first: how often the verifier ranks the cited source first."]
+    settings = setting_differences(dirs, _run_labels(dirs))
+    if settings:
+        notes.append("Settings that differ: " + "; ".join(settings) + ".")
+    return [c for c in columns if c not in quiet], cells, notes
 
 
 def setting_differences(dirs: Sequence[str | Path], labels: Sequence[str]) -> list[str]:

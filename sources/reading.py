@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import ipaddress
+import re
 import socket
 from functools import lru_cache
 from importlib.resources import files
@@ -41,6 +42,27 @@ USER_AGENT = (f"CLAIRE-source-reader/{__version__} (reads the sources Wikipedia 
 """Sent with every fetch unless ``resolve.user_agent`` gives one with the contact of whoever runs it."""
 _TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "")
 _MIN_TEXT_CHARS = 40
+_NOT_THE_PAGE = re.compile(
+    r"\b(?:404\b|page not found|not be found|access denied|403 forbidden|forbidden\b|50[234] \w|"
+    r"subscribe (?:to|now)|subscribers? only|sign in to (?:read|continue)|log ?in to (?:read|continue)|"
+    r"paywall|(?:accept|enable|allow) (?:all )?cookies|cookie (?:settings|preferences|consent)|"
+    r"(?:enable|requires?) javascript|javascript is (?:disabled|required)|are you a robot|captcha|"
+    r"temporarily unavailable|unusual traffic)", re.IGNORECASE)
+_SHORT_PAGE_CHARS = 1500
+"""A text this short that speaks of an error, a paywall or a cookie wall is that wall, not the page."""
+
+
+def unavailable_reason(text: str) -> str | None:
+    """Why a source's text is plainly not the page it stands for (None when it may be): no text at
+    all, a few characters, or a short text that is an error page, a paywall or a cookie wall."""
+    body = " ".join((text or "").split())
+    if not body:
+        return "the source has no text"
+    if len(body) < _MIN_TEXT_CHARS:
+        return f"the source's text is {len(body)} characters long"
+    if len(body) < _SHORT_PAGE_CHARS and (found := _NOT_THE_PAGE.search(body)):
+        return f"the source's text is an error page, a paywall or a cookie wall ('{found.group(0)}')"
+    return None
 
 
 class SourcePage(BaseModel):
@@ -273,4 +295,6 @@ def page_from_body(url: str, body: bytes, kind: str, encoding: str | None) -> So
                           text=(found.text or "").strip(), origin="fetch")
     if len(page.text) < _MIN_TEXT_CHARS:
         raise FetchRefused("the page is empty (or behind a paywall or a script)")
+    if (wall := unavailable_reason(page.text)) is not None:
+        raise FetchRefused(wall)
     return page

@@ -16,6 +16,7 @@ from claire.domain import ScoreKind
 from claire.tasks.base import Task
 from claire.tasks.citations.records import Citation, CitationResult, load_citations
 from claire.tasks.citations.scoring import CitationPrediction, citation_metrics, write_outputs
+from claire.tasks.measures import pct
 
 
 class Citations(Task):
@@ -40,6 +41,7 @@ class Citations(Task):
         """The predictions.jsonl line of one checked citation."""
         return CitationPrediction(
             claim_id=record.claim_id, claim_text=record.claim, cited_url=record.source.url, failed=record.failed,
+            label=record.label, support=result.support, note=result.note,
             featured=record.featured, retrieved=len(result.retrieved), score=result.original.score, verdict=result.verdict, original_rank=result.original.rank,
             retrieval_rank=result.original.retrieval_rank, queries=result.queries, usage=result.usage,
             suggestions=[{"url": s.url, "title": s.title, "score": s.score, "rank": s.rank} for s in result.suggestions],
@@ -50,7 +52,8 @@ class Citations(Task):
                     latency_s: float) -> CitationPrediction:
         """The line of a citation whose check broke with an unexpected error."""
         return CitationPrediction(claim_id=record.claim_id, claim_text=record.claim, cited_url=record.source.url,
-                                  failed=record.failed, featured=record.featured, latency_s=latency_s, error=error)
+                                  failed=record.failed, label=record.label, featured=record.featured, latency_s=latency_s,
+                                  error=error)
 
     def default_threshold(self, config_public: dict[str, Any] | None) -> float:
         """The support threshold of the run's configuration (``cite.threshold``)."""
@@ -63,6 +66,10 @@ class Citations(Task):
         first = metrics["original_ranks_first"]
         lines = [f"original source retrieved: {recall or '—'}; ranked first by the verifier: "
                  f"{'—' if first is None else f'{100 * first:.0f}%'}"]
+        labels = metrics.get("labels")
+        if labels:
+            lines.append(f"against {labels['records']} labels: exact accuracy {pct(labels['exact_accuracy'])}, binary "
+                         f"accuracy {pct(labels['binary_accuracy'])}, macro F1 {pct(labels['macro_f1'])}")
         detection = metrics.get("failing_detection")
         if detection:
             lines.append(f"failing citations: average precision {100 * detection['average_precision']:.1f} "

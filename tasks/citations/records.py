@@ -2,14 +2,25 @@
 (:class:`Citation`), reading them from files, and what the citation checker answers for one
 (:class:`CitationResult`, with each source it judged as a :class:`ScoredSource`).
 
-WAFER's own shape is read as published (``input`` with the ``[CIT]`` mark, ``output[].answer`` —
-a URL or ``{Failed verification}`` — with ``output[].provenance[]`` holding the cited ``url``,
-``title`` and ``text``, and ``meta.wikipedia_title``/``wikipedia_section``/``sentences``); so is a
-flat shape ``{id, claim, context?, title?, section?, source_url?, source_title?, source_text, failed?}``.
+Three shapes are read, each as published:
+
+- WAFER's (``input`` with the ``[CIT]`` mark, ``output[].answer`` — a URL or ``{Failed
+  verification}`` — with ``output[].provenance[]`` holding the cited ``url``, ``title`` and
+  ``text``, and ``meta.wikipedia_title``/``wikipedia_section``/``sentences``);
+- WiCE's entailment-retrieval claims (``claim``, ``evidence``: the cited page's sentences,
+  ``label``: ``supported``, ``partially_supported`` or ``not_supported``, and ``meta.id``,
+  ``claim_title``, ``claim_section``, ``claim_context``);
+- a generic flat shape ``{id, claim, context?, title?, section?, source_url?, source_title?,
+  source_text, label?, failed?}`` whose ``label`` is one of :class:`SupportLabel`'s four (with a
+  label, ``source_text`` may be empty or missing: a source that could not be had).
+
+Source texts are kept as they come, long, cut short or full of a page's boilerplate: the checker
+reads the passages that matter.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -20,6 +31,20 @@ from claire.files import json_records
 
 FAILED_MARK = "failed verification"
 CIT = "[CIT]"
+
+
+class SupportLabel(StrEnum):
+    """How a cited source stands to its claim: a gold label, and the checker's answer."""
+
+    SUPPORTED = "supported"
+    PARTIAL = "partially supported"
+    NOT_SUPPORTED = "not supported"
+    UNAVAILABLE = "source unavailable"  # the text is missing, empty, or plainly not the page
+
+
+_WICE_LABELS = {"supported": SupportLabel.SUPPORTED, "partially_supported": SupportLabel.PARTIAL,
+                "not_supported": SupportLabel.NOT_SUPPORTED}
+_WICE_TITLE = "(meta data) TITLE:"
 
 
 class CitedSource(BaseModel):
@@ -40,6 +65,7 @@ class Citation(BaseModel):
     context: str = ""
     source: CitedSource
     failed: bool | None = None  # gold label (evaluation): the citation failed verification
+    label: SupportLabel | None = None  # gold label (evaluation), when the data gives one of the four
     featured: bool | None = None  # the record comes from a featured article (when the data marks it)
 
 
@@ -77,9 +103,28 @@ def _from_wafer(record: dict[str, Any], where: str) -> Citation:
     )
 
 
+def _label(value: Any, where: str) -> SupportLabel | None:
+    if value is None:
+        return None
+    try:
+        return SupportLabel(" ".join(str(value).replace("_", " ").split()).lower())
+    except ValueError:
+        raise DatasetError(f"{where}: field 'label' must be one of {', '.join(SupportLabel)}, not {str(value)[:40]!r}") from None
+
+
+def _failed(label: SupportLabel | None) -> bool | None:
+    """Whether a labelled citation fails verification (None: unknown, or the source could not be had)."""
+    if label is None or label is SupportLabel.UNAVAILABLE:
+        return None
+    return label is not SupportLabel.SUPPORTED
+
+
 def _from_flat(record: dict[str, Any], where: str) -> Citation:
+    label = _label(record.get("label"), where)
     text = record.get("source_text")
-    if not isinstance(text, str) or not text.strip():
+    if text is None and label is not None:
+        text = ""  # a labelled record may have no source text: the checker says it is unavailable
+    if not isinstance(text, str) or (not text.strip() and label is None):
         raise DatasetError(f"{where}: field 'source_text' is missing or empty (the cited source's text)")
     failed = record.get("failed")
     if failed is not None and not isinstance(failed, bool):
@@ -88,8 +133,27 @@ def _from_flat(record: dict[str, Any], where: str) -> Citation:
     return Citation(
         claim_id=str(record.get("id")), claim=" ".join(_text(record.get("claim")).replace(CIT, " ").split()),
         title=_text(record.get("title")), section=_text(record.get("section")), context=_text(record.get("context")),
-        failed=failed, featured=featured if isinstance(featured, bool) else None, source=CitedSource(text=text, title=_text(record.get("source_title")),
-                                          url=_text(record.get("source_url")) or None),
+        failed=failed if failed is not None else _failed(label), label=label,
+        featured=featured if isinstance(featured, bool) else None,
+        source=CitedSource(text=text, title=_text(record.get("source_title")), url=_text(record.get("source_url")) or None),
+    )
+
+
+def _from_wice(record: dict[str, Any], where: str) -> Citation:
+    evidence = record.get("evidence")
+    if not isinstance(evidence, list) or not all(isinstance(line, str) for line in evidence):
+        raise DatasetError(f"{where}: field 'evidence' must be a list of the cited page's sentences")
+    meta = record.get("meta") if isinstance(record.get("meta"), dict) else {}
+    raw = record.get("label")
+    if raw is not None and raw not in _WICE_LABELS:
+        raise DatasetError(f"{where}: field 'label' must be one of {', '.join(_WICE_LABELS)}, not {str(raw)[:40]!r}")
+    label = _WICE_LABELS.get(raw) if raw is not None else None
+    title = next((line[len(_WICE_TITLE):].strip() for line in evidence[:1] if line.startswith(_WICE_TITLE)), "")
+    return Citation(
+        claim_id=str(meta.get("id") or record.get("id")), claim=_text(record.get("claim")),
+        title=_text(meta.get("claim_title")), section=_text(meta.get("claim_section")).rstrip("."),
+        context=" ".join(_text(meta.get("claim_context")).split()), label=label, failed=_failed(label),
+        source=CitedSource(text="\n".join(evidence), title=title),
     )
 
 
@@ -104,8 +168,13 @@ def load_citations(path: str | Path) -> list[Citation]:
     for where, record in items:
         if not isinstance(record, dict):
             raise DatasetError(f"{where}: expected a JSON object")
-        citation = _from_wafer(record, where) if "input" in record or "output" in record else _from_flat(record, where)
-        if record.get("id") is None:
+        if "input" in record or "output" in record:
+            citation = _from_wafer(record, where)
+        elif "evidence" in record:
+            citation = _from_wice(record, where)
+        else:
+            citation = _from_flat(record, where)
+        if citation.claim_id == "None":
             citation.claim_id = where.rsplit(":", 1)[-1].replace(" record ", "").strip()
         if not citation.claim:
             raise DatasetError(f"{where}: the claim is empty (field 'input' or 'claim')")
@@ -150,12 +219,14 @@ class ScoredSource(BaseModel):
 
 
 class CitationResult(BaseModel):
-    """The outcome of checking one citation: the verdict, the original source judged, better
-    sources found, and what the check cost."""
+    """The outcome of checking one citation: the verdict, how the original source stands to the
+    claim (``support``), better sources found, and what the check cost."""
 
     claim_id: str
     claim: str
     verdict: CitationVerdict | None = None
+    support: SupportLabel | None = None
+    note: str | None = None  # why the source is taken as unavailable
     threshold: float
     original: ScoredSource
     suggestions: list[ScoredSource] = Field(default_factory=list)

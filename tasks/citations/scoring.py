@@ -11,9 +11,11 @@ from typing import Any
 
 from matplotlib.figure import Figure
 from pydantic import BaseModel, Field
-from sklearn.metrics import average_precision_score, precision_recall_curve, roc_auc_score
+from sklearn.metrics import (accuracy_score, average_precision_score, confusion_matrix, precision_recall_curve,
+                             precision_recall_fscore_support, roc_auc_score)
 
 from claire.files import strict_json, write_atomically
+from claire.tasks.citations.records import SupportLabel
 from claire.tasks.measures import METRICS, REPORT, pct
 
 TASK = "citations"
@@ -30,6 +32,9 @@ class CitationPrediction(BaseModel):
     claim_text: str = ""
     cited_url: str | None = None
     failed: bool | None = None  # gold: the citation failed verification
+    label: SupportLabel | None = None  # gold: one of the four labels, when the data gives it
+    support: SupportLabel | None = None  # the checker's answer: how the cited source stands to the claim
+    note: str | None = None  # why the source was taken as unavailable
     featured: bool | None = None  # the record comes from a featured article
     retrieved: int | None = None  # sources the search returned
     score: float | None = None  # the original source's support score
@@ -55,8 +60,39 @@ def success_at_k(predictions: list[dict[str, Any]]) -> dict[str, float | None]:
             for k in RECALL_KS if k <= max(deepest, 20)}
 
 
+def label_metrics(predictions: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The checker's answers against the gold labels, as citation-verification papers report them:
+    exact accuracy over the four labels, binary accuracy (supported or not), F1 per label, and the
+    confusion matrix (gold label, then answer). A record that ended in an error counts as a wrong
+    answer; None when no record has a gold label."""
+    labelled = [p for p in predictions if p.get("label")]
+    if not labelled:
+        return None
+    gold = [str(p["label"]) for p in labelled]
+    given = [str(p.get("support") or "error") for p in labelled]
+    labels = [str(label) for label in SupportLabel]
+    precision, recall, f1, counts = precision_recall_fscore_support(gold, given, labels=labels, zero_division=0)
+    per_class = {label: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(n)}
+                 for label, p, r, f, n in zip(labels, precision, recall, f1, counts)}
+    present = [label for label in labels if per_class[label]["support"]]
+    answers = [*labels, "error"]
+    matrix = confusion_matrix(gold, given, labels=answers)
+    supported = str(SupportLabel.SUPPORTED)
+    return {
+        "records": len(labelled),
+        "errors": given.count("error"),
+        "exact_accuracy": float(accuracy_score(gold, given)),
+        "binary_accuracy": float(accuracy_score([g == supported for g in gold], [a == supported for a in given])),
+        "macro_f1": sum(per_class[label]["f1"] for label in present) / len(present),
+        "per_class": per_class,
+        "confusion": {label: {answer: int(matrix[i][j]) for j, answer in enumerate(answers)}
+                      for i, label in enumerate(labels)},
+    }
+
+
 def citation_metrics(predictions: list[dict[str, Any]], *, threshold: float) -> dict[str, Any]:
-    """Side's measures over a run's predictions (records with errors are counted, not scored)."""
+    """Side's measures over a run's predictions (records with errors are counted, not scored), and
+    the answers against the gold labels when the data has them (:func:`label_metrics`)."""
     scored = [p for p in predictions if p.get("error") is None and p.get("score") is not None]
     n = len(scored)
     metrics: dict[str, Any] = {"task": TASK, "records": len(predictions), "scored": n,
@@ -96,6 +132,7 @@ def citation_metrics(predictions: list[dict[str, Any]], *, threshold: float) -> 
             for k in RECALL_KS
         }
     metrics["failing_detection"] = detection
+    metrics["labels"] = label_metrics(predictions)
     return metrics
 
 
@@ -123,13 +160,30 @@ def write_report(out_dir: Path, metrics: dict[str, Any], predictions: list[dict[
         ]
     else:
         lines += ["", "No precision-recall curve: the file does not mark both passing and failing citations."]
+    labels = metrics.get("labels")
+    if labels:
+        answers = [*SupportLabel, "error"]
+        lines += ["", f"## Against the gold labels ({labels['records']} records)", "",
+                  f"Exact accuracy {pct(labels['exact_accuracy'])}, binary accuracy (supported or not) "
+                  f"{pct(labels['binary_accuracy'])}, macro F1 {pct(labels['macro_f1'])}.", "",
+                  "| label | precision | recall | F1 | records |", "|---|---|---|---|---|",
+                  *[f"| {label} | {pct(row['precision'])} | {pct(row['recall'])} | {pct(row['f1'])} | {row['support']} |"
+                    for label, row in labels["per_class"].items()], "",
+                  "Confusion matrix (rows: the gold label; columns: the answer):", "",
+                  "| gold \\ answer | " + " | ".join(map(str, answers)) + " |", "|---" * (len(answers) + 1) + "|",
+                  *[f"| {gold} | " + " | ".join(str(row[str(a)]) for a in answers) + " |"
+                    for gold, row in labels["confusion"].items()]]
     lines += ["", "Verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(metrics["verdicts"].items())), "",
-              "| id | failed (gold) | support | verdict | retrieval rank | best suggestion |", "|---|---|---|---|---|---|"]
+              "| id | failed (gold) | label (gold) | support score | answer | verdict | retrieval rank | best suggestion |",
+              "|---|---|---|---|---|---|---|---|"]
     for p in predictions:
         best = p["suggestions"][0] if p.get("suggestions") else None
         suggestion = f"{best['url'] or best['title']} ({best['score']:.2f})" if best else "—"
         score = "error" if p.get("score") is None else f"{p['score']:.2f}"
-        lines.append(f"| {p['claim_id']} | {p.get('failed')} | {score} | {p.get('verdict') or '—'} | "
+        if p.get("support") == SupportLabel.UNAVAILABLE:
+            score = "not read"
+        lines.append(f"| {p['claim_id']} | {p.get('failed')} | {p.get('label') or '—'} | {score} | {p.get('support') or '—'} | "
+                     f"{p.get('verdict') or '—'} | "
                      f"{p.get('retrieval_rank') or '—'} | {suggestion} |")
     write_atomically(out_dir / REPORT, "\n".join(lines) + "\n")
 

@@ -208,3 +208,62 @@ async def test_the_shipped_examples_work_with_the_default_sources_index(tmp_path
                                               config_public=config.public_dict(), show_progress=False)
     assert summary.metrics["verdicts"] == {"supported": 2, "better source found": 2, "not supported": 1}
     assert summary.metrics["failing_detection"]["average_precision"] == 1.0
+
+
+# -- labelled citation benchmarks: the generic JSONL with four labels, and WiCE ------------------------
+LABELLED = Path(__file__).parents[2] / "evals" / "data" / "citations_labelled.jsonl"
+WICE = FIXTURES / "wice_sample.jsonl"
+
+
+def test_the_generic_labelled_file_and_wice_are_read_with_their_labels():
+    records = {r.claim_id: r for r in load_citations(LABELLED)}
+    assert [str(r.label) for r in records.values()].count("source unavailable") == 2
+    assert records["missing-text"].source.text == "" and records["hubble-launch"].failed is False
+    assert records["curie-nobels"].failed is True and records["missing-text"].failed is None
+    wice = {r.claim_id: r for r in load_citations(WICE)}
+    first = wice["wice-dev-1"]
+    assert (first.title, first.section, str(first.label)) == ("Golden Gate Bridge", "History", "supported")
+    assert first.source.title == "Golden Gate Bridge: a short history"
+    assert first.source.text.startswith("(meta data) TITLE:")  # the page as it comes, boilerplate and all
+    assert str(wice["wice-dev-2"].label) == "partially supported" and str(wice["wice-dev-3"].label) == "not supported"
+
+
+def test_a_labelled_set_runs_end_to_end_with_four_answers_and_compares(index_root, tmp_path):
+    with MockOpenAIServer(citation_responder()) as server:
+        base = ("eval", "--task", "citations", "--dataset", str(LABELLED), "--base-url", server.base_url, "--no-cache",
+                "--set", f"retrieval.path={index_root}", "--set", "cite.index=sources")
+        first = run_claire(*base, "--out", str(tmp_path / "a"), cache=tmp_path)
+        assert first.returncode == 0, first.stderr
+        calls = server.calls
+        second = run_claire(*base, "--out", str(tmp_path / "b"), "--set", "cite.threshold=0.95", cache=tmp_path)
+        assert second.returncode == 0, second.stderr
+    assert "against 8 labels: exact accuracy" in first.stdout
+    lines = {json.loads(line)["claim_id"]: json.loads(line) for line in (tmp_path / "a" / "predictions.jsonl").read_text().splitlines()}
+    assert {k: v["support"] for k, v in lines.items()} == {
+        "hubble-launch": "supported", "curie-birth": "supported", "hubble-mirror-cost": "partially supported",
+        "curie-nobels": "partially supported", "nile-length": "not supported", "apollo-crew": "not supported",
+        "missing-text": "source unavailable", "cookie-wall": "source unavailable"}
+    assert "cookie wall" in lines["cookie-wall"]["note"] and lines["missing-text"]["score"] is None
+    assert calls >= 6  # the two unavailable sources cost no call
+    labels = json.loads((tmp_path / "a" / "metrics.json").read_text())["labels"]
+    assert labels["exact_accuracy"] == 1.0 and labels["binary_accuracy"] == 1.0 and labels["macro_f1"] == 1.0
+    assert labels["confusion"]["partially supported"]["partially supported"] == 2
+    strict = json.loads((tmp_path / "b" / "metrics.json").read_text())["labels"]
+    assert strict["exact_accuracy"] < 1.0 and strict["per_class"]["supported"]["f1"] == 0.0  # 0.9 < 0.95: partial
+    report = (tmp_path / "a" / "report.md").read_text()
+    assert "Confusion matrix" in report and "| source unavailable | 0 | 0 | 0 | 2 | 0 |" in report
+    compared = run_claire("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--format", "markdown", cache=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    assert "Exact acc" in compared.stdout and "F1 partially supported" in compared.stdout
+    assert "cite.threshold (a: 0.5, b: 0.95)" in compared.stdout
+
+
+async def test_wice_records_are_answered_by_the_checker(index_root, tmp_path):
+    with MockOpenAIServer(citation_responder()) as server:
+        config = load_config(None, {"llm.base_url": server.base_url, "llm.api_key": "sk-test", "llm.cache": False,
+                                    "retrieval.path": str(index_root), "cite.index": "sources", "agent.task": "citations",
+                                    "agent.system": "cite"})
+        async with open_system(config) as checker:
+            answers = {r.claim_id: await checker.assess(r) for r in load_citations(WICE)}
+    assert {k: str(a.support) for k, a in answers.items()} == {
+        "wice-dev-1": "supported", "wice-dev-2": "partially supported", "wice-dev-3": "not supported"}
