@@ -336,6 +336,12 @@ class EvalConfig(_Section):
     """Batch evaluation settings."""
     concurrency: int = Field(4, ge=1, le=256, description="claims evaluated at once")
     max_error_share: float = Field(0.2, ge=0.0, le=1.0, description="`claire eval` exits 2 when more than this share of the claims ended in an error")
+    engine: Literal["local", "ray"] = Field("local", description="where the corpus run's facts are extracted and "
+                                            "checked: local (this process) or ray (a pool of Ray actors: pip install "
+                                            "-e \".[ray]\")")
+    ray_address: str | None = Field(None, description="the Ray cluster to join (auto, or ray://HOST:10001); unset: "
+                                                      "start a local Ray of eval.ray_workers CPUs")
+    ray_workers: int = Field(2, ge=1, le=10_000, description="Ray actors, each holding the configured system (one CPU each)")
 
 
 class CiteConfig(_Section):

@@ -332,6 +332,12 @@ def record_call(model: str, tokens: CallTokens, cached: bool = False) -> None:
         usage.record(model, tokens, cached)
 
 
+def record_usage(counted: Usage) -> None:
+    """Add calls counted in another process (a Ray worker's check) to every open scope."""
+    for usage in _scopes.get():
+        usage.add(counted)
+
+
 def record_event(kind: str) -> None:
     """Count one event of reading an answer (a kind of :data:`EVENTS`) in every open scope."""
     for usage in _scopes.get():

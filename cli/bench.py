@@ -153,15 +153,19 @@ def bench_resolve(
 def bench_worklist(
     latency: Annotated[str, typer.Option("--latency", help="Seconds per LLM answer to measure, comma-separated.")] = "0.2,2",
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Facts in flight (eval.concurrency).")] = 32,
+    engines: Annotated[bool, typer.Option("--engines", help="Compare the local engine with the Ray engine on 1 and 2 workers instead (at the first --latency; needs the ray extra).")] = False,
 ) -> None:
     """The corpus run: facts per second, LLM calls per fact and its overhead over the executor alone (oracle over HTTP)."""
-    from claire.bench.worklist import run_worklist_bench
+    from claire.bench.worklist import run_engine_bench, run_worklist_bench
 
     try:
         latencies = tuple(float(value) for value in latency.split(",") if value.strip())
     except ValueError:
         raise ConfigError(f"--latency takes seconds, comma-separated (e.g. 0.2,2), got {latency!r}") from None
-    run_worklist_bench(latencies=latencies, concurrency=concurrency, console=console)
+    if engines:
+        run_engine_bench(latency=latencies[0], concurrency=concurrency, console=console)
+    else:
+        run_worklist_bench(latencies=latencies, concurrency=concurrency, console=console)
 
 
 def bench_watch(

@@ -46,6 +46,9 @@ def worklist_command(
     max_cost: Annotated[Optional[float], typer.Option("--max-cost", min=0.0, help="Stop the checks once the run has spent this many US dollars.")] = None,
     key: Annotated[Optional[Path], typer.Option("--key", help="A key of planted contradictions (JSONL): score the worklist against it.")] = None,
     concurrency: ConcurrencyOpt = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="local (this process, the default) or ray (a pool of Ray actors; eval.engine).")] = None,
+    ray_address: Annotated[Optional[str], typer.Option("--ray-address", help="The Ray cluster to join (auto, or ray://HOST:10001); unset: a local Ray.")] = None,
+    ray_workers: Annotated[Optional[int], typer.Option("--ray-workers", min=1, help="Ray actors, each holding the configured system (eval.ray_workers).")] = None,
     as_json: JsonOpt = False,
     *,
     settings: Settings,
@@ -58,7 +61,8 @@ def worklist_command(
                           "--pagepile ID, or --all for every article of the index")
     if "--all" in chosen and len(chosen) > 1:
         raise ConfigError(f"--all checks every article of the index: give it without {', '.join(chosen[:-1])}")
-    config = settings.batch(system, concurrency)
+    config = settings.batch(system, concurrency, **{"eval.engine": engine, "eval.ray_address": ray_address,
+                                                    "eval.ray_workers": ray_workers})
     wanted = read_titles(titles) if titles is not None else [] if not all_articles else None
     if category or wikiproject or pagepile is not None:
         from claire.jobs.worklist import listed_titles

@@ -22,6 +22,8 @@ import asyncio
 import logging
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -190,6 +192,37 @@ def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[
     return [t for t in wanted if t not in missing], missing
 
 
+async def extract_block(block: Any, *, config: Config, llm: Any) -> dict[str, Any]:
+    """The facts of one text block, as the corpus run keeps them (``facts.jsonl``): the block's id,
+    its facts (those longer than ``agent.max_fact_chars`` left out) and the error, if any."""
+    from claire.agent.runtime import prompt_library
+
+    try:
+        found = await extract_facts(title=block.document_title, section=block.section_title, text=block.content,
+                                    llm=llm, prompts=prompt_library(config))
+    except NothingToCheck:
+        found = []
+    except ClaireError as error:
+        return {"block_id": block.id, "error": str(error), "facts": []}
+    return {"block_id": block.id, "error": None,
+            "facts": [f.text for f in found
+                      if not (fact_length_problem(f.text, config.agent.max_fact_chars, what="a fact") or [None, False])[1]]}
+
+
+@asynccontextmanager
+async def _checking(config: Config, llm: ChatClient, retriever: Any) -> AsyncIterator[Any]:
+    """The system that checks the facts: opened here (the local engine), or a pool of Ray actors
+    each holding one (``eval.engine = "ray"``)."""
+    if config.eval.engine == "ray":
+        from claire.runs.ray_engine import ray_checker
+
+        async with ray_checker(config) as checker:
+            yield checker
+    else:
+        async with open_system(config, llm=llm, retriever=retriever) as system:
+            yield system
+
+
 async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] | None = None,
                        max_facts_per_article: int | None = None, max_cost: float | None = None,
                        console: Console | None = None, show_progress: bool = True,
@@ -213,40 +246,25 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
         if on_estimate is not None:
             on_estimate(planned)
         with track_usage() as usage:
-            from claire.agent.runtime import prompt_library
-
-            prompts = prompt_library(config)
-
-            async def extract(block: Any) -> dict[str, Any]:
-                try:
-                    found = await extract_facts(title=block.document_title, section=block.section_title,
-                                                text=block.content, llm=llm, prompts=prompts)
-                except NothingToCheck:
-                    found = []
-                except ClaireError as error:
-                    return {"block_id": block.id, "error": str(error), "facts": []}
-                return {"block_id": block.id, "error": None,
-                        "facts": [f.text for f in found
-                                  if not (fact_length_problem(f.text, config.agent.max_fact_chars, what="a fact") or [None, False])[1]]}
-
-            extracted = await resumable_step(blocks, key=lambda b: b.id, field="block_id", path=out_dir / "facts.jsonl",
-                                             work=extract,  # one call a block: as many at once as the LLM allows
-                                             concurrency=max(config.eval.concurrency, config.llm.max_concurrency))
-            claims: list[Claim] = []
-            per_article: dict[str, int] = {}
-            for block in blocks:
-                for text in (extracted.get(block.id) or {}).get("facts") or []:
-                    if max_facts_per_article and per_article.get(block.document_title, 0) >= max_facts_per_article:
-                        break
-                    per_article[block.document_title] = per_article.get(block.document_title, 0) + 1
-                    claims.append(Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
-                        document_title=block.document_title, section_title=block.section_title, content=block.content,
-                        url=block.url, id=block.id, revision_id=block.revision_id,
-                        citations=list(block.citations) if block.citations is not None else None)))
-            claims = list({c.claim_id: c for c in claims}.values())
-            checks = out_dir / "checks"
-            reached = False
-            async with open_system(config, llm=llm, retriever=retriever) as system:
+            async with _checking(config, llm, retriever) as system:
+                extract = (system.extract if config.eval.engine == "ray"
+                           else lambda block: extract_block(block, config=config, llm=llm))
+                extracted = await resumable_step(blocks, key=lambda b: b.id, field="block_id", path=out_dir / "facts.jsonl",
+                                                 work=extract,  # one call a block: as many at once as the LLM allows
+                                                 concurrency=max(config.eval.concurrency, config.llm.max_concurrency))
+                claims: list[Claim] = []
+                per_article: dict[str, int] = {}
+                for block in blocks:
+                    for text in (extracted.get(block.id) or {}).get("facts") or []:
+                        if max_facts_per_article and per_article.get(block.document_title, 0) >= max_facts_per_article:
+                            break
+                        per_article[block.document_title] = per_article.get(block.document_title, 0) + 1
+                        claims.append(Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
+                            document_title=block.document_title, section_title=block.section_title, content=block.content,
+                            url=block.url, id=block.id, revision_id=block.revision_id,
+                            citations=list(block.citations) if block.citations is not None else None)))
+                claims = list({c.claim_id: c for c in claims}.values())
+                checks = out_dir / "checks"
                 checked = WithinBudget(system, usage, max_cost) if max_cost is not None else system
                 if claims:
                     await run_eval(claims, checked, checks, concurrency=config.eval.concurrency,
@@ -263,7 +281,8 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
         entries = ranked(entries_from(resolved))
         write_worklist(out_dir, entries)
         summary = {"articles": len(articles), "facts": len(claims), "flagged": len(flagged), "entries": len(entries),
-                   "unchecked": unchecked, "budget_reached": reached, "usage": usage.to_dict()}
+                   "unchecked": unchecked, "budget_reached": reached, "usage": usage.to_dict(),
+                   "engine": config.eval.engine}
         write_atomically(out_dir / "worklist_run.json", json.dumps(summary, indent=2))
         return WorklistRun(out_dir=out_dir, articles=articles, facts=len(claims), flagged=len(flagged), entries=entries,
                            usage=usage.to_dict(), budget_reached=reached, unchecked=unchecked,

@@ -88,3 +88,42 @@ async def test_the_recorded_real_model_run_replays_through_every_system(shared_s
     assert all(line["trace"][-2]["action_name"] in ("budget_exhausted", "report_inconsistency") for line in claire_lines
                if line["score"] is not None)
     assert all("finish" not in [item["action_name"] for item in line["trace"]] for line in claire_lines)
+
+
+def test_the_recorded_real_model_check_and_resolve_replay(tmp_path, copy_demo_index):
+    """`claire resolve` by the real small model (evals/recordings/record_resolve.sh): the five planted
+    facts checked, then resolved when flagged, and the seven planted contradictions given as flagged
+    checks resolved from the research's answer; replayed through the real pipeline, every fact gets
+    the verdict and every case the decision the model gave."""
+    from claire import event_loop
+    from claire.cli.resolve import check_then_resolve, resolve_case
+    from claire.domain import Claim, Passage
+    from claire.tasks.sides.records import load_cases
+
+    stem = "qwen2.5-coder-1.5b-resolve"
+    expected = json.loads((CASSETTES / f"{stem}.expected.json").read_text(encoding="utf-8"))
+    root = copy_demo_index(tmp_path / "indexes")
+    records = json.loads((ROOT / "tests" / "fixtures" / "wikicollide_mini.json").read_text(encoding="utf-8"))[:5]
+    cases = {case.claim_id: case for case in load_cases(ROOT / "evals" / "data" / "sides_cases.jsonl")}
+    cassette = CassetteResponder(CASSETTES / f"{stem}.jsonl.gz")
+    with MockOpenAIServer(cassette) as server:
+        config = load_config(ROOT / "evals" / "recordings" / "real_model_resolve.toml", {
+            "llm.model": expected["model"], "llm.base_url": server.base_url, "llm.api_key": "sk-replay",
+            "retrieval.path": str(root), "retrieval.query_runtime": "torch"})
+        verdicts = {}
+        for record in records:
+            block = record["claim"]["claim_context_block"]
+            claim = Claim(claim_id="cli", text=record["claim"]["claim_text"],
+                          context=Passage(document_title=block["document_title"], section_title=block["section_title"]))
+            assessment, resolution = event_loop.run(check_then_resolve(config, claim))
+            verdicts[record["claim"]["claim_id"]] = {
+                "verdict": assessment.verdict if assessment.error is None else None,
+                "decision": resolution.decision if resolution is not None else None}
+        decisions = {name: event_loop.run(resolve_case(config, cases[name])).decision for name in expected["cases"]}
+    calls = len(read_cassette(CASSETTES / f"{stem}.jsonl.gz"))
+    print(f"{stem}: {cassette.exact} exact, {cassette.by_fact} by fact, of {calls} recorded calls")
+    assert cassette.missing == 0 and cassette.refused == 0
+    assert cassette.exact >= 0.9 * (cassette.exact + cassette.by_fact), "re-record: bash evals/recordings/record_resolve.sh"
+    assert verdicts == {fact: {"verdict": want["verdict"], "decision": want["decision"]}
+                        for fact, want in expected["facts"].items()}
+    assert decisions == {name: want["decision"] for name, want in expected["cases"].items()}
