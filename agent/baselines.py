@@ -21,6 +21,7 @@ from claire.llm.answers import NLI_LABELS, cited_elements, nli_label
 from claire.llm.client import ChatClient
 from claire.usage import track_usage
 from claire.prompts import PromptLibrary
+from claire.prompts.answers import Answer
 from claire.tasks.base import NLIJudgement, Task
 from claire.indexes.search_engine import SearchEngine
 
@@ -122,6 +123,11 @@ class RetrieveAndVerify(SearchOnce):
         assessment.error = verdict.error
 
 
+def read_nli_label(answer: str | Answer) -> str | None:
+    """The NLI label of an answer: the typed answer's, else read leniently from its text."""
+    return getattr(answer, "label", None) if isinstance(answer, Answer) else nli_label(answer)
+
+
 class NLIPipeline(SearchOnce):
     """Search once, then one NLI call per passage; the score is the number of REFUTES."""
 
@@ -138,17 +144,18 @@ class NLIPipeline(SearchOnce):
         prompt = parts.prompts.render("nli", claim=claim.text, context=claim.context, document=document)
         try:  # an unreadable label is asked for once more
             asked = await parts.llm.ask(
-                prompt, nli_label,
+                prompt, read_nli_label,
                 follow_up=lambda problem, detail="": parts.prompts.render("follow_up", wanted="nli_label", problem=problem, detail=detail))
         except ClaireError as error:
             return NLIJudgement(n=document.n, label=None, reason=None, error=str(error))
         answer, label = asked.text, asked.value
         if asked.schema_error:  # JSON that never fitted its shape fails the call; it is never counted as a label
             return NLIJudgement(n=document.n, label=None, reason=None, error=asked.failure("the NLI step", "nli_label"))
-        reasons = _REASON_TAG.findall(answer)
+        reasons = [asked.parsed.reason] if asked.parsed is not None else _REASON_TAG.findall(answer)
+        cited = "\n".join(getattr(asked.parsed, "evidence", [])) if asked.parsed is not None else answer
         return NLIJudgement(
             n=document.n, label=label, reason=reasons[-1].strip() if reasons else answer.strip()[:300],
-            elements=cited_elements(answer, known_elements([document])),
+            elements=cited_elements(cited, known_elements([document])),
             error=None if label else f"unparseable NLI answer counted as NOT ENOUGH INFO: {answer.strip()[:120]!r}")
 
     async def run(self, claim: Claim, assessment: Assessment) -> None:

@@ -35,8 +35,9 @@ from claire.errors import DatasetError
 from claire.indexes import sparse
 from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
-from claire.llm.answers import tag_text, tagged_score, text_of
-from claire.llm.client import ChatClient
+from claire.llm.answers import tagged_score, text_of
+from claire.llm.client import ChatClient, parsed_of
+from claire.prompts.answers import Answer
 from claire.usage import track_usage
 from claire.prompts import PromptLibrary
 from claire.sources.reading import unavailable_reason
@@ -91,10 +92,10 @@ def quoted_in(quote: str, texts: list[str]) -> bool:
     return bool(wanted) and any(wanted in " ".join(text.split()) for text in texts)
 
 
-def stance_of(text: str, score: float | None, threshold: float) -> str | None:
-    """Where the source stands (states, silent, contradicts): the answer's ``<stance>``, else read
-    from its support score (states at the threshold or above, else silent)."""
-    raw = (tag_text(text, "stance") or "").strip().lower()
+def stance_of(raw: str | None, score: float | None, threshold: float) -> str | None:
+    """Where the source stands (states, silent, contradicts): the answer's stance, else read from its
+    support score (states at the threshold or above, else silent)."""
+    raw = (raw or "").strip().lower()
     for stance in ("contradicts", "states", "silent"):
         if raw.startswith(stance[:6]):
             return stance
@@ -103,9 +104,8 @@ def stance_of(text: str, score: float | None, threshold: float) -> str | None:
     return "states" if score >= threshold else "silent"
 
 
-def _best_passage_number(text: str, count: int) -> int:
-    raw = tag_text(text, "best_passage") or ""
-    match = re.search(r"\d+", raw)
+def _best_passage_number(raw: str | None, count: int) -> int:
+    match = re.search(r"\d+", raw or "")
     number = int(match.group()) if match else 1
     return number if 1 <= number <= count else 1
 
@@ -148,7 +148,9 @@ class CitationChecker:
             "cite_queries", claim=citation.claim, title=citation.title, section=citation.section,
             context=_truncate(citation.context, max(self.settings.context_chars, 200)), max_queries=self.settings.max_queries,
         )
-        return parse_queries(text_of(await self.llm.ainvoke(messages)), self.settings.max_queries)
+        answer = await self.llm.ainvoke(messages)
+        typed = parsed_of(answer)
+        return parse_queries("\n".join(typed.queries) if typed is not None else text_of(answer), self.settings.max_queries)
 
     async def search(self, queries: list[str]) -> list[_Document]:
         """Source documents found by the queries, best first: passages fused across queries with
@@ -217,21 +219,22 @@ class CitationChecker:
             other_value=other_value,
         )
         asked = await self.llm.ask(
-            prompt, lambda answer: tagged_score(answer, "support_score"),
+            prompt, lambda answer: (getattr(answer, "support_score", None) if isinstance(answer, Answer)
+                                    else tagged_score(answer, "support_score")),
             follow_up=lambda problem, detail="": self.prompts.render("follow_up", wanted="support_score", problem=problem, detail=detail))
-        text, score = asked.text, asked.value
-        sentence = tag_text(text, "supporting_sentence")
+        score = asked.value
+        sentence = asked.field("supporting_sentence")
         if sentence is not None and sentence.strip().strip(".").lower() in _NONE:
             sentence = None
         if sentence is not None and not quoted_in(sentence, [block.content for block in passages]):
             sentence = None  # a quote the source does not hold word for word is never shown as the source's
-        best = passages[_best_passage_number(text, len(passages)) - 1] if passages else None
+        best = passages[_best_passage_number(asked.field("best_passage"), len(passages)) - 1] if passages else None
         return source.model_copy(update={
             "score": score,
             "passage": best.content if best else None,
             "sentence": sentence,
-            "stance": stance_of(text, score, self.settings.threshold),
-            "analysis": tag_text(text, "analysis"),
+            "stance": stance_of(asked.field("stance"), score, self.settings.threshold),
+            "analysis": asked.field("analysis"),
             "error": asked.failure("the verifier", "support_score"),
         })
 

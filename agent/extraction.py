@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from claire.indexes.corpus import article_sections
 from claire.llm.answers import text_of
-from claire.llm.client import ChatClient
+from claire.llm.client import ChatClient, parsed_of
 from claire.errors import ConfigError
 from claire.prompts import PromptLibrary
 
@@ -133,7 +133,11 @@ async def extract_facts(
     facts: list[ExtractedFact] = []
     seen: set[str] = set()
     for (name, block), answer in zip(blocks, answers):
-        for fact, source in parse_sourced_facts(text_of(answer)):
+        typed = parsed_of(answer)
+        found = ([(" ".join(item.fact.split()), " ".join(item.source.split()) or None) for item in typed.facts
+                  if item.fact.strip()] if typed is not None
+                 else parse_sourced_facts(text_of(answer)))
+        for fact, source in found:
             key = _normalise(fact)
             if key not in seen:
                 seen.add(key)

@@ -153,6 +153,7 @@ def bench_resolve(
 def bench_worklist(
     latency: Annotated[str, typer.Option("--latency", help="Seconds per LLM answer to measure, comma-separated.")] = "0.2,2",
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Facts in flight (eval.concurrency).")] = 32,
+    all_articles: Annotated[bool, typer.Option("--all", help="Every article of the demo index, not only the seven with planted errors.")] = False,
     engines: Annotated[bool, typer.Option("--engines", help="Compare the local engine with the Ray engine on 1 and 2 workers instead (at the first --latency; needs the ray extra).")] = False,
 ) -> None:
     """The corpus run: facts per second, LLM calls per fact and its overhead over the executor alone (oracle over HTTP)."""
@@ -165,7 +166,7 @@ def bench_worklist(
     if engines:
         run_engine_bench(latency=latencies[0], concurrency=concurrency, console=console)
     else:
-        run_worklist_bench(latencies=latencies, concurrency=concurrency, console=console)
+        run_worklist_bench(latencies=latencies, concurrency=concurrency, all_articles=all_articles, console=console)
 
 
 def bench_watch(

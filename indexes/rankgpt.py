@@ -10,7 +10,7 @@ from typing import Sequence
 
 from claire.indexes.retriever import Hit
 from claire.llm.answers import text_of
-from claire.llm.client import ChatClient
+from claire.llm.client import ChatClient, parsed_of
 from claire.prompts import PromptLibrary
 
 _NUMBER = re.compile(r"\d+")
@@ -64,6 +64,8 @@ class RankGPTReranker:
             chunk = ranked[start : start + self.window]
             prompt = self.prompts.render("rankgpt", query=query, passages=[hit.block for hit in chunk],
                                          max_chars=self.max_chars)
-            order = parse_ranking(text_of(await self.llm.ainvoke(prompt)), len(chunk))
+            answer = await self.llm.ainvoke(prompt)
+            typed = parsed_of(answer)
+            order = parse_ranking(" ".join(map(str, typed.order)) if typed is not None else text_of(answer), len(chunk))
             ranked[start : start + len(chunk)] = [chunk[i] for i in order]
         return ranked

@@ -52,12 +52,13 @@ from tenacity import RetryCallState, stop_after_attempt
 from claire.settings import LLMConfig
 from claire.errors import ClaireError, ConfigError, LLMError, LLMUnavailable, redact
 from claire.llm.cassette import Recorder
+from claire.llm.answers import tag_text
 from claire.llm.local import UnreadableAnswer
 from claire.llm.models import ChatModelSetup, chat_model_from_config
 from claire.llm.tokens import TokenCounter, known_context_window
 from claire.usage import record_event
 from claire.prompts import PROMPT_HEADER
-from claire.prompts.answers import read_json_answer
+from claire.prompts.answers import Answer, read_json_answer
 from claire.retrying import TransientError, async_retrying, retry_after
 
 log = logging.getLogger(__name__)
@@ -202,13 +203,24 @@ def schema_format(shape: Any, way: str) -> dict[str, Any]:
     return shape.response_format()
 
 
+PARSED = "claire_parsed"
+"""Where an answer that fitted its prompt's JSON shape carries the typed answer (``additional_kwargs``)."""
+
+
+def parsed_of(answer: AIMessage) -> Answer | None:
+    """The typed answer of a prompt that asked for JSON of its shape, when the answer fitted it
+    (None: a tagged or prose answer, read from its text)."""
+    return (answer.additional_kwargs or {}).get(PARSED)
+
+
 def structured_answer(answer: AIMessage, shape: Any, *, sent: bool) -> AIMessage:
-    """An answer to a prompt that asked for JSON of ``shape``: written back in the template's tags
-    when it fits; kept with ``schema_error`` when it is JSON that does not; kept as it is (the tags
-    reader reads it) when it is no JSON at all, counted as ``schema_ignored`` when a schema was sent."""
+    """An answer to a prompt that asked for JSON of ``shape``: its text kept as the model wrote it,
+    with the typed answer beside it (:func:`parsed_of`) when it fits; with ``schema_error`` when it
+    is JSON that does not; as it is (read from its tags) when it is no JSON at all, counted as
+    ``schema_ignored`` when a schema was sent."""
     fitted, error = read_json_answer(str(answer.text), shape)
     if fitted is not None:
-        return answer.model_copy(update={"content": fitted.as_tags()})
+        return answer.model_copy(update={"additional_kwargs": {**answer.additional_kwargs, PARSED: fitted}})
     if error is not None:
         record_event("schema_invalid")
         return answer.model_copy(update={"additional_kwargs": {**answer.additional_kwargs, "schema_error": error}})
@@ -294,13 +306,22 @@ def with_cache_breakpoint(messages: list[BaseMessage]) -> list[BaseMessage]:
 @dataclass
 class Asked(Generic[T]):
     """What :meth:`ChatClient.ask` got: the value read (None when even the second answer was
-    unreadable), the text of every answer, and the prompt finally sent."""
+    unreadable), the text of every answer, the last answer as its typed shape when it fitted one,
+    and the prompt finally sent."""
 
     value: T | None
     text: str
     prompt: list[BaseMessage]
     asked: int
     schema_error: str | None = None  # why the last JSON answer did not fit its shape (None: it did, or was not JSON)
+    parsed: Answer | None = None  # the last answer, typed, when it was JSON that fitted its prompt's shape
+
+    def field(self, name: str) -> str | None:
+        """One field of the answer as text: the typed answer's, else the last ``<name>`` tag of the text."""
+        if self.parsed is not None:
+            value = getattr(self.parsed, name, None)
+            return None if value is None else str(value)
+        return tag_text(self.text, name)
 
     def failure(self, who: str, wanted: str) -> str | None:
         """Why no value was read, for the error of a claim or a call (None when one was): the
@@ -523,9 +544,10 @@ class ChatClient:
             if not task.done():
                 task.cancel()
 
-    async def ask(self, prompt: Sequence[BaseMessage], read: Callable[[str], T | None], *, follow_up: FollowUp | str,
-                  refit: Callable[[int], Sequence[BaseMessage]] | None = None) -> Asked[T]:
-        """Ask, and read the answer with ``read``; when it reads as None (or was empty), ask once
+    async def ask(self, prompt: Sequence[BaseMessage], read: Callable[[str | Answer], T | None], *,
+                  follow_up: FollowUp | str, refit: Callable[[int], Sequence[BaseMessage]] | None = None) -> Asked[T]:
+        """Ask, and read the answer with ``read`` (given the typed answer when the prompt asked for
+        JSON of a shape and the answer fitted it, else the text); when it reads as None (or was empty), ask once
         more in the same conversation with the ``follow_up`` message for what was wrong (an
         ``unreadable``, ``cut`` or ``empty`` answer). An answer cut at the token limit is read
         without its last word. If the conversation would no longer fit the context window,
@@ -533,10 +555,12 @@ class ChatClient:
         answer = await self.ainvoke(prompt)
         first = str(answer.text)
         invalid = answer.additional_kwargs.get("schema_error")
-        # a JSON answer that does not fit its shape is never read for a value, however it looks
-        value = None if invalid else read(without_cut_tail(first) if is_cut(answer) else first)
+        # a JSON answer that does not fit its shape is never read for a value, however it looks; one
+        # that fits is read from its typed shape, never from its text
+        typed = parsed_of(answer)
+        value = None if invalid else read(typed if typed is not None else without_cut_tail(first) if is_cut(answer) else first)
         if value is not None:
-            return Asked(value, first, list(prompt), 1)
+            return Asked(value, first, list(prompt), 1, parsed=typed)
         record_event("reasked")
         problem = "invalid" if invalid else "empty" if not first.strip() else ("cut" if is_cut(answer) else "unreadable")
         asking = (list(follow_up(problem, invalid) if invalid else follow_up(problem)) if callable(follow_up)
@@ -548,8 +572,9 @@ class ChatClient:
         again = await self.ainvoke(conversation)
         second = str(again.text)
         still_invalid = again.additional_kwargs.get("schema_error")
-        value = None if still_invalid else read(without_cut_tail(second) if is_cut(again) else second)
-        return Asked(value, first + "\n" + second, list(prompt), 2, still_invalid)
+        typed = parsed_of(again)
+        value = None if still_invalid else read(typed if typed is not None else without_cut_tail(second) if is_cut(again) else second)
+        return Asked(value, first + "\n" + second, list(prompt), 2, still_invalid, parsed=typed)
 
     async def aclose(self) -> None:
         """Close the model's HTTP clients and its cache, and finish writing the recording."""

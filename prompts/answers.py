@@ -3,9 +3,9 @@
 With ``llm.structured = "auto"`` a template renders its answer format as a JSON object (its
 ``_json_answer.j2`` section, from the model's fields) and the request carries the model's JSON
 schema, which OpenAI, vLLM, llama.cpp's server and Ollama turn into constrained decoding. An answer
-that validates is written back in the template's tag form (:meth:`Answer.as_tags`), so one reader
-per answer serves both wire formats; one that does not validate is asked again with the validation
-error, and never becomes a score. ``"off"`` (the paper preset) keeps the tagged text the paper's
+that validates is read as its typed model (:func:`claire.llm.client.parsed_of`, ``Asked.parsed``),
+never through its text; one that does not validate is asked again with the validation error, and
+never becomes a score; a tagged answer (the model ignored the schema) is read from its tags. ``"off"`` (the paper preset) keeps the tagged text the paper's
 prompts ask for.
 
 A template without a model here (the controller, whose actions are tool calls; explain,
@@ -14,7 +14,6 @@ clarify_entity and the two-sided report, which are prose) is asked as before. A 
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from typing import Any, ClassVar, Literal
@@ -24,19 +23,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 Label = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
 
 
-def _tag(name: str, value: Any) -> str:
-    return f"<{name}>{html.escape(str(value), quote=False)}</{name}>"
-
-
 class Answer(BaseModel):
-    """An answer of fixed shape; subclasses say how it reads in the template's tags."""
+    """An answer of fixed shape: its fields are what the template's JSON answer holds."""
 
     model_config = ConfigDict(extra="ignore")
     schema_name: ClassVar[str] = "answer"
-
-    def as_tags(self) -> str:
-        """The answer written as the template's tagged form (what its reader reads)."""
-        return "\n".join(_tag(name, value) for name, value in self.model_dump().items())
 
     @classmethod
     def fields_for_prompt(cls) -> list[dict[str, str]]:
@@ -63,10 +54,6 @@ class FeverousVerdictAnswer(Answer):
     label: Label = Field(description='"SUPPORTS", "REFUTES" or "NOT ENOUGH INFO"')
     evidence: list[str] = Field(description="the ids of the elements you rely on, copied exactly")
 
-    def as_tags(self) -> str:
-        return "\n".join([_tag("analysis", self.analysis), _tag("label", self.label),
-                          "<evidence>" + "\n".join(html.escape(item, quote=False) for item in self.evidence) + "</evidence>"])
-
 
 class NLIAnswer(Answer):
     schema_name: ClassVar[str] = "nli_answer"
@@ -80,18 +67,10 @@ class FeverousNLIAnswer(Answer):
     evidence: list[str] = Field(description="the ids of the elements that decide it, copied exactly")
     reason: str = Field(description="one sentence")
 
-    def as_tags(self) -> str:
-        return "\n".join([_tag("label", self.label),
-                          "<evidence>" + "\n".join(html.escape(item, quote=False) for item in self.evidence) + "</evidence>",
-                          _tag("reason", self.reason)])
-
 
 class RankingAnswer(Answer):
     schema_name: ClassVar[str] = "ranking"
     order: list[int] = Field(description="the passage numbers, most relevant first, each once")
-
-    def as_tags(self) -> str:
-        return " > ".join(f"[{number}]" for number in self.order)
 
 
 class ExtractedFact(BaseModel):
@@ -104,9 +83,6 @@ class ExtractionAnswer(Answer):
     reasoning: str = Field("", description="your reasoning before the list (may be empty)")
     facts: list[ExtractedFact] = Field(description='the facts, each an object {"fact": ..., "source": ...}')
 
-    def as_tags(self) -> str:
-        return "<facts>\n" + "\n".join(_tag("fact", item.fact) + _tag("source", item.source) for item in self.facts) + "\n</facts>"
-
 
 class CitationSupportAnswer(Answer):
     schema_name: ClassVar[str] = "citation_support"
@@ -116,19 +92,10 @@ class CitationSupportAnswer(Answer):
     stance: Literal["states", "silent", "contradicts"] = Field(description='"states", "silent" or "contradicts"')
     support_score: float = Field(ge=0.0, le=1.0, description="a number from 0 to 1: 0 no support at all, 1 the claim in full")
 
-    def as_tags(self) -> str:
-        values = self.model_dump()
-        if values["best_passage"] is None:
-            values["best_passage"] = "none"
-        return "\n".join(_tag(name, value) for name, value in values.items())
-
 
 class QueriesAnswer(Answer):
     schema_name: ClassVar[str] = "queries"
     queries: list[str] = Field(description="the search queries, each a few words")
-
-    def as_tags(self) -> str:
-        return "\n".join(_tag("query", query) for query in self.queries)
 
 
 class ResolveAnswer(Answer):
@@ -144,11 +111,6 @@ class ConflictAnswer(Answer):
     conflicting_document: int | None = Field(None, description="the number of the document in clearest conflict with the fact, or null")
     fact_value: str = Field("", description="what the fact says on that point, in a few words (empty when none)")
     document_value: str = Field("", description="what the document says instead, in a few words (empty when none)")
-
-    def as_tags(self) -> str:
-        number = "none" if self.conflicting_document is None else self.conflicting_document
-        return "\n".join([_tag("conflicting_document", number), _tag("fact_value", self.fact_value),
-                          _tag("document_value", self.document_value)])
 
 
 class StatementAnswer(Answer):

@@ -26,6 +26,7 @@ from claire.indexes.registry import Searcher
 from claire.llm.answers import tag_text
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
+from claire.prompts.answers import Answer, ConflictAnswer
 from claire.resolving.values import YEAR, gives_value, tokens
 from claire.tasks.sides.records import OtherPassage, Side, SidesCase
 
@@ -46,17 +47,25 @@ class Conflict:
 
 
 # -- the model's own naming of the conflict -------------------------------------------------------
-def read_conflict(text: str) -> Conflict | None | bool:
-    """The conflict an answer names; False when it says there is none; None when it cannot be read."""
-    number = (tag_text(text, "conflicting_document") or "").strip().strip("[]").lower()
-    if tag_text(text, "conflicting_document") is None:
-        return None
+def read_conflict(answer: str | Answer) -> Conflict | None | bool:
+    """The conflict an answer names (the typed answer's, else its tags'); False when it says there is
+    none; None when it cannot be read."""
+    if isinstance(answer, ConflictAnswer):
+        if answer.conflicting_document is None:
+            return False
+        number, fact_value, document_value = str(answer.conflicting_document), answer.fact_value, answer.document_value
+    else:
+        tagged = tag_text(answer, "conflicting_document")
+        if tagged is None:
+            return None
+        number = tagged.strip().strip("[]").lower()
+        fact_value, document_value = tag_text(answer, "fact_value") or "", tag_text(answer, "document_value") or ""
     if number in _NONE:
         return False
     if not number.isdigit():
         return None
-    fact_value = " ".join((tag_text(text, "fact_value") or "").split())
-    document_value = " ".join((tag_text(text, "document_value") or "").split())
+    fact_value = " ".join(fact_value.split())
+    document_value = " ".join(document_value.split())
     if fact_value.lower() in _NONE or document_value.lower() in _NONE:
         return None
     return Conflict(document=int(number), fact_value=fact_value[:200], document_value=document_value[:200])

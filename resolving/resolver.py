@@ -43,6 +43,7 @@ from claire.llm.answers import tag_text
 from claire.llm.client import ChatClient
 from claire.usage import track_usage
 from claire.prompts import PromptLibrary
+from claire.prompts.answers import Answer
 from claire.sources.reading import SourcePage, SourceReader
 from claire.sources.reliability import Perennial, Rating
 from claire.resolving.cases import case_from_check, name_conflict
@@ -245,13 +246,16 @@ class Resolver:
 
         prompt = self.prompts.render("resolve_explain", fact=view(fact, "The fact"), passage=view(passage, "The passage"))
 
-        def read(text: str) -> Readings | None:
-            both = (tag_text(text, "both_can_stand") or "").strip().lower()
-            changes = (tag_text(text, "changes_over_time") or "").strip().lower()
+        def read(answer: str | Answer) -> Readings | None:
+            def field(name: str) -> str | None:
+                return getattr(answer, name, None) if isinstance(answer, Answer) else tag_text(answer, name)
+
+            both = (field("both_can_stand") or "").strip().lower()
+            changes = (field("changes_over_time") or "").strip().lower()
             if not both.startswith(("yes", "no")):
                 return None
             return Readings(both=both.startswith("yes"), changes=changes.startswith("yes") if changes else None,
-                            reason=tag_text(text, "reason"), explanation=tag_text(text, "explanation"))
+                            reason=field("reason"), explanation=field("explanation"))
 
         asked = await self.llm.ask(prompt, read, follow_up=lambda problem, detail="": self.prompts.render(
             "follow_up", wanted="both_can_stand", problem=problem, detail=detail))

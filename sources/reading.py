@@ -54,12 +54,10 @@ _SHORT_PAGE_CHARS = 1500
 
 def unavailable_reason(text: str) -> str | None:
     """Why a source's text is plainly not the page it stands for (None when it may be): no text at
-    all, a few characters, or a short text that is an error page, a paywall or a cookie wall."""
+    all, or a short text that is an error page, a paywall or a cookie wall."""
     body = " ".join((text or "").split())
     if not body:
         return "the source has no text"
-    if len(body) < _MIN_TEXT_CHARS:
-        return f"the source's text is {len(body)} characters long"
     if len(body) < _SHORT_PAGE_CHARS and (found := _NOT_THE_PAGE.search(body)):
         return f"the source's text is an error page, a paywall or a cookie wall ('{found.group(0)}')"
     return None

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from rich.console import Console
 
 from claire.llm.answers import text_of
-from claire.llm.client import ChatClient
+from claire.llm.client import ChatClient, parsed_of
 from claire.agent.runtime import open_system, prompt_library
 from claire.domain import Claim, Passage
 from claire.config import Config
@@ -85,7 +85,8 @@ async def _statements(items: list[QAItem], out_dir: Path, llm: ChatClient, confi
         record: dict[str, Any] = {"item_id": item.item_id, "statement": None, "error": None}
         try:
             answer = await llm.ainvoke(prompts.render("qa_to_statement", question=item.question, answer=item.answer))
-            record["statement"] = parse_statement(text_of(answer))
+            typed = parsed_of(answer)
+            record["statement"] = " ".join(typed.statement.split()) or None if typed is not None else parse_statement(text_of(answer))
             if record["statement"] is None:
                 record["error"] = "the model gave no <statement>"
         except Exception as error:  # a re-run retries it

@@ -13,6 +13,7 @@ from claire.domain import Claim, element_kind, Evidence, known_elements
 from claire.llm.answers import NLI_LABELS, cited_elements, nli_label, tag_text
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
+from claire.prompts.answers import Answer
 from claire.tasks.base import NLIJudgement, Judgement, judging_prompt
 
 LABELS = NLI_LABELS
@@ -38,9 +39,12 @@ def limit_evidence(ids: Iterable[str], *, max_sentences: int = MAX_SENTENCES, ma
     return kept
 
 
-def read_label(text: str) -> str | None:
-    """The three-way label of an answer: its last ``<label>`` tag, read leniently; None if unreadable."""
-    tagged = tag_text(text, "label")
+def read_label(answer: str | Answer) -> str | None:
+    """The three-way label of an answer: the typed answer's, else its last ``<label>`` tag, read
+    leniently; None if unreadable."""
+    if isinstance(answer, Answer):
+        return getattr(answer, "label", None)
+    tagged = tag_text(answer, "label")
     return nli_label(f"<label>{tagged}</label>") if tagged is not None else None
 
 
@@ -61,10 +65,12 @@ async def judge_label(claim: Claim, documents: Sequence[Evidence], clarification
     return Judgement(
         fit=refits[-1] if refits else fit,
         label=asked.value,
-        analysis=tag_text(asked.text, "analysis") or asked.text.strip(),
+        analysis=asked.field("analysis") or asked.text.strip(),
         raw=asked.text,
         error=asked.failure("the verifier", "label"),
-        evidence_elements=limit_evidence(cited_elements(asked.text, known_elements(documents))),
+        evidence_elements=limit_evidence(cited_elements(
+            "\n".join(getattr(asked.parsed, "evidence", [])) if asked.parsed is not None else asked.text,
+            known_elements(documents))),
     )
 
 

@@ -6,17 +6,21 @@ from __future__ import annotations
 from typing import Sequence
 
 from claire.domain import Claim, Evidence
-from claire.llm.answers import tag_text, tagged_score
+from claire.llm.answers import tagged_score
 from claire.llm.client import ChatClient
 from claire.prompts import PromptLibrary
+from claire.prompts.answers import Answer
 from claire.tasks.base import Judgement, judging_prompt
 
 SCORE_TAG = "inconsistency_score"
 
 
-def read_score(text: str) -> float | None:
-    """The inconsistency score of an answer (its last usable ``<inconsistency_score>``), or None."""
-    return tagged_score(text, SCORE_TAG)
+def read_score(answer: str | Answer) -> float | None:
+    """The inconsistency score of an answer: the typed answer's, else the last usable
+    ``<inconsistency_score>`` of its text; None when there is none."""
+    if isinstance(answer, Answer):
+        return getattr(answer, SCORE_TAG, None)
+    return tagged_score(answer, SCORE_TAG)
 
 
 async def judge_score(claim: Claim, documents: Sequence[Evidence], clarifications: list[dict[str, str]],
@@ -35,8 +39,8 @@ async def judge_score(claim: Claim, documents: Sequence[Evidence], clarification
                           follow_up=lambda problem, detail="": prompts.render("follow_up", wanted=SCORE_TAG, problem=problem, detail=detail))
     return Judgement(
         score=asked.value,
-        restated_claim=tag_text(asked.text, "restated_claim"),
-        analysis=tag_text(asked.text, "analysis") or asked.text.strip(),
+        restated_claim=asked.field("restated_claim"),
+        analysis=asked.field("analysis") or asked.text.strip(),
         raw=asked.text,
         error=asked.failure("the verifier", SCORE_TAG),
         fit=refits[-1] if refits else fit,
