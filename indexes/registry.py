@@ -10,7 +10,7 @@ through the remote WikiChat API.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TypedDict, Unpack
 
 from claire.errors import RetrievalError
 from claire.indexes.http_search import HttpSearcher, is_search_endpoint
@@ -21,18 +21,20 @@ from claire.indexes.wikichat import DEFAULT_URL, WikiChatRetriever
 DEMO = "demo"
 
 
+class SearchOptions(TypedDict, total=False):
+    """What a search may be told besides its query (each backend has the same defaults: no article
+    excluded, 15 blocks, hybrid, 50 candidates)."""
+
+    exclude_title: str | None
+    k: int
+    mode: SearchMode
+    candidates: int
+
+
 class Searcher(Protocol):
     """What every search backend offers: ranked blocks for a query, excluding one article."""
 
-    def search(
-        self,
-        query: str,
-        *,
-        exclude_title: str | None = None,
-        k: int = 15,
-        mode: SearchMode = "hybrid",
-        candidates: int = 50,
-    ) -> list[Hit]:
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> list[Hit]:
         """Ranked blocks for ``query``, none from the article ``exclude_title``."""
         ...
 

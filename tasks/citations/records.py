@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from claire.errors import ConfigError, DatasetError
+from claire.errors import DatasetError
 from claire.files import json_records
 
 FAILED_MARK = "failed verification"
@@ -185,17 +185,6 @@ def load_citations(path: str | Path) -> list[Citation]:
     if not citations:
         raise DatasetError(f"{path} holds no records")
     return citations
-
-
-def select_records(records: list[Citation], *, ids: str | None, limit: int | None, dataset: Path) -> list[Citation]:
-    """The records named by ``ids`` (comma-separated; an unknown id is an error), then the first ``limit``."""
-    if ids:
-        wanted = {i.strip() for i in ids.split(",") if i.strip()}
-        unknown = sorted(wanted - {r.claim_id for r in records})
-        if unknown:
-            raise ConfigError(f"--ids names records not in {dataset}: {', '.join(unknown)}")
-        records = [r for r in records if r.claim_id in wanted]
-    return records[:limit] if limit is not None else records
 
 
 VERDICTS = ("supported", "not supported", "better source found")
