@@ -63,8 +63,14 @@ def run_in_this_process(args: tuple[str, ...] | list[str], environment: Mapping[
     from click.testing import CliRunner
 
     from claire.cli.app import main
+    from claire.cli.options import console, err
 
     changes: dict[str, str | None] = {name: value for name, value in environment.items() if os.environ.get(name) != value}
+    # the command's consoles were made when this process first imported them: give them this call's width
+    widths = (console.width, err.width)
+    columns = environment.get("COLUMNS", "")
+    if columns.isdigit():
+        console.width = err.width = int(columns)
     changes.update({name: None for name in os.environ if name not in environment})
     saved_argv, saved_showwarning = sys.argv, warnings.showwarning
     status = 0
@@ -83,6 +89,7 @@ def run_in_this_process(args: tuple[str, ...] | list[str], environment: Mapping[
             status = 1
         finally:
             sys.argv, warnings.showwarning = saved_argv, saved_showwarning
+            console.width, err.width = widths
             sys.stdout.flush()
             sys.stderr.flush()
         out, error = stdout.getvalue(), stderr.getvalue()

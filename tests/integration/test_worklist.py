@@ -28,16 +28,41 @@ def oracle():
         yield server
 
 
-def test_the_corpus_run_lists_each_planted_pair_once_with_the_right_side(oracle, tmp_path, copy_demo_index):
+def test_the_corpus_run_killed_and_resumed_lists_each_planted_pair_once_with_the_right_side(oracle, tmp_path,
+                                                                                            copy_demo_index):
+    """A run killed with ``kill -9`` in the middle of its checks, then started again: it resumes (no
+    fact checked into the run twice), lists each planted pair once with the right side and nothing
+    else, and a third run repeats no LLM call."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
     copy_demo_index(tmp_path / "indexes")
     titles = tmp_path / "titles.txt"
     titles.write_text("\n".join(["# the articles that hold the planted errors", *ARTICLES]) + "\n")
     out = tmp_path / "wl"
     args = ("worklist", "--titles", str(titles), "--out", str(out), "--key", str(KEY), "--concurrency", "16",
             "--base-url", oracle.base_url, "--model", "oracle")
+    env = {**os.environ, "CLAIRE_CACHE_DIR": str(tmp_path), "CLAIRE_DATA_DIR": str(tmp_path), "OPENAI_API_KEY": "sk-test"}
+    killed = subprocess.Popen([sys.executable, "-m", "claire.cli", *args], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    checks = out / "checks" / "predictions.jsonl"
+    deadline = time.monotonic() + 120
+    while killed.poll() is None and time.monotonic() < deadline:
+        if checks.exists() and checks.read_text().count("\n") >= 5:
+            os.kill(killed.pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    killed.wait(timeout=60)
+    assert killed.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    done = checks.read_text().count("\n")
     result = run_claire(*args, cache=tmp_path)
     assert result.returncode == 1, result.stderr  # contradictions listed
     assert "estimate" in result.stdout and "Not An Article Here" in result.stderr  # said before the start
+    ids = [json.loads(line)["claim_id"] for line in checks.read_text().splitlines()]
+    assert len(ids) == len(set(ids)) and len(ids) > done  # resumed: the rest checked, nothing checked twice
     metrics = json.loads((out / "worklist_metrics.json").read_text())
     assert (metrics["found"], metrics["not_planted"], metrics["duplicates"], metrics["right_side"]) == (7, 0, 0, 7)
     entries = [json.loads(line) for line in (out / "worklist.jsonl").read_text().splitlines()]

@@ -1,9 +1,9 @@
-"""The corpus run's engines, with the oracle behind a real OpenAI-compatible server on 127.0.0.1 and
+"""The corpus run on Ray, with the oracle behind a real OpenAI-compatible server on 127.0.0.1 and
 the real demo index. On a local Ray started by the test (two CPUs) the Ray engine lists the same
 entries with the same decisions as the local engine; an actor's process killed in the middle of the
-checks is restarted and its facts checked again, with no entry twice and no article missing. A run
-killed with ``kill -9`` and started again resumes and lists nothing twice, on either engine. The Ray
-tests skip when Ray is not installed (pip install -e ".[ray]")."""
+checks is restarted and its facts checked again, with no entry twice and no article missing; a
+driver killed with ``kill -9`` and started again resumes and lists nothing twice (the local engine's
+is in test_worklist.py). They skip when Ray is not installed (pip install -e ".[ray]")."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ except ImportError:
     ray = None
 needs_ray = pytest.mark.skipif(ray is None, reason="the Ray engine needs the ray extra (pip install -e \".[ray]\")")
 
-ARTICLES = ["Paris", "The Beatles", "Neil Armstrong"]
+ARTICLES = ["Paris", "The Beatles"]
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_the_ray_engine_lists_what_the_local_engine_lists_even_when_a_worker_die
     root = copy_demo_index(tmp_path / "indexes")
     local = asyncio.run(run_worklist(config=config_for(oracle, root, tmp_path / "local"), out_dir=tmp_path / "local",
                                      titles=ARTICLES, show_progress=False))
-    assert len(local.entries) == 3  # Paris, The Beatles and Neil Armstrong each hold one planted error
+    assert len(local.entries) == 2  # Paris and The Beatles each hold one planted error
 
     async def on_ray(slow: MockOpenAIServer) -> object:
         run = asyncio.create_task(run_worklist(
@@ -84,7 +84,7 @@ def test_the_ray_engine_lists_what_the_local_engine_lists_even_when_a_worker_die
         assert killed is not None, "the checks ended before a worker could be killed"
         return await run
 
-    with MockOpenAIServer(oracle_responder(), model="oracle", latency=0.1) as slow:  # the checks last long enough to be hit
+    with MockOpenAIServer(oracle_responder(), model="oracle", latency=0.05) as slow:  # the checks last long enough to be hit
         ray_run = asyncio.run(on_ray(slow))
     assert decisions(ray_run) == decisions(local)  # the same entries, the same decisions; only the order may differ
     assert ray_run.facts == local.facts and ray_run.articles == local.articles
@@ -96,8 +96,8 @@ def test_the_ray_engine_lists_what_the_local_engine_lists_even_when_a_worker_die
     assert summary["engine"] == "ray" and summary["usage"]["calls"] > 0  # the workers' calls are counted here
 
 
-@pytest.mark.parametrize("engine", ["local", pytest.param("ray", marks=needs_ray)])
-def test_a_run_killed_with_kill_9_resumes_and_lists_nothing_twice(oracle, tmp_path, copy_demo_index, engine):
+@needs_ray
+def test_a_driver_killed_with_kill_9_resumes_on_ray_and_lists_nothing_twice(oracle, tmp_path, copy_demo_index):
     import subprocess
     import sys
 
@@ -105,8 +105,8 @@ def test_a_run_killed_with_kill_9_resumes_and_lists_nothing_twice(oracle, tmp_pa
     titles = tmp_path / "titles.txt"
     titles.write_text("\n".join(ARTICLES) + "\n")
     out = tmp_path / "wl"
-    args = ["worklist", "--titles", str(titles), "--out", str(out), "--key", str(KEY), "--engine", engine,
-            "--ray-workers", "2", "--base-url", oracle.base_url, "--model", "oracle", "--set", "retrieval.rerank=false"]
+    args = ["worklist", "--titles", str(titles), "--out", str(out), "--key", str(KEY), "--engine", "ray",
+            "--ray-workers", "1", "--base-url", oracle.base_url, "--model", "oracle", "--set", "retrieval.rerank=false"]
     env = {**os.environ, "CLAIRE_CACHE_DIR": str(tmp_path), "CLAIRE_DATA_DIR": str(tmp_path), "OPENAI_API_KEY": "sk-ray"}
     driver = subprocess.Popen([sys.executable, "-m", "claire.cli", *args], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
@@ -116,7 +116,7 @@ def test_a_run_killed_with_kill_9_resumes_and_lists_nothing_twice(oracle, tmp_pa
         if checks.exists() and checks.read_text().count("\n") >= 2:
             os.killpg(driver.pid, signal.SIGKILL)  # the driver and the Ray it started, at once
             break
-        time.sleep(0.2)
+        time.sleep(0.1)
     driver.wait(timeout=60)
     assert driver.returncode == -signal.SIGKILL, "the run ended before the driver could be killed"
     done = checks.read_text().count("\n")
@@ -124,7 +124,7 @@ def test_a_run_killed_with_kill_9_resumes_and_lists_nothing_twice(oracle, tmp_pa
     again = run_claire(*args, cache=tmp_path, env={"OPENAI_API_KEY": "sk-ray"})
     assert again.returncode == 1, again.stderr
     metrics = json.loads((out / "worklist_metrics.json").read_text())
-    assert (metrics["found"], metrics["not_planted"], metrics["duplicates"]) == (3, 0, 0)
+    assert (metrics["found"], metrics["not_planted"], metrics["duplicates"]) == (len(ARTICLES), 0, 0)
     ids = [json.loads(line)["claim_id"] for line in checks.read_text().splitlines()]
     assert len(ids) == len(set(ids)) and len(ids) > done
     assert oracle.calls > calls  # the rest was checked, the finished part read back
