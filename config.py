@@ -8,10 +8,8 @@ reads the environment and the file (:func:`load_config`); this module layers the
 preset, retired settings, misspelt sections, and naming the layer at fault. The settings
 themselves, section by section, are in :mod:`claire.settings`. A leaf module: it imports no CLAIRE
 module but ``errors``, ``validation`` and ``settings``. The settings that name an entry of a
-registry are checked by the check that registry registers
-(:func:`claire.settings.register_name_check`; importing ``claire.agent.registry`` brings all three);
-the command line imports them before it resolves a configuration, and a run directory records its
-settings re-validated with them (:func:`claire.agent.runtime.run_settings`).
+registry are checked by the check that registry registers (:func:`claire.settings.register_name_check`),
+the registries being loaded the first time such a name is validated.
 """
 
 from __future__ import annotations

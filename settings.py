@@ -2,9 +2,10 @@
 each field with its type, limits and description: what ``claire config show`` and the README's
 configuration reference read. How a configuration is resolved from defaults, a preset,
 ``claire.toml``, the environment and flags lives in :mod:`claire.config`. A leaf module: it imports
-no CLAIRE module but ``errors``; the settings that name an entry of a registry (``agent.system``,
-``agent.task``, ``agent.tools``) are checked by that registry's check, registered here by the
-registry when it is imported (:func:`register_name_check`)."""
+no CLAIRE module but ``errors`` when imported; the settings that name an entry of a registry
+(``agent.system``, ``agent.task``, ``agent.tools``) are checked by that registry's check, which the
+registry registers here (:func:`register_name_check`), and the registries are loaded the first time
+such a name is validated."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -36,6 +38,11 @@ def register_name_check(setting: str, check: Callable[[Any], Any]) -> None:
 
 
 def _checked_name(setting: str, value: Any) -> Any:
+    """``value`` checked by its registry's check. The registries (names only, a few milliseconds to
+    import) are loaded here the first time a name is validated, so every configuration's names are
+    checked, whichever module was imported first; nothing is loaded by importing this module."""
+    if setting not in NAME_CHECKS:
+        import_module("claire.agent.registry")  # registers the checks of agent.system, agent.task and agent.tools
     check = NAME_CHECKS.get(setting)
     return value if check is None else check(value)
 

@@ -164,7 +164,7 @@ def bench_worklist(
     except ValueError:
         raise ConfigError(f"--latency takes seconds, comma-separated (e.g. 0.2,2), got {latency!r}") from None
     if engines:
-        run_engine_bench(latency=latencies[0], concurrency=concurrency, console=console)
+        run_engine_bench(latency=latencies[0], concurrency=concurrency, all_articles=all_articles, console=console)
     else:
         run_worklist_bench(latencies=latencies, concurrency=concurrency, all_articles=all_articles, console=console)
 

@@ -19,6 +19,7 @@ checks cleanly once the run has spent that much; the facts left are checked by t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import json
 import time
@@ -134,6 +135,7 @@ class WorklistRun:
     unchecked: int = 0
     wall_s: float = 0.0
     claims: list[Claim] = field(default_factory=list)  # the facts checked (a benchmark checks them again alone)
+    engine_start_s: float | None = None  # the Ray engine: seconds until every actor had opened its system
 
 
 WIKIPEDIA_API = "https://en.wikipedia.org/w/api.php"
@@ -210,17 +212,16 @@ async def extract_block(block: Any, *, config: Config, llm: Any) -> dict[str, An
 
 
 @asynccontextmanager
-async def _checking(config: Config, llm: ChatClient, retriever: Any) -> AsyncIterator[Any]:
-    """The system that checks the facts: opened here (the local engine), or a pool of Ray actors
-    each holding one (``eval.engine = "ray"``)."""
-    if config.eval.engine == "ray":
-        from claire.runs.ray_engine import ray_checker
+async def _engine(config: Config) -> AsyncIterator[Any]:
+    """The pool of Ray actors that extract and check (``eval.engine = "ray"``), starting while the
+    driver opens its own index; None for the local engine."""
+    if config.eval.engine != "ray":
+        yield None
+        return
+    from claire.runs.ray_engine import ray_checker
 
-        async with ray_checker(config) as checker:
-            yield checker
-    else:
-        async with open_system(config, llm=llm, retriever=retriever) as system:
-            yield system
+    async with ray_checker(config) as checker:
+        yield checker
 
 
 async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] | None = None,
@@ -231,6 +232,14 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
     started = time.perf_counter()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    async with _engine(config) as pool:
+        return await _run(config, out_dir, titles, max_facts_per_article, max_cost, console, show_progress, on_estimate,
+                          pool, started)
+
+
+async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_facts_per_article: int | None,
+               max_cost: float | None, console: Console | None, show_progress: bool,
+               on_estimate: Callable[[Estimate], None] | None, pool: Any, started: float) -> WorklistRun:
     retriever = await asyncio.to_thread(open_retrieval, config)
     llm = ChatClient.from_config(config.llm)
     try:
@@ -246,8 +255,9 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
         if on_estimate is not None:
             on_estimate(planned)
         with track_usage() as usage:
-            async with _checking(config, llm, retriever) as system:
-                extract = (system.extract if config.eval.engine == "ray"
+            async with (contextlib.nullcontext(pool) if pool is not None
+                        else open_system(config, llm=llm, retriever=retriever)) as system:
+                extract = (pool.extract if pool is not None
                            else lambda block: extract_block(block, config=config, llm=llm))
                 extracted = await resumable_step(blocks, key=lambda b: b.id, field="block_id", path=out_dir / "facts.jsonl",
                                                  work=extract,  # one call a block: as many at once as the LLM allows
@@ -282,11 +292,12 @@ async def run_worklist(*, config: Config, out_dir: Path, titles: Sequence[str] |
         write_worklist(out_dir, entries)
         summary = {"articles": len(articles), "facts": len(claims), "flagged": len(flagged), "entries": len(entries),
                    "unchecked": unchecked, "budget_reached": reached, "usage": usage.to_dict(),
-                   "engine": config.eval.engine}
+                   "engine": config.eval.engine, "engine_start_s": getattr(pool, "start_s", None)}
         write_atomically(out_dir / "worklist_run.json", json.dumps(summary, indent=2))
         return WorklistRun(out_dir=out_dir, articles=articles, facts=len(claims), flagged=len(flagged), entries=entries,
                            usage=usage.to_dict(), budget_reached=reached, unchecked=unchecked,
-                           wall_s=time.perf_counter() - started, claims=claims)
+                           wall_s=time.perf_counter() - started, claims=claims,
+                           engine_start_s=getattr(pool, "start_s", None))
     finally:
         retriever.close()
         await llm.aclose()

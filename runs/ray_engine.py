@@ -14,8 +14,10 @@ machine, keeps a repeated call from costing twice. Ray is an extra: ``pip instal
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, ClassVar
@@ -24,8 +26,10 @@ from claire.config import Config
 from claire.errors import ClaireError, ConfigError
 from claire.usage import Usage, record_usage, track_usage
 
-CALLS_PER_WORKER = 8
-"""Units one actor works on at once (its LLM calls wait on the network, not on its CPU)."""
+def units_per_worker(config: Config) -> int:
+    """Units one actor works on at once: its share of ``eval.concurrency`` (its LLM calls wait on the
+    network, not on its CPU), so the pool has as many in flight as the local engine would."""
+    return max(1, -(-config.eval.concurrency // config.eval.ray_workers))
 
 
 def _ray() -> Any:
@@ -79,6 +83,7 @@ class RayChecker:
         self.name = getattr(system_class, "name", "claire")  # type: ignore[misc]
         self.score_kind = getattr(system_class, "score_kind", "probability")
         self._turns = itertools.cycle(range(len(actors)))
+        self.start_s: float | None = None  # seconds from connecting to Ray until every actor had opened its system
 
     async def _call(self, method: str, unit: Any) -> dict[str, Any]:
         actor = self.actors[next(self._turns)]
@@ -110,17 +115,28 @@ async def ray_checker(config: Config) -> AsyncIterator[RayChecker]:
     from claire.agent.registry import system_class
 
     ray = _ray()
+    began = time.perf_counter()
     started = not ray.is_initialized()
-    if started:
+    if started:  # in a thread: the driver opens its own index meanwhile
         if config.eval.ray_address:
-            ray.init(address=config.eval.ray_address, log_to_driver=False)
+            await asyncio.to_thread(ray.init, address=config.eval.ray_address, log_to_driver=False)
         else:
-            ray.init(num_cpus=config.eval.ray_workers, include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1, max_concurrency=CALLS_PER_WORKER)(Worker)
+            await asyncio.to_thread(ray.init, num_cpus=config.eval.ray_workers, include_dashboard=False,
+                                    log_to_driver=False)
+    remote = ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=-1,
+                        max_concurrency=units_per_worker(config))(Worker)
     actors = [remote.remote(config) for _ in range(config.eval.ray_workers)]
+    checker = RayChecker(actors, system_class(config.agent.system))
+
+    async def ready() -> None:
+        await asyncio.gather(*(actor.pid.remote() for actor in actors))
+        checker.start_s = time.perf_counter() - began
+
+    waiting = asyncio.ensure_future(ready())  # the actors open their systems while the driver goes on
     try:
-        yield RayChecker(actors, system_class(config.agent.system))
+        yield checker
     finally:
+        waiting.cancel()
         for actor in actors:
             ray.kill(actor)
         if started:

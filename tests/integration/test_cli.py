@@ -390,10 +390,10 @@ def test_a_check_against_an_endpoint_that_never_answers_waits_one_timeout(demo_c
     assert server.calls == 1  # one timeout, not llm.max_attempts (6) of them, and nothing after it
 
 
-def test_the_configuration_is_a_leaf_and_a_run_records_its_names_checked_all_the_same(tmp_path):
-    """claire.config loads no registry; a configuration resolved before the registries
-    are loaded keeps its names unchecked, and a run records it re-validated with them, so a run
-    directory reads the same whichever was imported first; then an unknown name is refused."""
+def test_the_configuration_is_a_leaf_and_checks_its_names_against_the_registries_when_validated(tmp_path):
+    """Importing claire.config loads no registry; validating a configuration loads them and checks its
+    names, so a configuration reads the same whichever module was imported first, and a run records
+    it so; an unknown name is refused."""
     script = "\n".join([
         "import sys",
         "from claire.config import load_config",
@@ -412,7 +412,7 @@ def test_the_configuration_is_a_leaf_and_a_run_records_its_names_checked_all_the
     assert result.returncode == 0, result.stderr
     loaded, given, recorded, refused = result.stdout.splitlines()
     assert loaded == "[]"  # no claire.<package>.<module> came with the configuration
-    assert given == "['search']" and recorded == "['search', 'report_inconsistency']"
+    assert given == recorded == "['search', 'report_inconsistency']"
     assert refused == "ConfigError True"
 
 
