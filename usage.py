@@ -152,7 +152,8 @@ EVENTS: dict[str, str] = {
     "tool_name_fixed": "a tool name in another spelling or case was mapped to the real one",
     "arguments_fixed": "malformed or wrongly typed tool arguments were repaired",
     "parallel_calls": "several tool calls came at once (each ran as its own step)",
-    "plain_text_end": "the controller answered in plain text, which ended the research",
+    "plain_text_end": "the controller answered in plain text, which ended the research (finish() offered)",
+    "asked_for_action": "the controller answered in plain text with no finish() offered, and was asked again for an action",
     "score_words": "a score written in words (high, low) was read as a number",
     "invalid_action": "an action that could not be run (unknown tool, missing argument, no action)",
     "repeated_action": "an action already taken was asked for again",
@@ -165,7 +166,7 @@ EVENTS: dict[str, str] = {
 """What :func:`record_event` counts, by kind."""
 
 REPAIRS = ("reasoning_removed", "cut_answer", "empty_answer", "text_tool_call", "tool_name_fixed", "arguments_fixed",
-           "parallel_calls", "plain_text_end", "score_words")
+           "parallel_calls", "plain_text_end", "asked_for_action", "score_words")
 """Event kinds that mean an answer was read only after a repair."""
 
 

@@ -150,7 +150,15 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     actions = read_actions(answer, list(context.tool_names), native=native)
     if not actions:
         said = text_of(answer).strip()
-        if said and steps > 0:  # a final answer in prose: the research is over
+        if said and steps > 0 and "finish" not in context.tool_names:
+            # no finish() is offered (the paper's controller): only the budget or a report ends the
+            # research, so a final answer in prose is asked again for an action, at the cost of a step
+            record_event("asked_for_action")
+            valid = ", ".join(f"{name}()" for name in context.tool_names)
+            return _dispatch(Action("invalid", said[:300], f"you answered without an action, and only the step budget "
+                                    f"or a reported inconsistency ends the research; choose one of: {valid}"),
+                             history, update)
+        if said and steps > 0:  # finish() is offered: a final answer in prose is the research's end
             record_event("plain_text_end")
             item = TraceItem(action_name="finish", action_argument=None,
                              action_output=f"The model ended the research without an action: {said[:500]}")

@@ -149,3 +149,12 @@ async def test_plain_text_final_quirk():
     assert actions(result) == ["search", "finish", "verifier"]
     assert "without an action" in result.trace[1].action_output and events(result)["plain_text_end"] == 1
     assert result.error is None and result.score == pytest.approx(0.9)
+
+
+async def test_plain_text_final_quirk_without_a_finish_action_is_asked_again():
+    """The paper's controller offers no finish(): a final answer in prose does not end the research;
+    it is asked again for an action at the cost of a step, and counted, until the budget ends it."""
+    result, _ = await assess("plain_text_final", finish_action=False, max_steps=3)
+    assert actions(result)[0] == "search" and actions(result)[-2:] == ["budget_exhausted", "verifier"]
+    assert "invalid" in actions(result) and events(result)["asked_for_action"] >= 1
+    assert "plain_text_end" not in events(result) and result.error is None
