@@ -12,6 +12,7 @@ the two never disagree. A leaf module (no imports from CLAIRE).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,11 +182,16 @@ ADDITIONS: tuple[Addition, ...] = (
 
 
 def located(where: str, anchor: str) -> int | None:
-    """The line (from 1) of file ``where`` that holds ``anchor``, or None when none does."""
+    """The line (from 1) of file ``where`` that holds ``anchor``, or None when none does. In a
+    template only its text counts, never its Jinja comments (``{# ... #}``, which describe the
+    rules but are not sent), so deleting a rule from the prompt cannot leave it anchored."""
     path = ROOT / where
     if not path.is_file():
         return None
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".j2":  # blank the comments, keeping their line breaks so the numbers still hold
+        text = re.sub(r"\{#.*?#\}", lambda found: "\n" * found.group(0).count("\n"), text, flags=re.DOTALL)
+    for number, line in enumerate(text.splitlines(), start=1):
         if anchor in line:
             return number
     return None

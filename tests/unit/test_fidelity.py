@@ -61,3 +61,16 @@ def test_the_paper_preset_adds_no_unlisted_rule_to_its_controller():
     for added in ("each checkable detail", "clarify which one", "clearly states", "steps left", "finish()"):
         assert added not in shown and added in kept, added
     assert "Thought 1:" in shown and "Thought 1:" not in kept and "first think about" in shown
+
+
+def test_a_rule_left_only_in_a_templates_comment_is_not_anchored(tmp_path, monkeypatch):
+    """The guard reads what is sent: a Jinja comment that still names a deleted rule anchors nothing."""
+    from claire.prompts import fidelity
+
+    template = tmp_path / "prompts" / "x.j2"
+    template.parent.mkdir()
+    template.write_text("{#- inputs: text\n    the rule: one indivisible piece -#}\n=== system ===\nSay hello.\n",
+                        encoding="utf-8")
+    monkeypatch.setattr(fidelity, "ROOT", tmp_path)
+    assert fidelity.located("prompts/x.j2", "one indivisible piece") is None
+    assert fidelity.located("prompts/x.j2", "Say hello.") == 4
