@@ -277,6 +277,11 @@ class AgentConfig(_Section):
                            "WikiCollide's own traces end with such an action, give_up, but the paper's controller offers "
                            "none: its research ends by the step budget or by a report)",
     )
+    parallel_actions: bool = Field(
+        False, description="several actions in one answer each run as a step (the practical preset's); off, the "
+                           "paper's one action a step: OpenAI's own endpoint is asked for one tool call at most, and "
+                           "from any endpoint only an answer's first action runs",
+    )
     thoughts: bool = Field(
         True, description="the controller thinks about what it has gathered before each action, and its thoughts stay in "
                           "the history it sees next (the paper's ReAct thoughts; the practical preset turns them off to "
@@ -447,7 +452,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "practical": {
         "llm": {"structured": "auto"},
         "retrieval": {"mode": "hybrid"},
-        "agent": {"stop_on_report": False, "snippet_chars": 400, "finish_action": True, "thoughts": False},
+        "agent": {"stop_on_report": False, "snippet_chars": 400, "finish_action": True, "thoughts": False,
+                  "parallel_actions": True},
         "prompts": {"variants": {"verifier": "lenient", "controller": "practical", "explain": "practical",
                                  "clarify_entity": "practical", "fact_extraction": "practical"}},
     },

@@ -153,6 +153,7 @@ EVENTS: dict[str, str] = {
     "arguments_fixed": "malformed or wrongly typed tool arguments were repaired",
     "parallel_calls": "several tool calls came at once (each ran as its own step)",
     "plain_text_end": "the controller answered in plain text, which ended the research (finish() offered)",
+    "extra_actions_dropped": "several actions came in one answer and only the first ran (one action a step)",
     "asked_for_action": "the controller answered in plain text with no finish() offered, and was asked again for an action",
     "score_words": "a score written in words (high, low) was read as a number",
     "invalid_action": "an action that could not be run (unknown tool, missing argument, no action)",

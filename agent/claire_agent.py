@@ -77,7 +77,7 @@ class ClaireAgent:
             snippet_chars=agent.snippet_chars,
             tools=tuple(tools_for(agent.tools, finish=agent.finish_action or parts.task.always_finish)),
             max_steps=agent.max_steps, keep_observations=agent.keep_observations, report=bool(agent.report),
-            threshold=agent.threshold, thoughts=agent.thoughts,
+            threshold=agent.threshold, thoughts=agent.thoughts, parallel_actions=agent.parallel_actions,
         )
         return cls(context=context, threshold=agent.threshold, reviewer=reviewer, on_step=parts.on_step,
                    checkpoints=agent.checkpoints)

@@ -141,7 +141,8 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
     if shortened and shortened != state.condensed:  # the trace notes each change, not every call
         update.update(trace=[TraceItem.model_validate(fit.trace_item())], condensed=shortened)
     try:
-        answer = await llm.ainvoke(prompt, tools=tools, tool_choice="auto" if native else None)
+        answer = await llm.ainvoke(prompt, tools=tools, tool_choice="auto" if native else None,
+                                   one_call=not context.parallel_actions)
     except ClaireError as error:
         update.update(stop_reason="LLM error in the controller", errors=[f"controller: {error}"])
         # With research done, the verifier judges what was gathered (still an error: cut short).
@@ -168,8 +169,10 @@ async def controller(state: ResearchState, runtime: Runtime[ResearchContext]) ->
         problem = "your answer was empty" if not said else "no action found"
         return _dispatch(Action("invalid", said[:300], f"{problem}; choose one of: {valid}"), history, update)
     first, rest = actions[0], actions[1:]
-    if rest:
+    if rest and context.parallel_actions:
         update["queued"] = [vars(action) for action in rest[: steps_left - 1]]
+    elif rest:  # the paper's controller takes one action a step: the others of this answer are not run
+        record_event("extra_actions_dropped")
     thought = thought_of(answer)  # the history keeps it (the paper's ReAct thought)
     if context.thoughts and not thought:
         record_event("no_thought")

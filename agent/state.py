@@ -50,6 +50,7 @@ class ResearchContext(ToolContext):
     max_steps: int = 10
     keep_observations: int = 2  # latest observations kept whole when older ones are condensed
     thoughts: bool = True  # the controller writes a thought before each action, kept in its history
+    parallel_actions: bool = False  # several actions of one answer run as successive steps (else only the first)
     report: bool = False  # write the two-sided report after the verdict
     threshold: float = 0.5  # a score above it flags the claim (what a person is asked to review)
     review: bool = False  # a person confirms or rejects a flagged verdict (interactive runs)

@@ -408,14 +408,17 @@ class ChatClient:
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.max_concurrency)
         return semaphore
 
-    def _runnable(self, tools: Sequence[Any] | None, tool_choice: Any) -> Any:
+    def _runnable(self, tools: Sequence[Any] | None, tool_choice: Any, one_call: bool = False) -> Any:
         if not tools:
             return self.model
-        key = (tuple(id(tool) for tool in tools), repr(tool_choice))
+        key = (tuple(id(tool) for tool in tools), repr(tool_choice), one_call)
         bound = self._bound.get(key)
         if bound is None:
+            options: dict[str, Any] = {"tool_choice": tool_choice} if tool_choice else {}
+            if one_call and self.asks_one_call:
+                options["parallel_tool_calls"] = False
             try:
-                bound = self.model.bind_tools(list(tools), **({"tool_choice": tool_choice} if tool_choice else {}))
+                bound = self.model.bind_tools(list(tools), **options)
             except NotImplementedError:
                 raise LLMError(f"the {self.setup.provider} chat model has no native tool calling: "
                                "set llm.tool_calling = \"text\"") from None
@@ -428,22 +431,30 @@ class ChatClient:
         if self.endpoint_down:
             self.down_since = self.clock() - PROBE_AFTER
 
+    @property
+    def asks_one_call(self) -> bool:
+        """Whether the endpoint is asked for one tool call an answer at most (``parallel_tool_calls``):
+        OpenAI's own and Azure's, which take the parameter; other endpoints are not sent it (some refuse
+        fields they do not know), and the controller runs the first call of their answers alone."""
+        return self.setup.provider == "azure" or (self.setup.provider == "openai" and "api.openai.com" in self.endpoint)
+
     async def ainvoke(self, prompt: Sequence[BaseMessage], *, tools: Sequence[Any] | None = None,
-                      tool_choice: Any = None) -> AIMessage:
+                      tool_choice: Any = None, one_call: bool = False) -> AIMessage:
         """One answer to ``prompt``, retried on transient failures (a prompt rendered by the prompt
         library carries its template's ``name``, which recordings keep and, with
         ``llm.prompt_header``, a test server is told). A prompt that asks for a JSON answer (its
         ``answer`` shape, llm.structured) sends the shape's schema as ``response_format``; an
         endpoint that refuses it is asked once more without, and remembered (SCHEMA_REFUSED). An
-        answer that fits the shape comes back in the template's tag form; one that does not keeps
-        its text and says why in ``additional_kwargs["schema_error"]``."""
+        answer that fits the shape carries its typed answer (:func:`parsed_of`); one that does not
+        keeps its text and says why in ``additional_kwargs["schema_error"]``. ``one_call``: ask for one
+        tool call at most, where the endpoint takes ``parallel_tool_calls`` (:attr:`asks_one_call`)."""
         shape = getattr(prompt, "answer", None)
         wanted = shape is not None and not tools and self.setup.provider != "local"
         while True:
             level = SCHEMA_REFUSED.get(self.endpoint, 0)
             send = wanted and level < len(SCHEMA_FORMATS)
             try:
-                answer = await self._invoke(prompt, tools, tool_choice,
+                answer = await self._invoke(prompt, tools, tool_choice, one_call,
                                             schema_format(shape, SCHEMA_FORMATS[level]) if send else None)
                 break
             except LLMError as error:
@@ -456,9 +467,9 @@ class ChatClient:
                             redact(self.endpoint), SCHEMA_FORMATS[level], str(error)[:160], after)
         return structured_answer(answer, shape, sent=send) if shape is not None else answer
 
-    async def _invoke(self, prompt: Sequence[BaseMessage], tools: Sequence[Any] | None, tool_choice: Any,
+    async def _invoke(self, prompt: Sequence[BaseMessage], tools: Sequence[Any] | None, tool_choice: Any, one_call: bool,
                       response_format: dict[str, Any] | None) -> AIMessage:
-        runnable = self._runnable(tools, tool_choice)
+        runnable = self._runnable(tools, tool_choice, one_call)
         options: dict[str, Any] = {"response_format": response_format} if response_format else {}
         name = getattr(prompt, "name", None)
         if self.prompt_header and name and name.isascii() and name.isprintable():

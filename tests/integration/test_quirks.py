@@ -94,13 +94,21 @@ async def test_tool_name_case_quirk():
 
 
 async def test_parallel_calls_quirk():
-    result, requests = await assess("parallel_calls", stop_on_report=False)
+    result, requests = await assess("parallel_calls", stop_on_report=False, parallel_actions=True)
     # both searches run, one step each, in order; the second needed no LLM call of its own
     assert actions(result)[:3] == ["search", "search", "report_inconsistency"]
     assert result.trace[1].action_argument == "World's Fair Paris entrance arch"
     assert events(result)["parallel_calls"] == 1
     assert sum(r.get("claire_prompt") == "controller" for r in requests) == 3  # search+search, report, finish
     assert len({e.n for e in result.evidence}) == len(result.evidence)  # passages numbered once each
+
+
+async def test_parallel_calls_quirk_takes_one_action_a_step_in_the_papers_controller():
+    """The paper's controller takes one action a step: of an answer's two searches only the first
+    runs, and that is counted; the next step is asked for as usual."""
+    result, requests = await assess("parallel_calls", stop_on_report=False)
+    assert actions(result)[:2] == ["search", "report_inconsistency"]
+    assert events(result)["parallel_calls"] == 1 and events(result)["extra_actions_dropped"] == 1
 
 
 async def test_length_quirk():

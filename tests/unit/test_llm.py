@@ -261,3 +261,24 @@ def test_failures_are_classified_by_the_sdks_exception_types():
     assert classify(KeyError("x")).__class__ is TransientLLMError  # a garbled answer
     other = ValueError("a bug of ours")
     assert classify(other) is other  # nothing it knows: raised as it is
+
+
+def test_only_openais_own_endpoint_is_asked_for_one_tool_call_at_most():
+    """The paper's controller takes one action a step: OpenAI's endpoint is told so
+    (parallel_tool_calls), an OpenAI-compatible server is not sent a field it may refuse."""
+    from langchain_core.tools import tool
+
+    from claire.llm.client import ChatClient
+    from claire.settings import LLMConfig
+
+    @tool
+    def search(query: str) -> str:
+        """Look something up."""
+        return query
+
+    openai = ChatClient.from_config(LLMConfig(api_key="sk-unit"))
+    local = ChatClient.from_config(LLMConfig(api_key="sk-unit", base_url="http://127.0.0.1:9/v1"))
+    assert openai.asks_one_call and not local.asks_one_call
+    assert openai._runnable([search], "auto", True).kwargs["parallel_tool_calls"] is False
+    assert "parallel_tool_calls" not in local._runnable([search], "auto", True).kwargs
+    assert "parallel_tool_calls" not in openai._runnable([search], "auto", False).kwargs

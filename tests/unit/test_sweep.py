@@ -157,6 +157,7 @@ def read_fidelity(cell_config):
             "snippets_400": ("dense", True, 400, False, True, "old", None),
             "finish_action": ("dense", True, 0, True, True, "old", None),
             "no_thoughts": ("dense", True, 0, False, False, "old", None),
+            "parallel_actions": ("dense", True, 0, False, True, "old", None),
             "lenient_verifier": ("dense", True, 0, False, True, "lenient", None),
             "project_prompts": ("dense", True, 0, False, True, "old", "practical"),
             "practical": ("hybrid", False, 400, True, False, "lenient", "practical"),
