@@ -14,12 +14,14 @@ import asyncio
 import html
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from claire.indexes.corpus import article_sections
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient, parsed_of
-from claire.errors import ConfigError
+from claire.errors import ClaireError, ConfigError, NothingToCheck
 from claire.prompts import PromptLibrary
+from claire.tasks.fact_limits import fact_length_problem
 
 MAX_PASSAGE_BYTES = 1_000_000
 """The largest passage ``extract`` and ``scan`` take (UTF-8 bytes): far more than any Wikipedia
@@ -143,3 +145,19 @@ async def extract_facts(
                 seen.add(key)
                 facts.append(ExtractedFact(text=fact, block=block, section=name, source=source))
     return facts
+
+
+async def block_facts(block: Any, *, llm: ChatClient, prompts: PromptLibrary, max_fact_chars: int) -> dict[str, Any]:
+    """The facts of one indexed text block as a record a resumable run keeps (the corpus run's
+    ``facts.jsonl``): the block's id, its facts (those longer than ``max_fact_chars`` left out) and
+    the error that stopped the extraction, if any (a block with no checkable fact has none)."""
+    try:
+        found = await extract_facts(title=block.document_title, section=block.section_title, text=block.content,
+                                    llm=llm, prompts=prompts)
+    except NothingToCheck:
+        found = []
+    except ClaireError as error:
+        return {"block_id": block.id, "error": str(error), "facts": []}
+    return {"block_id": block.id, "error": None,
+            "facts": [f.text for f in found
+                      if not (fact_length_problem(f.text, max_fact_chars, what="a fact") or [None, False])[1]]}

@@ -31,11 +31,11 @@ from typing import Any, Callable, Sequence
 
 from rich.console import Console
 
-from claire.agent.extraction import extract_facts
-from claire.agent.runtime import open_retrieval, open_system, run_settings
+from claire.agent.extraction import block_facts
+from claire.agent.runtime import open_retrieval, open_system, prompt_library, run_settings
 from claire.config import Config
 from claire.domain import Claim, Passage, recorded_outcome
-from claire.errors import ClaireError, ConfigError, NothingToCheck
+from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
 from claire.jobs.scan import fact_id
 from claire.files import write_atomically
@@ -46,7 +46,6 @@ from claire.resolving.flags import resolve_flags
 from claire.resolving.worklist import WorklistEntry, entries_from, ranked, worklist_wikitext
 from claire.runs.executor import resumable_step
 from claire.runs.predictions import load_predictions
-from claire.tasks.fact_limits import fact_length_problem
 
 log = logging.getLogger(__name__)
 
@@ -194,23 +193,6 @@ def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[
     return [t for t in wanted if t not in missing], missing
 
 
-async def extract_block(block: Any, *, config: Config, llm: Any) -> dict[str, Any]:
-    """The facts of one text block, as the corpus run keeps them (``facts.jsonl``): the block's id,
-    its facts (those longer than ``agent.max_fact_chars`` left out) and the error, if any."""
-    from claire.agent.runtime import prompt_library
-
-    try:
-        found = await extract_facts(title=block.document_title, section=block.section_title, text=block.content,
-                                    llm=llm, prompts=prompt_library(config))
-    except NothingToCheck:
-        found = []
-    except ClaireError as error:
-        return {"block_id": block.id, "error": str(error), "facts": []}
-    return {"block_id": block.id, "error": None,
-            "facts": [f.text for f in found
-                      if not (fact_length_problem(f.text, config.agent.max_fact_chars, what="a fact") or [None, False])[1]]}
-
-
 @asynccontextmanager
 async def _engine(config: Config) -> AsyncIterator[Any]:
     """The pool of Ray actors that extract and check (``eval.engine = "ray"``), starting while the
@@ -257,8 +239,10 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
         with track_usage() as usage:
             async with (contextlib.nullcontext(pool) if pool is not None
                         else open_system(config, llm=llm, retriever=retriever)) as system:
+                prompts = prompt_library(config)
                 extract = (pool.extract if pool is not None
-                           else lambda block: extract_block(block, config=config, llm=llm))
+                           else lambda block: block_facts(block, llm=llm, prompts=prompts,
+                                                          max_fact_chars=config.agent.max_fact_chars))
                 extracted = await resumable_step(blocks, key=lambda b: b.id, field="block_id", path=out_dir / "facts.jsonl",
                                                  work=extract,  # one call a block: as many at once as the LLM allows
                                                  concurrency=max(config.eval.concurrency, config.llm.max_concurrency))

@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, ClassVar
+from typing import Any
 
 from claire.config import Config
 from claire.errors import ClaireError, ConfigError
@@ -44,11 +44,12 @@ class Worker:
     """One Ray actor: the configured system opened once, then any number of units."""
 
     def __init__(self, config: Config):
-        from claire.agent.runtime import open_retrieval, ready_system
+        from claire.agent.runtime import open_retrieval, prompt_library, ready_system
         from claire.llm.client import ChatClient
 
         self.config = config
         self.llm = ChatClient.from_config(config.llm)
+        self.prompts = prompt_library(config)
         self.system = ready_system(config, llm=self.llm, retriever=open_retrieval(config))
 
     def pid(self) -> int:
@@ -66,21 +67,21 @@ class Worker:
 
     async def extract(self, block: Any) -> dict[str, Any]:
         """Extract one block's facts (the corpus run's extraction record) and the usage it took."""
-        from claire.jobs.worklist import extract_block
+        from claire.agent.extraction import block_facts
 
         with track_usage() as usage:
-            record = await extract_block(block, config=self.config, llm=self.llm)
+            record = await block_facts(block, llm=self.llm, prompts=self.prompts,
+                                       max_fact_chars=self.config.agent.max_fact_chars)
         return {"record": record, "usage": usage.to_dict()}
 
 
 class RayChecker:
-    """A System whose checks run on a pool of Ray actors, each holding the configured system."""
-
-    name: ClassVar[str] = "ray"
+    """A System whose checks run on a pool of Ray actors, each holding the configured system (it
+    answers under that system's name and score kind)."""
 
     def __init__(self, actors: list[Any], system_class: Any):
         self.actors = actors
-        self.name = getattr(system_class, "name", "claire")  # type: ignore[misc]
+        self.name: str = getattr(system_class, "name", "claire")
         self.score_kind = getattr(system_class, "score_kind", "probability")
         self._turns = itertools.cycle(range(len(actors)))
         self.start_s: float | None = None  # seconds from connecting to Ray until every actor had opened its system
