@@ -293,6 +293,8 @@ class Passage(BaseModel):
     page_id: int | None = None  # the wiki's page id (dump builds)
     revision_id: int | None = Field(None, exclude_if=lambda value: value is None)  # the revision it was taken from (dump builds)
     citations: list[Reference] | None = Field(None, exclude_if=lambda value: value is None)  # the sources it cites (None: unknown, left out of its data)
+    language: str | None = Field(None, exclude_if=lambda value: value is None)  # its edition's language code (None: the index's one language)
+    counterparts: dict[str, str] | None = Field(None, exclude_if=lambda value: value is None)  # its article's titles in other editions, by language (interlanguage links)
 
     @field_validator("section_title", mode="before")
     @classmethod
@@ -345,13 +347,16 @@ class Evidence(Passage):
     @classmethod
     def from_hit(cls, hit: Any, n: int) -> "Evidence":
         """The evidence [n] for one search hit (anything with ``block`` and ``score``)."""
-        fields = hit.block.model_dump(exclude={"block_type", "categories", "page_id"})
+        fields = hit.block.model_dump(exclude={"block_type", "categories", "page_id", "counterparts"})
         return cls(**fields, n=n, score=hit.score)
 
     def trace_view(self) -> dict[str, object]:
         """How a passage appears in a trace (WikiCollide's ``agent_trace`` passages plus our number and id)."""
-        return {"n": self.n, "block_id": self.id, "document_title": self.document_title,
-                "section_title": self.section_title, "content": self.content, "url": self.url}
+        view: dict[str, object] = {"n": self.n, "block_id": self.id, "document_title": self.document_title,
+                                   "section_title": self.section_title, "content": self.content, "url": self.url}
+        if self.language is not None:  # a passage of another edition (checking across languages)
+            view["language"] = self.language
+        return view
 
 
 def titled_passage(passage: Passage) -> Passage:

@@ -24,6 +24,7 @@ import platformdirs
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from claire.errors import redact, register_secret
+from claire.languages import checked_code, language_list
 
 NAME_CHECKS: dict[str, Callable[[Any], Any]] = {}
 """For each setting that names an entry of a registry (``agent.system``, ``agent.task``,
@@ -225,6 +226,12 @@ class RetrievalConfig(_Section):
                             "query on a CPU and off the interpreter lock), torch, or auto (onnx when the export works)",
     )
     candidates: int = Field(50, ge=1, description="passages retrieved before reranking")
+    language: str = Field("en", description="the language edition of the facts checked (the index's own, for blocks that "
+                                            "name none)")
+    languages: list[str] = Field(
+        default_factory=list, description="other language editions the research also searches (e.g. fr,de; the "
+                                          "counterpart of the fact's article first); on the demo index, the "
+                                          "multilingual demo is used")
     rerank: bool = Field(True, description="rerank search results with the LLM (RankGPT sliding window)")
     rerank_window: int = Field(20, ge=2, description="passages the reranker sees at once")
     rerank_step: int = Field(10, ge=1, description="how far the reranking window slides")
@@ -238,6 +245,16 @@ class RetrievalConfig(_Section):
     upload_parallel: int = Field(4, ge=1, description="concurrent upload requests per batch to a Qdrant server")
     edge_int8: bool = Field(False, description="int8 copies of the dense vectors of an embedded index a dump build creates (searches rescore with the floats)")
 
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _one_code(cls, value: Any) -> Any:
+        return checked_code(value) if isinstance(value, str) else value
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _codes(cls, value: Any) -> Any:
+        return language_list(value)
 
     @model_validator(mode="after")
     def _step_fits_window(self) -> "RetrievalConfig":

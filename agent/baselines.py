@@ -73,7 +73,8 @@ class SearchOnce(ABC):
             report_step(self.on_step, {"item": item.model_dump(mode="json"), "steps": 0, "documents": documents})
 
     async def _retrieve(self, claim: Claim, assessment: Assessment) -> list[Evidence]:
-        hits = await self.parts.search.search(claim.text, exclude_title=claim.context.document_title or None, k=self.parts.k)
+        hits = await self.parts.search.search(claim.text, exclude_title=claim.context.document_title or None, k=self.parts.k,
+                                              language=claim.context.language)
         evidence = [Evidence.from_hit(hit, n) for n, hit in enumerate(hits, start=1)]
         item = TraceItem(action_name="search", action_argument=claim.text, action_output=[e.trace_view() for e in evidence])
         assessment.evidence = evidence

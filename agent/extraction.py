@@ -19,6 +19,7 @@ from typing import Any
 from claire.indexes.corpus import article_sections
 from claire.llm.answers import text_of
 from claire.llm.client import ChatClient, parsed_of
+from claire.languages import name_of
 from claire.errors import ClaireError, ConfigError, NothingToCheck
 from claire.prompts import PromptLibrary
 from claire.tasks.fact_limits import fact_length_problem
@@ -114,7 +115,8 @@ def parse_sourced_facts(text: str) -> list[tuple[str, str | None]]:
 
 
 async def extract_facts(
-    *, title: str, section: str = "", text: str, llm: ChatClient, prompts: PromptLibrary, max_words: int = 180
+    *, title: str, section: str = "", text: str, llm: ChatClient, prompts: PromptLibrary, max_words: int = 180,
+    language: str | None = None,
 ) -> list[ExtractedFact]:
     """All facts of a passage, in text order, de-duplicated across blocks."""
     if not text or not text.strip():
@@ -130,7 +132,8 @@ async def extract_facts(
     if not blocks:
         raise ConfigError("the text has only headings: give the passage under them to extract facts from")
     answers = await asyncio.gather(
-        *(llm.ainvoke(prompts.render("fact_extraction", title=title, section=name, text=block)) for name, block in blocks)
+        *(llm.ainvoke(prompts.render("fact_extraction", title=title, section=name, text=block,
+                                     language=name_of(language) if language else "")) for name, block in blocks)
     )
     facts: list[ExtractedFact] = []
     seen: set[str] = set()
@@ -153,7 +156,7 @@ async def block_facts(block: Any, *, llm: ChatClient, prompts: PromptLibrary, ma
     the error that stopped the extraction, if any (a block with no checkable fact has none)."""
     try:
         found = await extract_facts(title=block.document_title, section=block.section_title, text=block.content,
-                                    llm=llm, prompts=prompts)
+                                    llm=llm, prompts=prompts, language=block.language)
     except NothingToCheck:
         found = []
     except ClaireError as error:

@@ -16,9 +16,11 @@ from claire.agent.claire_agent import Reviewer
 from claire.agent.registry import needs_llm, system_class
 from claire.agent.system import CalibratedSystem, StepListener, System, SystemParts
 from claire.config import PRESETS, Config
+from claire.settings import RetrievalConfig
 from claire.errors import ClaireError, ConfigError
 from claire.indexes.catalog import list_indexes
-from claire.indexes.registry import Searcher, open_searcher
+from claire.indexes.registry import DEMO, Searcher, open_searcher
+from claire.indexes.retriever import MULTILINGUAL_DEMO
 from claire.llm.client import ChatClient, NoLLM
 from claire.prompts import PromptLibrary, library
 from claire.tasks.base import Task
@@ -71,7 +73,7 @@ def open_retrieval(config: Config) -> Searcher:
             ensure_example_sources_index(retrieval.index_root(), retrieval.embedder or "minilm")
         backend, index = "qdrant", name
     else:
-        backend, index = retrieval.backend, retrieval.index
+        backend, index = retrieval.backend, demo_for(retrieval)
     return open_searcher(
         backend,
         index=index,
@@ -84,6 +86,14 @@ def open_retrieval(config: Config) -> Searcher:
     )
 
 
+def demo_for(retrieval: RetrievalConfig) -> str:
+    """The index to open: ``retrieval.index``, except that the English demo checked across languages
+    (``retrieval.languages``) is the multilingual demo, which holds the other editions too."""
+    if retrieval.index == DEMO and retrieval.languages and retrieval.url is None:
+        return MULTILINGUAL_DEMO
+    return retrieval.index
+
+
 def search_engine(config: Config, retriever: Searcher, llm: ChatClient | None, prompts: PromptLibrary) -> SearchEngine:
     """The search engine over ``retriever``, reranking with RankGPT when ``retrieval.rerank`` is on."""
     retrieval = config.retrieval
@@ -93,7 +103,8 @@ def search_engine(config: Config, retriever: Searcher, llm: ChatClient | None, p
             raise ConfigError("RankGPT reranking needs an LLM")
         reranker = RankGPTReranker(llm, prompts, window=retrieval.rerank_window, step=retrieval.rerank_step,
                                    max_chars=retrieval.rerank_max_chars)
-    return SearchEngine(retriever, reranker=reranker, mode=retrieval.mode, candidates=retrieval.candidates)
+    return SearchEngine(retriever, reranker=reranker, mode=retrieval.mode, candidates=retrieval.candidates,
+                        language=retrieval.language, editions=retrieval.languages)
 
 
 def build_system(

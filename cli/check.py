@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from claire.domain import Assessment
 
 
-@with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
+@with_settings("index", "languages", "language", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def check_command(
     fact: Annotated[Optional[str], typer.Argument(help="The fact to check.")] = None,
     title: FactTitleOpt = None,
@@ -155,21 +155,22 @@ async def _open_retrieval(view: CheckView) -> Any:
     """The index, built first when it is the demo one and missing (with its progress on the status line)."""
     import asyncio
 
-    from claire.agent.runtime import open_retrieval
+    from claire.agent.runtime import demo_for, open_retrieval
     from claire.errors import redact
-    from claire.indexes.retriever import demo_index_ready, ensure_demo_index
+    from claire.indexes.retriever import MULTILINGUAL_DEMO, demo_index_ready, ensure_demo_index
 
     retrieval = view.config.retrieval
-    if retrieval.backend == "qdrant" and retrieval.index == "demo" and retrieval.url is None:
+    demo = demo_for(retrieval)
+    if retrieval.backend == "qdrant" and demo in ("demo", MULTILINGUAL_DEMO) and retrieval.url is None:
         root = retrieval.index_root()
-        if not demo_index_ready(root):
-            view.say("building the demo index (first use): loading the embedder…")
+        if not demo_index_ready(root, demo):
+            view.say(f"building the {demo} index (first use): loading the embedder…")
 
             def progress(done: int, total: int) -> None:
-                view.say(f"building the demo index (first use): {done}/{total} passages embedded")
+                view.say(f"building the {demo} index (first use): {done}/{total} passages embedded")
 
-            await asyncio.to_thread(ensure_demo_index, root, retrieval.embedder or "minilm", "demo", progress)
-    where = redact(retrieval.url) if retrieval.url else retrieval.index
+            await asyncio.to_thread(ensure_demo_index, root, retrieval.embedder, demo, progress)
+    where = redact(retrieval.url) if retrieval.url else demo
     view.say(f"loading the embedder and opening the index {where}…" if retrieval.backend == "qdrant"
              else "connecting to the search service…")
     return await asyncio.to_thread(open_retrieval, view.config)

@@ -179,7 +179,7 @@ def index_info(name: Annotated[str, typer.Argument()], *, settings: Settings) ->
         console.print(f"[bold]{key}[/]: {value}")
 
 
-@with_settings("index", "path", "url", "model", "base_url", "config_file", "sets")
+@with_settings("index", "languages", "language", "path", "url", "model", "base_url", "config_file", "sets")
 def search_command(
     query: Annotated[str, typer.Argument(help="What to search for.")],
     k: Annotated[int, typer.Option("-k", min=1, help="Number of results.")] = 10,

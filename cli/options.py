@@ -67,6 +67,11 @@ BotsOpt = Annotated[bool, typer.Option("--include-bots", help="Check bot edits t
 TitleOpt = Annotated[Optional[list[str]], typer.Option("--title", help="Only titles matching this regular expression (repeatable).")]
 CategoryOpt = Annotated[Optional[list[str]], typer.Option("--category", help="Only pages in this category (repeatable).")]
 EditsOpt = Annotated[Optional[int], typer.Option("--edits-in-flight", min=1, help="Edits checked at once (watch.edits_in_flight).")]
+LanguagesOpt = Annotated[Optional[str], typer.Option(
+    "--languages", help="Other language editions to search too, e.g. fr,de (retrieval.languages); the fact's article "
+                        "in those editions is looked at first. On the demo index, the multilingual demo is used.")]
+LanguageOpt = Annotated[Optional[str], typer.Option(
+    "--language", help="The language edition of the facts checked, e.g. en (retrieval.language; default en).")]
 ConcurrencyOpt = Annotated[Optional[int], typer.Option("--concurrency", min=1, help="Claims in flight at once (eval.concurrency).")]
 
 
@@ -122,12 +127,15 @@ class Settings:
     title: list[str] | None = None
     category: list[str] | None = None
     edits_in_flight: int | None = None
+    languages: str | None = None  # checking across language editions
+    language: str | None = None
 
     def resolve(self, **settings: Any) -> Config:
         """defaults < claire.toml < environment < --set < these flags < ``settings`` (a command's own
         flags, by dotted key; None means not given)."""
         flags = {**common(self.model, self.base_url, self.no_cache, self.refresh_cache, self.index, self.path, self.url),
-                 "preset": self.preset, **self._patrol()}
+                 "preset": self.preset, "retrieval.languages": self.languages, "retrieval.language": self.language,
+                 **self._patrol()}
         flags.update({key: value for key, value in settings.items() if value is not None})
         return resolve(self.config_file, self.sets, **flags)
 
@@ -153,7 +161,8 @@ SHARED_OPTIONS: dict[str, tuple[Any, Any]] = {
     "refresh_cache": (RefreshOpt, False), "config_file": (ConfigOpt, None), "sets": (SetOpt, None),
     "stream_url": (StreamUrlOpt, None), "replay": (ReplayOpt, None), "api_url": (ApiUrlOpt, None), "wiki": (WikiOpt, None),
     "namespace": (NamespaceOpt, None), "include_bots": (BotsOpt, False), "title": (TitleOpt, None),
-    "category": (CategoryOpt, None), "edits_in_flight": (EditsOpt, None),
+    "category": (CategoryOpt, None), "edits_in_flight": (EditsOpt, None), "languages": (LanguagesOpt, None),
+    "language": (LanguageOpt, None),
 }
 """The options many commands take, each defined once: its Typer type and default, by parameter name."""
 

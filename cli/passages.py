@@ -50,7 +50,7 @@ def extract_command(
         console.print(f"{number:>3}. {fact.text}")
 
 
-@with_settings("index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
+@with_settings("index", "languages", "language", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def scan_command(
     title: PassageTitleOpt,
     section: SectionOpt = "",

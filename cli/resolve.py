@@ -35,6 +35,7 @@ _SUPPORT_MARK = {"states": ("✓", "green"), "contradicts": ("✗", "red"), "sil
 # -- the card -------------------------------------------------------------------------------------
 def resolution_view(resolution: Resolution) -> Group:
     """The card: the decision, each side, the reasons and what is missing."""
+    from claire.languages import name_of
     from claire.tasks.sides.records import DECISION_WORDS
 
     if resolution.decision is None:
@@ -45,6 +46,9 @@ def resolution_view(resolution: Resolution) -> Group:
                                       confidence)]
     for side in resolution.sides:
         lines: list[Any] = [Text.assemble(("“", "dim"), side.text, ("”", "dim"), ("   value: ", "dim"), side.value or "—")]
+        if side.translation:  # the other edition's sentence, as written above, and the model's translation
+            lines.append(Text.assemble((f"translation into {name_of(side.translated_into)} (by the model): ", "dim"),
+                                       ("“", "dim"), side.translation, ("”", "dim")))
         if side.link:
             lines.append(Text(side.link, style="dim"))
         if not side.sources:
@@ -67,6 +71,7 @@ def resolution_view(resolution: Resolution) -> Group:
             lines.append(Text(f"{count} other independent source{'s give' if count > 1 else ' gives'} this value: "
                               + "; ".join(side.agreeing), style="dim"))
         where = side.document_title + (f" › {side.section_title}" if side.section_title else "")
+        where += f" ({name_of(side.language)} edition)" if side.language else ""
         verified = " · verified" if side.verified else ""
         parts.append(Panel(Group(*lines), title=f"the {side.side} — {escape(where)}{verified}", title_align="left"))
     if resolution.values_from == "word overlap":
@@ -189,7 +194,7 @@ async def with_citations(config: Config, assessment: Assessment) -> Assessment:
 
 
 # -- the command ----------------------------------------------------------------------------------
-@with_settings("index", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
+@with_settings("index", "languages", "language", "preset", "model", "base_url", "no_cache", "refresh_cache", "config_file", "sets")
 def resolve_command(
     fact: Annotated[Optional[str], typer.Argument(help="A fact to check, then resolve when flagged.")] = None,
     title: FactTitleOpt = None,

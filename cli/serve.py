@@ -8,7 +8,7 @@ import typer
 from claire.cli.options import PATROL_OPTIONS, ConcurrencyOpt, Settings, SystemOpt, err, with_settings
 
 
-@with_settings(*PATROL_OPTIONS, "index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
+@with_settings(*PATROL_OPTIONS, "index", "languages", "language", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def serve_command(
     host: Annotated[Optional[str], typer.Option("--host", help="Address to listen on (a non-loopback one needs --token). [default: 127.0.0.1; env: CLAIRE_SERVE_HOST]", show_default=False)] = None,
     port: Annotated[Optional[int], typer.Option("--port", help="[default: 8000; env: CLAIRE_SERVE_PORT]", show_default=False)] = None,

@@ -64,7 +64,7 @@ def flagged_in(store_path: Path, edits: list[str]) -> list[dict[str, Any]]:
              "fact": row["fact"], "diff_url": row["request"].get("diff_url")} for row in rows]
 
 
-@with_settings(*PATROL_OPTIONS, "index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
+@with_settings(*PATROL_OPTIONS, "index", "languages", "language", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def watch_command(
     max_events: Annotated[Optional[int], typer.Option("--max-events", min=1, help="Stop after reading this many events.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="First queue once more the edits that failed after watch.retry_tries tries.")] = False,

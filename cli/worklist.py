@@ -31,7 +31,7 @@ def read_titles(path: Path) -> list[str]:
     return titles
 
 
-@with_settings("index", "preset", "model", "base_url", "no_cache", "config_file", "sets")
+@with_settings("index", "languages", "language", "preset", "model", "base_url", "no_cache", "config_file", "sets")
 def worklist_command(
     titles: Annotated[Optional[Path], typer.Option("--titles", help="A file of article titles, one a line.")] = None,
     category: Annotated[Optional[str], typer.Option("--category", help="The articles of a category (through the Action API of --api-url).")] = None,
@@ -128,9 +128,16 @@ def show_worklist(result: WorklistRun, scores: dict[str, Any] | None) -> None:
         first, second = entry.sides
         if entry.should_change == second.document_title and first.document_title != second.document_title:
             first, second = second, first
-        decision = f"{entry.should_change} should change" if entry.should_change else DECISION_WORDS.get(entry.decision or "", "failed")
+        def where(side: Any) -> str:  # a side of another edition says which (two editions may share a title)
+            return side.document_title + (f" ({side.language})" if side.language else "")
+
+        decision = (f"{where(first)} should change" if entry.should_change
+                    else DECISION_WORDS.get(entry.decision or "", "failed"))
         confidence = f"{entry.confidence:.2f}" if entry.confidence and entry.decision != "unknown" else "—"
-        table.add_row(first.document_title, first.sentence or first.text, second.document_title, decision, confidence)
+        statement = first.sentence or first.text
+        if first.translation:
+            statement += f"\n(translation by the model: {first.translation})"
+        table.add_row(where(first), statement, where(second), decision, confidence)
     console.print(table)
     console.print(f"worklist: {result.out_dir}/worklist.jsonl and {result.out_dir}/worklist.wiki (wikitext to paste)")
     if scores is not None:

@@ -149,6 +149,32 @@ def demo_corpus_path() -> Path:
     return Path(str(files("claire.indexes") / "data" / "demo_corpus.jsonl"))
 
 
+def demo_editions_path() -> Path:
+    """French and German articles written for the multilingual demo (``indexes/data/demo_editions.jsonl``),
+    each linked to its English counterpart in the demo corpus."""
+    return Path(str(files("claire.indexes") / "data" / "demo_editions.jsonl"))
+
+
+def linked_both_ways(blocks: list[Block], language: str) -> list[Block]:
+    """``blocks`` of several editions, each with its language (``language`` for a block that names
+    none) and its article's counterparts in every other edition: the interlanguage links any
+    article gives, followed both ways (an English article that links to nothing is the counterpart
+    of the French one that links to it, and so of that one's other counterparts)."""
+    edition = {block.id: block.language or language for block in blocks}
+    links: dict[tuple[str, str], dict[str, str]] = {}
+    for block in blocks:
+        own = (edition[block.id], block.document_title)
+        for lang, title in (block.counterparts or {}).items():
+            group = {own, (lang, title)}
+            for member in list(group):
+                group |= {(code, name) for code, name in links.get(member, {}).items()}
+            for member in group:
+                links.setdefault(member, {}).update({code: name for code, name in group if code != member[0]})
+    return [block.model_copy(update={"language": edition[block.id],
+                                     "counterparts": links.get((edition[block.id], block.document_title)) or None})
+            for block in blocks]
+
+
 # --- WikiCollide -------------------------------------------------------------------------
 
 

@@ -68,10 +68,8 @@ class TorchQueryEncoder:
         self.embedder = embedder
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """The vectors of the queries (PyTorch)."""
-        if len(texts) == 1:
-            return self.embedder.encode_query(texts[0])[None, :]
-        return self.embedder.encode(texts, batch_size=64)
+        """The vectors of the queries (PyTorch, or the embedder's own engine)."""
+        return self.embedder.encode_queries(list(texts))
 
 
 class OnnxQueryEncoder:
@@ -94,7 +92,7 @@ class OnnxQueryEncoder:
     def encode(self, texts: list[str]) -> np.ndarray:
         """The vectors of the queries (ONNX Runtime)."""
         with self._tokenizing:
-            features = self.embedder.model.preprocess(list(texts))
+            features = self.embedder.model.preprocess([self.embedder.query_prefix + text for text in texts])
         feed = {name: features[name].numpy() for name in self._inputs}
         return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
 
@@ -108,7 +106,7 @@ def query_encoder(embedder: Embedder, runtime: str = "auto", *, folder: Path) ->
     ``folder``. Loaded encoders are shared by every index opened with the same model."""
     if runtime not in RUNTIMES:
         raise RetrievalError(f"unknown query runtime {runtime!r}; use {', '.join(RUNTIMES)}")
-    if runtime == "torch":
+    if runtime == "torch" or embedder.native:  # an engine of its own (e5-small) embeds its queries itself
         return TorchQueryEncoder(embedder)
     with _lock:
         found = _onnx_encoder(embedder, Path(folder))

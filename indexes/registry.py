@@ -14,7 +14,7 @@ from typing import Literal, Protocol, TypedDict, Unpack
 
 from claire.errors import RetrievalError
 from claire.indexes.http_search import HttpSearcher, is_search_endpoint
-from claire.indexes.retriever import Hit, ensure_demo_index, open_retriever
+from claire.indexes.retriever import MULTILINGUAL_DEMO, Hit, ensure_demo_index, open_retriever
 from claire.indexes.store import SearchMode
 from claire.indexes.wikichat import DEFAULT_URL, WikiChatRetriever
 
@@ -65,6 +65,6 @@ def open_searcher(
         raise RetrievalError(f"unknown search backend {backend!r}; use qdrant or wikichat")
     if is_search_endpoint(url):
         return HttpSearcher(url, timeout)  # type: ignore[arg-type]
-    if index == DEMO and url is None:
-        ensure_demo_index(root, embedder or "minilm", name=DEMO)
+    if index in (DEMO, MULTILINGUAL_DEMO) and url is None:
+        ensure_demo_index(root, embedder, name=index)
     return open_retriever(index, root=root, embedder_spec=embedder, url=url, api_key=api_key, query_runtime=query_runtime)

@@ -25,9 +25,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from claire.errors import DatasetError, RetrievalError
-from claire.indexes.corpus import MAX_BLOCK_CHARS, demo_corpus_path, read_corpus, split_oversize
+from claire.indexes.corpus import (MAX_BLOCK_CHARS, demo_corpus_path, demo_editions_path, linked_both_ways, read_corpus,
+                                   split_oversize)
 from claire.domain import Block
-from claire.indexes.embedders import Embedder, load_embedder
+from claire.indexes.embedders import MULTILINGUAL, Embedder, load_embedder
 from claire.indexes.query_batch import QueryBatcher
 from claire.indexes.query_encoders import QueryEncoder, query_encoder
 from claire.indexes.index_meta import IndexMeta, check_name
@@ -264,29 +265,41 @@ def build_index(
 
 DEMO_LAYOUT = b"payload: corpus_order"
 """What a demo index's payload holds besides the blocks: a change rebuilds older demo indexes."""
+MULTILINGUAL_DEMO = "demo-multilingual"
+"""The demo corpus with the French and German articles of the multilingual demo, in one index."""
 
 
-def demo_corpus_digest() -> str:
-    """A digest of the bundled demo corpus: an index built from an older version of it is rebuilt."""
-    return hashlib.sha256(demo_corpus_path().read_bytes() + DEMO_LAYOUT).hexdigest()[:16]
+def _demo_files(name: str) -> list[Path]:
+    return [demo_corpus_path(), demo_editions_path()] if name == MULTILINGUAL_DEMO else [demo_corpus_path()]
+
+
+def demo_corpus_digest(name: str = "demo") -> str:
+    """A digest of the bundled corpus of demo index ``name``: an index built from an older version of
+    it is rebuilt."""
+    return hashlib.sha256(b"".join(path.read_bytes() for path in _demo_files(name)) + DEMO_LAYOUT).hexdigest()[:16]
 
 
 def demo_index_ready(root: Path, name: str = "demo") -> bool:
     """Whether the demo index ``name`` under ``root`` is built, complete and of today's demo corpus."""
-    digest = demo_corpus_digest()
+    digest = demo_corpus_digest(name)
     return any(m.name == name and m.complete and m.corpus_digest == digest for m in list_indexes(root))
 
 
-def ensure_demo_index(root: Path, embedder_spec: str = "minilm", name: str = "demo",
+def ensure_demo_index(root: Path, embedder_spec: str | None = None, name: str = "demo",
                       on_progress: Callable[[int, int], None] | None = None) -> None:
     """Build the bundled demo corpus as index ``name`` under ``root`` unless it is already there
     (an unfinished one is rebuilt), in small batches so that its progress moves (``on_progress``:
-    see :func:`build_index`)."""
+    see :func:`build_index`). ``demo`` is the English demo (MiniLM unless ``embedder_spec``);
+    ``demo-multilingual`` adds the French and German articles, linked to their English
+    counterparts, with the offline multilingual embedder (e5-small) unless ``embedder_spec``."""
     existing = next((m for m in list_indexes(root) if m.name == name), None)
-    digest = demo_corpus_digest()
+    digest = demo_corpus_digest(name)
     if existing is not None and existing.complete and existing.corpus_digest == digest:
         return
-    blocks = read_corpus(demo_corpus_path()).blocks
+    blocks = [block for path in _demo_files(name) for block in read_corpus(path).blocks]
+    if name == MULTILINGUAL_DEMO:
+        blocks = linked_both_ways(blocks, "en")
+    embedder_spec = embedder_spec or (MULTILINGUAL if name == MULTILINGUAL_DEMO else "minilm")
     try:
         build_index(blocks, name=name, embedder=embedder_spec, root=root, replace=existing is not None, batch_size=32,
                     on_progress=on_progress, corpus_digest=digest)

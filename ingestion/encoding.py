@@ -38,8 +38,11 @@ class BatchEncoder:
         if processes < 1:
             raise ConfigError(f"encode processes must be at least 1 (got {processes})")
         self.embedder = embedder
-        self.device = resolve_device(device)
         self.batch_size = batch_size
+        if embedder.native:  # an engine of its own (e5-small): it runs on this process's CPU cores
+            self.device, self.processes, self._pool = "cpu", 1, None
+            return
+        self.device = resolve_device(device)
         model = embedder.model
         self._seq_length = model.max_seq_length
         if max_seq_length is not None:  # a cap on tokens per passage (benchmarks use it to run long dumps fast)
@@ -57,7 +60,7 @@ class BatchEncoder:
         if self._pool is None and self.device == "cpu":
             return self.embedder.encode(texts, batch_size=self.batch_size)
         vectors = self.embedder.model.encode(
-            texts,
+            [self.embedder.passage_prefix + text for text in texts],
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
@@ -71,6 +74,8 @@ class BatchEncoder:
 
     def close(self) -> None:
         """Stop the encoding processes."""
+        if self.embedder.native:
+            return
         if self._pool is not None:
             self.embedder.model.stop_multi_process_pool(self._pool)
             self._pool = None

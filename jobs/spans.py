@@ -66,9 +66,16 @@ def paragraphs(text: str) -> list[Span]:
     return found
 
 
-def sentences(text: str) -> list[Span]:
-    """Character spans of the sentences of ``text`` (surrounding blanks trimmed)."""
+def sentences(text: str, language: str | None = None) -> list[Span]:
+    """Character spans of the sentences of ``text`` (surrounding blanks trimmed); for a ``language``
+    other than English, by that language's rules (:func:`claire.languages.sentence_spans`)."""
     spans = []
+    if language and language != "en":
+        from claire.languages import sentence_spans
+
+        for first, last in paragraphs(text):
+            spans += [(first + start, first + end) for start, end in sentence_spans(text[first:last], language)]
+        return spans
     for first, last in paragraphs(text):
         for match in _SENTENCE.finditer(text, first, last):
             start, end = match.span()

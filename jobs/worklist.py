@@ -38,6 +38,7 @@ from claire.domain import Claim, Passage, recorded_outcome
 from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
 from claire.jobs.scan import fact_id
+from claire.languages import edition_of, edition_title, qualified
 from claire.files import write_atomically
 from claire.llm.client import ChatClient
 from claire.usage import CallTokens, Usage, track_usage
@@ -176,9 +177,10 @@ async def listed_titles(*, category: str | None = None, wikiproject: str | None 
         await client.aclose()
 
 
-def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[str], list[str]]:
+def select_articles(retriever: Any, titles: Sequence[str] | None, language: str = "en") -> tuple[list[str], list[str]]:
     """(the articles to check, in order; the titles asked for that the index does not hold).
-    ``titles`` None: every article of the index, in the index's order."""
+    ``titles`` None: every article of the index, in the index's order. An article of another
+    edition than ``language`` (the index's own) is named ``de:Saturn V``."""
     if titles is None:
         store = getattr(retriever, "store", None)
         if store is None:
@@ -186,11 +188,19 @@ def select_articles(retriever: Any, titles: Sequence[str] | None) -> tuple[list[
                               "articles: give --titles, --category, --wikiproject or --pagepile")
         seen: dict[str, None] = {}
         for block in store.iter_blocks():
-            seen.setdefault(block.document_title, None)
+            seen.setdefault(qualified(edition_of(block, language), block.document_title, language), None)
         return list(seen), []
     wanted = list(dict.fromkeys(t.strip() for t in titles if t.strip()))
-    missing = [t for t in wanted if not retriever.has_document(t)]
+    missing = [t for t in wanted if not article_blocks(retriever, t, language)]
     return [t for t in wanted if t not in missing], missing
+
+
+def article_blocks(retriever: Any, article: str, language: str) -> list[Any]:
+    """The blocks of an article as a list names it (``de:Saturn V``, or a title of edition ``language``)."""
+    edition, title = edition_title(article, language)
+    if not retriever.has_document(title):
+        return []
+    return [block for block in retriever.document(title) if edition_of(block, language) == edition]
 
 
 @asynccontextmanager
@@ -225,13 +235,14 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
     retriever = await asyncio.to_thread(open_retrieval, config)
     llm = ChatClient.from_config(config.llm)
     try:
-        articles, missing = await asyncio.to_thread(select_articles, retriever, titles)
+        language = config.retrieval.language
+        articles, missing = await asyncio.to_thread(select_articles, retriever, titles, language)
         if missing and console is not None:
             console.print(f"[yellow]note:[/] not in index {config.retrieval.index}: {', '.join(missing[:10])}"
                           + (f" and {len(missing) - 10} more" if len(missing) > 10 else ""))
         if not articles:
             raise ConfigError(f"none of the articles asked for is in index {config.retrieval.index}")
-        blocks = [b for title in articles for b in await asyncio.to_thread(retriever.document, title)
+        blocks = [b for article in articles for b in await asyncio.to_thread(article_blocks, retriever, article, language)
                   if b.block_type == "text" and b.content.strip()]
         planned = estimate(config, len(articles), len(blocks))
         if on_estimate is not None:
@@ -255,7 +266,7 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
                         per_article[block.document_title] = per_article.get(block.document_title, 0) + 1
                         claims.append(Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
                             document_title=block.document_title, section_title=block.section_title, content=block.content,
-                            url=block.url, id=block.id, revision_id=block.revision_id,
+                            url=block.url, id=block.id, revision_id=block.revision_id, language=block.language,
                             citations=list(block.citations) if block.citations is not None else None)))
                 claims = list({c.claim_id: c for c in claims}.values())
                 checks = out_dir / "checks"
@@ -293,7 +304,7 @@ def _with_block_data(assessment: Any, retriever: Any) -> Any:
     titles = {e.document_title for e in assessment.evidence}
     blocks = {b.id: b for title in titles for b in retriever.document(title)}
     evidence = [e.model_copy(update={"citations": blocks[e.id].citations, "block_type": blocks[e.id].block_type,
-                                     "revision_id": blocks[e.id].revision_id})
+                                     "revision_id": blocks[e.id].revision_id, "language": blocks[e.id].language})
                 if e.id in blocks else e for e in assessment.evidence]
     return assessment.model_copy(update={"evidence": evidence})
 

@@ -113,6 +113,11 @@ class ConflictAnswer(Answer):
     document_value: str = Field("", description="what the document says instead, in a few words (empty when none)")
 
 
+class TranslationAnswer(Answer):
+    schema_name: ClassVar[str] = "translation"
+    translation: str = Field(description="the sentence translated, every number, date, unit and name kept")
+
+
 class StatementAnswer(Answer):
     schema_name: ClassVar[str] = "statement"
     statement: str = Field(description="one declarative sentence")
@@ -124,6 +129,7 @@ ANSWERS: dict[str, type[Answer]] = {
     "rankgpt": RankingAnswer, "fact_extraction": ExtractionAnswer,
     "cite_support": CitationSupportAnswer, "cite_queries": QueriesAnswer,
     "resolve_explain": ResolveAnswer, "qa_to_statement": StatementAnswer, "conflict": ConflictAnswer,
+    "translate": TranslationAnswer,
 }
 """Each template's answer shape, by template name (a variant's own entry wins over its template's)."""
 

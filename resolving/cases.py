@@ -105,7 +105,12 @@ def _sentence_score(sentence: str, fact: str) -> int:
     return score
 
 
-def _pieces(text: str) -> list[str]:
+def _pieces(text: str, language: str | None = None) -> list[str]:
+    if language and language != "en":  # that language's sentence rules, line by line (an infobox's fields)
+        from claire.languages import sentence_spans
+
+        found = [line[a:b] for line in text.splitlines() for a, b in sentence_spans(line, language)]
+        return found or [text.strip()]
     return [p.strip() for p in _SENTENCES.split(text) if p.strip()] or [text.strip()]
 
 
@@ -116,13 +121,14 @@ def closest_sentence(text: str, to: str) -> tuple[str, int]:
     return best, _sentence_score(best, to)
 
 
-def sentence_giving(text: str, value: str, fact: str) -> str:
-    """The sentence (or line) of ``text`` that gives ``value``, the one closest to ``fact`` among
-    several; else the sentence closest to the fact."""
-    giving = [p for p in _pieces(text) if gives_value(p, value)]
+def sentence_giving(text: str, value: str, fact: str, language: str | None = None) -> str:
+    """The sentence (or line) of ``text`` (written in ``language``) that gives ``value``, the one
+    closest to ``fact`` among several; else the sentence closest to the fact."""
+    pieces = _pieces(text, language)
+    giving = [p for p in pieces if gives_value(p, value)]
     if giving:
         return max(giving, key=lambda p: (_sentence_score(p, fact), -len(p)))
-    return closest_sentence(text, fact)[0]
+    return max(pieces, key=lambda p: (_sentence_score(p, fact), -len(p)))
 
 
 def contradicting_evidence(assessment: Assessment) -> Evidence | None:
@@ -151,7 +157,9 @@ def own_block(claim: Claim, retriever: Searcher | None) -> Block | None:
         if same is not None:
             return same
     wanted = {t.casefold() for t in tokens(claim.text)}
-    return max(blocks, key=lambda b: len(wanted & {t.casefold() for t in tokens(b.content)}), default=None)
+    section = claim.context.section_title
+    return max(blocks, key=lambda b: (bool(section) and b.section_title == section,
+                                      len(wanted & {t.casefold() for t in tokens(b.content)})), default=None)
 
 
 # -- the case ---------------------------------------------------------------------------------------
@@ -170,18 +178,18 @@ def case_from_check(claim: Claim, assessment: Assessment, retriever: Searcher | 
     known = context.citations is not None  # a passage that carries its citations (an edit's own <ref>s)
     block = None if known else own_block(claim, retriever)
     content = context.content or (block.content if block else "")
-    fact_sentence = (sentence_giving(content, conflict.fact_value, claim.text) if conflict and content
+    fact_sentence = (sentence_giving(content, conflict.fact_value, claim.text, context.language) if conflict and content
                      else closest_sentence(content, claim.text)[0] if content else None)
     fact = Side(text=claim.text, document_title=context.document_title, section_title=context.section_title,
-                content=content,
+                content=content, language=context.language or (block.language if block else None),
                 url=context.url or (block.url if block else None),
                 revision_id=context.revision_id or (block.revision_id if block else None),
                 citations=list(context.citations or []) if known else list((block.citations if block else None) or []),
                 block_id=context.id or (block.id if block else None), sentence=fact_sentence)
-    text = (sentence_giving(evidence.content, conflict.document_value, claim.text) if conflict
+    text = (sentence_giving(evidence.content, conflict.document_value, claim.text, evidence.language) if conflict
             else closest_sentence(evidence.content, claim.text)[0])
     passage = Side(text=text, document_title=evidence.document_title, section_title=evidence.section_title,
-                   content=evidence.content, url=evidence.url, revision_id=evidence.revision_id,
+                   content=evidence.content, url=evidence.url, language=evidence.language, revision_id=evidence.revision_id,
                    citations=list(evidence.citations or []), block_id=evidence.id, sentence=text)
     read = [OtherPassage(document_title=e.document_title, content=e.content, citations=list(e.citations or []))
             for e in assessment.evidence if e.id != evidence.id and e.document_title not in
@@ -206,7 +214,8 @@ def flagged_assessment(line: dict[str, Any], claim: Claim) -> Assessment:
                 evidence.setdefault(passage["block_id"], Evidence(
                     n=int(passage.get("n") or len(evidence) + 1), id=passage["block_id"], content=passage["content"],
                     document_title=passage.get("document_title") or "", section_title=passage.get("section_title") or "",
-                    url=passage.get("url"), block_type=passage.get("block_type") or "text"))
+                    url=passage.get("url"), block_type=passage.get("block_type") or "text",
+                    language=passage.get("language")))
     return Assessment(claim_id=line["claim_id"], system=line.get("system") or "?", claim_text=claim.text,
                       score=line.get("score"), threshold=line.get("threshold") or 0.5,
                       verdict=line.get("verdict"), evidence=list(evidence.values()), reported=reported,

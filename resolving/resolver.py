@@ -37,6 +37,7 @@ from claire.resolving.talk_page import talk_page_draft
 from claire.settings import ResolveConfig
 from claire.domain import Assessment, Claim, Evidence, Passage, Reference, ScoreKind
 from claire.errors import ClaireError
+from claire.languages import name_of
 from claire.indexes.registry import Searcher
 from claire.ingestion.web_docs import source_blocks
 from claire.llm.answers import tag_text
@@ -115,8 +116,9 @@ class Resolver:
 
     def __init__(self, *, llm: ChatClient, retriever: Searcher | None, prompts: PromptLibrary, checker: CitationChecker,
                  settings: ResolveConfig, reader: SourceReader | None = None, perennial: Perennial | None = None,
-                 mode: str = "hybrid") -> None:
+                 mode: str = "hybrid", language: str = "en") -> None:
         self.llm = llm
+        self.language = language  # the edition of a side whose passage names none
         self.retriever = retriever
         self.prompts = prompts
         self.checker = checker
@@ -130,7 +132,7 @@ class Resolver:
         """The resolver over the run's LLM and index, with the citation checker's verifier."""
         return cls(llm=parts.llm, retriever=parts.retriever, prompts=parts.prompts,
                    checker=CitationChecker.from_config(parts), settings=parts.config.resolve,
-                   mode=parts.config.retrieval.mode)
+                   mode=parts.config.retrieval.mode, language=parts.config.retrieval.language)
 
     # -- each source ---------------------------------------------------------------------------
     async def judge_source(self, side: Side, reference: Reference, given: dict[str, SourcePage], value: str,
@@ -263,6 +265,46 @@ class Resolver:
             log.warning("no explanation: %s", asked.failure("the explainer", "both_can_stand"))
         return asked.value or Readings()
 
+    # -- across languages ----------------------------------------------------------------------
+    async def translate(self, case: SidesCase, fact: SideReport, passage: SideReport) -> None:
+        """For two sides in different editions: each report says its language, and the side the
+        reader cannot be expected to read gets the model's translation (``prompts/translate.j2``),
+        which the card shows beside the sentence as written, marked as a translation: the passage,
+        into the fact's language; but a fact of another edition checked against a passage of the
+        home edition (``retrieval.language``), into the home language."""
+        fact_language = case.fact.language or self.language
+        passage_language = case.passage.language or self.language
+        if fact_language == passage_language:
+            return
+        fact.language, passage.language = fact_language, passage_language
+        if passage_language == self.language:
+            side, report, target = case.fact, fact, passage_language
+        else:
+            side, report, target = case.passage, passage, fact_language
+        sentence = side.sentence or side.text
+        prompt = self.prompts.render("translate", sentence=sentence, source_language=name_of(report.language),
+                                     target_language=name_of(target), value=report.value or sentence)
+
+        def read(answer: str | Answer) -> str | None:
+            text = getattr(answer, "translation", None) if isinstance(answer, Answer) else tag_text(answer, "translation")
+            return " ".join(text.split()) if text and text.strip() else None
+
+        asked = await self.llm.ask(prompt, read, follow_up=lambda problem, detail="": self.prompts.render(
+            "follow_up", wanted="translation", problem=problem, detail=detail))
+        if asked.value is None:  # the card shows the sentence as written, without a translation
+            log.warning("no translation: %s", asked.failure("the translator", "translation"))
+            return
+        report.translation, report.translated_into = asked.value, target
+
+    @staticmethod
+    def unrated_abroad(report: SideReport) -> list[str]:
+        """What the card says of a side in another edition whose sources the Perennial list does not
+        rate: that list is English Wikipedia's, so a source missing from it is simply not listed."""
+        if report.language in (None, "en") or not any(j.tier == "not listed" for j in report.sources):
+            return []
+        return [f"the {report.side}'s sources ({name_of(report.language)} edition) are rated only as English "
+                "Wikipedia's Perennial sources list rates them; a source not on it is simply not listed there"]
+
     # -- the whole resolve -----------------------------------------------------------------------
     async def case_of_flag(self, flagged: FlagCase) -> SidesCase | None:
         """The case a flagged check makes, as every surface builds it (:mod:`claire.resolving.cases`):
@@ -301,6 +343,7 @@ class Resolver:
             fact, passage = await asyncio.gather(
                 self.side_report("fact", case.fact, given, values[0], values[1]),
                 self.side_report("passage", case.passage, given, values[1], values[0]))
+            await self.translate(case, fact, passage)
             others = await self.others(case, values)
             fact.agreeing = self.agreeing(values[0], values[1], others, about=case.fact.text, sides=case)
             passage.agreeing = self.agreeing(values[1], values[0], others, about=case.fact.text, sides=case)
@@ -309,6 +352,7 @@ class Resolver:
         decision, confidence, reasons, missing = decide(
             fact, passage, time_varying=time_varying, both_can_stand=readings.both,
             both_reason=readings.reason, weights=self.settings)
+        missing += [note for report in (fact, passage) for note in self.unrated_abroad(report)]
         resolution = Resolution(
             claim_id=case.claim_id, decision=decision, confidence=confidence, reasons=reasons, missing=missing,
             explanation=readings.explanation, both_reason=readings.reason if readings.both else None,

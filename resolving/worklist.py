@@ -34,9 +34,17 @@ class PlantedValues(BaseModel):
     right: str
 
 
+class PlantedTranslation(BaseModel):
+    """A side's sentence and its translation into another edition's language (the oracle's answer)."""
+    text: str
+    into: str
+    translation: str
+
+
 class PlantedPair(BaseModel):
     """One line of a key: a block that is wrong, the blocks that contradict it, and which side is
-    right (``contradicting``: the wrong block should change; ``both``: both can stand)."""
+    right (``contradicting``: the wrong block should change; ``both``: both can stand). A pair across
+    language editions may give each side's sentence with its translation."""
 
     id: str
     wrong_block: str
@@ -44,6 +52,7 @@ class PlantedPair(BaseModel):
     right_side: Literal["contradicting", "both"] = "contradicting"
     values: PlantedValues | None = None  # what each side states (optional; the oracle reads it)
     what: str = ""
+    translations: list[PlantedTranslation] = Field(default_factory=list)
 
 
 def load_key(path: str | Path) -> list[PlantedPair]:
@@ -126,17 +135,30 @@ def _tiers(side: SideReport) -> str:
     return ", ".join(tiers) if tiers else "no source cited"
 
 
-def _article_cell(side: SideReport) -> str:
+def _article_cell(side: SideReport, home: str) -> str:
     where = as_link_target(side.document_title)
     section = side.section_title.split(" > ")[-1] if side.section_title else ""
     anchor = f"#{as_link_target(section)}" if section else ""
-    return f"[[:{where}{anchor}|{as_wikitext(side.document_title)}]]" if where else "—"
+    edition = f"{side.language}:" if side.language and side.language != home else ""  # an interwiki link
+    shown = as_wikitext(side.document_title) + (f" ({side.language})" if edition else "")
+    return f"[[:{edition}{where}{anchor}|{shown}]]" if where else "—"
 
 
-def worklist_wikitext(entries: Sequence[WorklistEntry], *, title: str = "Contradictions found by CLAIRE") -> str:
+def _statement_cell(side: SideReport) -> str:
+    """A side's sentence, and for one of another edition the model's translation, marked as such."""
+    cell = as_wikitext(side.sentence or side.text)
+    if side.translation:
+        cell += f" (translation by the model: {as_wikitext(side.translation)})"
+    return cell
+
+
+def worklist_wikitext(entries: Sequence[WorklistEntry], *, title: str = "Contradictions found by CLAIRE",
+                      home: str = "en") -> str:
     """A sortable wikitable of the entries: the article, its statement, the other article, which
     side is right and the tiers of each side's sources. Every quoted field is kept from acting as
-    markup, and article links carry a leading colon so that no title can act as a category or a file."""
+    markup, and article links carry a leading colon so that no title can act as a category or a file;
+    an article of another edition than ``home`` (the wiki the table is for) is an interwiki link, and
+    its statement comes with the model's translation."""
     lines = [f"== {as_wikitext(title)} ==",
              '{| class="wikitable sortable"',
              "! Article !! Statement !! Other article !! Other statement !! Which side !! Confidence !! Sources (article) !! Sources (other)"]
@@ -151,8 +173,8 @@ def worklist_wikitext(entries: Sequence[WorklistEntry], *, title: str = "Contrad
             verdict = f"{entry.should_change} should change"
         confidence = f"{entry.confidence:.2f}" if entry.confidence is not None and entry.decision in ("fact", "passage", "both") else "—"
         lines += ["|-",
-                  f"| {_article_cell(fact)} || {as_wikitext(fact.sentence or fact.text)} || {_article_cell(passage)} || "
-                  f"{as_wikitext(passage.sentence or passage.text)} || {as_wikitext(verdict)} || {confidence} || "
+                  f"| {_article_cell(fact, home)} || {_statement_cell(fact)} || {_article_cell(passage, home)} || "
+                  f"{_statement_cell(passage)} || {as_wikitext(verdict)} || {confidence} || "
                   f"{as_wikitext(_tiers(fact))} || {as_wikitext(_tiers(passage))}"]
     lines.append("|}")
     return "\n".join(lines) + "\n"

@@ -89,6 +89,7 @@ _PHRASES = (
     (("You check citations",), "cite_support"),
     (("find sources for a claim",), "cite_queries"),
     (("seem to contradict each other",), "resolve_explain"),
+    (("You translate one sentence",), "translate"),
 )
 
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from claire.languages import NAMES
 from claire.resolving.values import gives_value
 from claire.tasks.wikicollide.dataset import load_wikicollide
 from claire.testing.doubles import kind_of
@@ -52,16 +54,16 @@ def _words(text: str) -> set[str]:
     return {word for word in _WORD.findall(text.casefold()) if len(word) > 2}
 
 
-def extracted_facts(passage: str, known: list[str]) -> list[tuple[str, str]]:
-    """(fact, source sentence) for a passage: each sentence gives the known facts it states (most of
-    their words are in it), else itself."""
+def extracted_facts(passage: str, known: list[str], language: str | None = None) -> list[tuple[str, str]]:
+    """(fact, source sentence) for a passage (in ``language``'s sentences): each sentence gives the
+    known facts it states (most of their words are in it), else itself."""
     found = []
     pieces: list[str] = []
     text: list[str] = []
 
     def running_text() -> None:
         joined = "\n".join(text)
-        pieces.extend(" ".join(joined[start:end].split()) for start, end in sentences(joined))
+        pieces.extend(" ".join(joined[start:end].split()) for start, end in sentences(joined, language))
         text.clear()
 
     for line in passage.splitlines():  # an infobox's "Key: value" lines are a fact each, not one long "sentence"
@@ -168,6 +170,14 @@ def conflict_answer(user: str) -> str:
     title = (re.search(r'^From "(.*?)"', user, re.MULTILINE) or [None, ""])[1]
     documents = {" ".join(text.split()): number for number, text in
                  re.findall(r'<document n="(\d+)"[^>]*>\n(.*?)\n</document>', user, re.DOTALL)}
+    sides = edition_sides(fact)
+    if sides is not None:  # a pair across editions: the other side's first block the research read
+        own, other = sides
+        for content in other.contents:
+            number = next((n for text, n in documents.items() if _shows(text, content) and _shows(content, text)), None)
+            if number is not None:
+                return (f"<conflicting_document>{number}</conflicting_document>\n<fact_value>{own.value}</fact_value>\n"
+                        f"<document_value>{other.value}</document_value>")
     for article, wrong, right, contents, stating in _planted():
         if article != title or not (gives_value(fact, wrong) or " ".join(fact.split()) in stating):
             continue
@@ -177,6 +187,88 @@ def conflict_answer(user: str) -> str:
                 return (f"<conflicting_document>{number}</conflicting_document>\n<fact_value>{wrong}</fact_value>\n"
                         f"<document_value>{right}</document_value>")
     return "<conflicting_document>none</conflicting_document>\n<fact_value></fact_value>\n<document_value></document_value>"
+
+
+EDITIONS_KEY = Path(__file__).resolve().parents[1] / "indexes" / "data" / "demo_key_editions.jsonl"
+"""The multilingual demo's planted contradictions across editions, with the sentences of each side
+and their translations: the oracle flags a fact of either side only when the research showed it the
+other side, and translates a side's sentence as the key does."""
+
+
+@dataclass(frozen=True)
+class _EditionSide:
+    sentence: str  # the side's sentence that states its value
+    value: str
+    contents: tuple[str, ...]  # the side's blocks' texts (the wrong block; the contradicting ones, in the key's order)
+
+
+@lru_cache(maxsize=1)
+def _editions() -> list[tuple[_EditionSide, _EditionSide]]:
+    """(wrong side, right side) of each pair of the multilingual key."""
+    from claire.indexes.corpus import demo_corpus_path, demo_editions_path, read_corpus
+    from claire.resolving.worklist import load_key
+
+    if not EDITIONS_KEY.is_file():
+        return []
+    blocks = {b.id: b for path in (demo_corpus_path(), demo_editions_path()) for b in read_corpus(path).blocks}
+    pairs = []
+    for pair in load_key(EDITIONS_KEY):
+        if pair.values is None or pair.wrong_block not in blocks:
+            continue
+        wrong = blocks[pair.wrong_block]
+        right = [blocks[b] for b in pair.contradicting_blocks if b in blocks]
+        said = {t.text: t for t in pair.translations}
+        wrong_sentence = next((text for text in said if _words(text) <= _words(wrong.content)), "")
+        right_sentence = next((text for text in said for block in right if _words(text) <= _words(block.content)), "")
+        pairs.append((_EditionSide(wrong_sentence, pair.values.wrong, (wrong.content,)),
+                      _EditionSide(right_sentence, pair.values.right, tuple(b.content for b in right))))
+    return pairs
+
+
+def _about(fact: str, side: _EditionSide) -> bool:
+    """Whether a fact states a side: it gives the side's value and most of its words are the side's sentence's."""
+    words = _words(fact)
+    return (bool(side.sentence) and bool(words) and gives_value(fact, side.value)
+            and len(words & _words(side.sentence)) >= 0.75 * len(words))
+
+
+def _shows(prompt: str, content: str) -> bool:
+    """Whether a prompt shows a passage (most of its words), whatever the prompt did to its quotes."""
+    words = _words(content)
+    return bool(words) and len(words & _words(prompt)) >= 0.9 * len(words)
+
+
+def edition_sides(fact: str) -> tuple[_EditionSide, _EditionSide] | None:
+    """(this side, the other side) of the multilingual pair a fact states one side of, if any."""
+    for wrong, right in _editions():
+        if _about(fact, wrong):
+            return wrong, right
+        if _about(fact, right):
+            return right, wrong
+    return None
+
+
+def flagged_across_editions(fact: str, prompt: str) -> bool | None:
+    """For a fact of a multilingual pair: whether the prompt shows the other side (None: no such fact)."""
+    sides = edition_sides(fact)
+    if sides is None:
+        return None
+    return any(_shows(prompt, content) for content in sides[1].contents)
+
+
+def translate_answer(user: str) -> str:
+    """The key's translation of the sentence shown, into the language asked for (none when unknown)."""
+    from claire.languages import NAMES
+    from claire.resolving.worklist import load_key
+
+    sentence = " ".join((_between(user, "sentence") or "").split())
+    target = (re.search(r"Translate it into (.+?)\.\s*$", user.strip()) or [None, ""])[1]
+    codes = {name: code for code, name in NAMES.items()}
+    for pair in load_key(EDITIONS_KEY) if EDITIONS_KEY.is_file() else []:
+        for known in pair.translations:
+            if " ".join(known.text.split()) == sentence and codes.get(target) == known.into:
+                return f"<translation>{known.translation}</translation>"
+    return "<translation></translation>"
 
 
 def oracle_responder(*datasets: Path):
@@ -197,12 +289,17 @@ def oracle_responder(*datasets: Path):
             return {"content": conflict_answer(body["messages"][-1]["content"])}
         if kind == "resolve_explain":
             return {"content": explain_answer(body["messages"][-1]["content"])}
+        if kind == "translate":
+            return {"content": translate_answer(body["messages"][-1]["content"])}
         if kind == "extract":
             prompt = body["messages"][-1]["content"]
             passage = prompt.split("<passage>", 1)[-1].split("</passage>", 1)[0]
+            named = re.search(r"The passage is written in ([^:]+):", prompt)
+            language = {name: code for code, name in NAMES.items()}.get(named.group(1)) if named else None
             return {"content": "\n".join(f"<fact>{fact}</fact>\n<source>{source}</source>"
-                                          for fact, source in extracted_facts(passage, list(gold)))}
-        inconsistent = gold.get(fact) == "inconsistent"
+                                          for fact, source in extracted_facts(passage, list(gold), language))}
+        across = flagged_across_editions(fact, "\n".join(str(m.get("content") or "") for m in body["messages"]))
+        inconsistent = across if across is not None else gold.get(fact) == "inconsistent"
         if kind == "controller":
             prompt = body["messages"][-1]["content"]
             steps = prompt.count("Step ")

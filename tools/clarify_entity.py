@@ -26,7 +26,7 @@ async def clarify_entity(name_and_description: str, runtime: ToolRuntime[ToolCon
     # Like every search of the agent it leaves out the claim's own article, so the note cannot
     # carry that article's version of the facts into the verdict.
     hits = await context.search.search(name_and_description, exclude_title=claim.context.document_title or None,
-                                       k=context.clarify_k)
+                                       k=context.clarify_k, language=claim.context.language)
     documents = [Evidence.from_hit(hit, n) for n, hit in enumerate(hits, start=1)]
 
     def render(shown: list[Evidence]) -> Any:

@@ -33,7 +33,7 @@ async def search(query: str, runtime: ToolRuntime[ToolContext, Any]) -> Command:
     """
     context, state = runtime.context, runtime.state
     hits = await context.search.search(query, exclude_title=state.claim.context.document_title or None,
-                                       k=context.docs_per_query)
+                                       k=context.docs_per_query, language=state.claim.context.language)
     if not hits:
         return step_result(runtime, "search", query, "No passages found for this query. Try other words or another angle.", [])
     known = {evidence.block_id: evidence for evidence in state.evidence}

@@ -66,6 +66,7 @@ class Side(BaseModel):
     revision_id: int | None = None
     block_id: str | None = None  # the corpus block it stands in, when known (a worklist's entries pair blocks)
     sentence: str | None = None  # the article's own sentence that states it, when known (the talk page quotes it)
+    language: str | None = Field(None, exclude_if=lambda value: value is None)  # its edition (None: the index's own)
 
     @field_validator("text")
     @classmethod
@@ -211,6 +212,9 @@ class SideReport(BaseModel):
     link: str | None = None  # the article (a permanent revision link when the revision is known)
     block_id: str | None = None  # the corpus block the statement stands in, when known
     sentence: str | None = None  # the article's own sentence, when known (the statement may be a fact extracted from it)
+    language: str | None = Field(None, exclude_if=lambda value: value is None)  # its edition, when it differs from the other side's
+    translation: str | None = Field(None, exclude_if=lambda value: value is None)  # its sentence in the other side's language, by the model
+    translated_into: str | None = Field(None, exclude_if=lambda value: value is None)  # that language's code
     sources: list[SourceJudgement] = Field(default_factory=list)
     agreeing: list[str] = Field(default_factory=list)  # distinct other sources that give its value
     strength: float = 0.0
