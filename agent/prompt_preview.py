@@ -247,6 +247,10 @@ def preview_values(name: str, inputs: tuple[str, ...], sample: PreviewSample, co
         "detail": "",
         "value": None,
         "other_value": None,
+        "language": "",  # the passage's language, named only for a block of another edition
+        "sentence": sample.documents[0].content if sample.documents else claim.text,
+        "source_language": "German",
+        "target_language": "English",
         "fact": {"label": "The fact", "text": claim.text, "document_title": claim.context.document_title,
                  "section_title": claim.context.section_title, "value": claim.text, "agreeing": 0, "sources": []},
         "passage": {"label": "The passage", "text": sample.documents[0].content if sample.documents else claim.text,

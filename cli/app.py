@@ -79,6 +79,7 @@ COMMANDS = [
     (bench_app, "worklist", bench.bench_worklist),
     (bench_app, "resolve", bench.bench_resolve),
     (bench_app, "startup", bench.bench_startup),
+    (bench_app, "languages", bench.bench_languages),
 ]
 """Every command: the application it belongs to, its name and the function that runs it."""
 

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.console import Console
 
 from claire.cli.options import DatasetOpt, Settings, console, with_settings
 from claire.errors import ConfigError
@@ -194,3 +195,14 @@ def bench_serve(
     from claire.bench.serve import run_serve_bench
 
     run_serve_bench(facts=facts, concurrency=concurrency, latency=latency, clients=clients, polls=polls, console=console)
+
+
+def bench_languages(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+) -> None:
+    """The multilingual demo index: build rate, query latency and cross-lingual recall@k (e5-small against MiniLM)."""
+    from claire.bench.languages import run_languages_bench
+
+    results = run_languages_bench(console=console if not as_json else Console(quiet=True))
+    if as_json:
+        print(json.dumps(results, indent=2))

@@ -111,3 +111,14 @@ def copy_demo_index(demo_index_root) -> Callable[[Path], Path]:
         return root
 
     return copy
+
+
+@pytest.fixture(scope="session")
+def multilingual_index_root(tmp_path_factory) -> Path:
+    """An index folder holding the real multilingual demo index (English, French and German blocks
+    with the offline e5-small embedder), built once for the whole session. Read it only."""
+    from claire.indexes.retriever import MULTILINGUAL_DEMO, ensure_demo_index
+
+    root = tmp_path_factory.mktemp("multilingual-index") / "indexes"
+    ensure_demo_index(root, name=MULTILINGUAL_DEMO)
+    return root

@@ -252,7 +252,7 @@ async def test_no_claire_header_reaches_an_endpoint_unless_a_test_turns_it_on(op
         prompts_.render("verifier", claim="c", context=context, clarifications=[], explanations=[], documents=docs),
         prompts_.render("rankgpt", query="q", passages=docs, max_chars=600),
         prompts_.render("nli", claim="c", document=docs[0]),
-        prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France."),
+        prompts_.render("fact_extraction", title="Paris", section="", text="Paris is in France.", language=""),
     ]
     client = client_for(openai_server, tmp_path, stream=stream, prompt_header=prompt_header)
     for prompt in prompts:

@@ -16,7 +16,7 @@ def test_the_oracle_extracts_the_shipped_passages_facts_for_a_keyless_tour():
     from claire.testing.oracle import oracle_responder
 
     passage = (STATIC.parent / "docs" / "examples" / "Paris.txt").read_text()
-    prompt = PromptLibrary().render("fact_extraction", title="Paris", section="", text=passage)
+    prompt = PromptLibrary().render("fact_extraction", title="Paris", section="", text=passage, language="")
     wire = [{"role": "system" if m.type == "system" else "user", "content": m.content} for m in prompt]
     respond = oracle_responder()
     answer = respond({"messages": wire})["content"]
