@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def index_build(
     corpus: Annotated[Optional[Path], typer.Argument(help="Corpus JSONL (one block per line).")] = None,
     name: Annotated[str, typer.Option("--name", help="Index name.")] = ...,
-    embedder: Annotated[str, typer.Option("--embedder", help="minilm (offline default), mgte, or a sentence-transformers id/path.")] = "minilm",
+    embedder: Annotated[str, typer.Option("--embedder", help="minilm (offline default), e5-small (multilingual, offline), multilingual-e5 or mgte (from the hub), or a sentence-transformers id/path.")] = "minilm",
     from_wikicollide: Annotated[Optional[Path], typer.Option("--from-wikicollide", help="Build from a WikiCollide dataset's passages.")] = None,
     from_article: Annotated[Optional[list[Path]], typer.Option("--from-article", help="Plain article text (## headings start sections); repeatable. The file name is the title.")] = None,
     from_feverous_pages: Annotated[Optional[Path], typer.Option("--from-feverous-pages", help="FEVEROUS wiki pages (JSONL, one page a line); blocks keep element ids.")] = None,
