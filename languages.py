@@ -85,13 +85,13 @@ def sentence_spans(text: str, language: str) -> list[tuple[int, int]]:
         segmenter = pysbd.Segmenter(language=language, clean=False, char_span=True)
     except ValueError:
         segmenter = pysbd.Segmenter(language="en", clean=False, char_span=True)
-    spans = []
-    for piece in segmenter.segment(text):
-        start, end = piece.start, piece.end
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start:
-            spans.append((start, end))
-    return spans
+    return [span for piece in segmenter.segment(text) if (span := trimmed(text, piece.start, piece.end))]
+
+
+def trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The span ``start:end`` of ``text`` without its surrounding blanks (None when nothing is left)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if end > start else None

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from claire.indexes.corpus import heading
+from claire.languages import sentence_spans, trimmed
 
 # A sentence runs to a stop that is followed by a blank or the end of its paragraph (so "1.5 km"
 # and "example.org" do not end one), closing quotes and brackets included.
@@ -69,23 +70,11 @@ def paragraphs(text: str) -> list[Span]:
 def sentences(text: str, language: str | None = None) -> list[Span]:
     """Character spans of the sentences of ``text`` (surrounding blanks trimmed); for a ``language``
     other than English, by that language's rules (:func:`claire.languages.sentence_spans`)."""
-    spans = []
     if language and language != "en":
-        from claire.languages import sentence_spans
-
-        for first, last in paragraphs(text):
-            spans += [(first + start, first + end) for start, end in sentence_spans(text[first:last], language)]
-        return spans
-    for first, last in paragraphs(text):
-        for match in _SENTENCE.finditer(text, first, last):
-            start, end = match.span()
-            while start < end and text[start].isspace():
-                start += 1
-            while end > start and text[end - 1].isspace():
-                end -= 1
-            if end > start:
-                spans.append((start, end))
-    return spans
+        return [(first + start, first + end) for first, last in paragraphs(text)
+                for start, end in sentence_spans(text[first:last], language)]
+    return [span for first, last in paragraphs(text) for match in _SENTENCE.finditer(text, first, last)
+            if (span := trimmed(text, *match.span()))]
 
 
 def _words(text: str) -> list[str]:
