@@ -37,6 +37,7 @@ from claire.config import Config
 from claire.domain import Claim, Passage, recorded_outcome
 from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
+from claire.jobs.infobox_pass import InfoboxPass, infobox_pass
 from claire.jobs.scan import fact_id
 from claire.languages import edition_of, edition_title, qualified
 from claire.files import write_atomically
@@ -244,6 +245,12 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
             raise ConfigError(f"none of the articles asked for is in index {config.retrieval.index}")
         blocks = [b for article in articles for b in await asyncio.to_thread(article_blocks, retriever, article, language)
                   if b.block_type == "text" and b.content.strip()]
+        infoboxes = await asyncio.to_thread(_infoboxes_first, config, retriever, articles, out_dir)
+        if infoboxes is not None and console is not None:
+            counts = infoboxes.counts()
+            console.print(f"infobox pass: {counts['pairs']} pair(s) of infoboxes, {counts['rows']} fields aligned: "
+                          f"{counts['same']} agree, {counts['differs']} differ (listed with no model call), "
+                          f"{counts['to the model']} left to the model")
         planned = estimate(config, len(articles), len(blocks))
         if on_estimate is not None:
             on_estimate(planned)
@@ -268,6 +275,8 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
                             document_title=block.document_title, section_title=block.section_title, content=block.content,
                             url=block.url, id=block.id, revision_id=block.revision_id, language=block.language,
                             citations=list(block.citations) if block.citations is not None else None)))
+                if infoboxes is not None:
+                    claims += infoboxes.to_check
                 claims = list({c.claim_id: c for c in claims}.values())
                 checks = out_dir / "checks"
                 checked = WithinBudget(system, usage, max_cost) if max_cost is not None else system
@@ -282,12 +291,15 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
                        for p in lines if recorded_outcome(p) == "flagged"]
             flagged = [(claim, _with_block_data(assessment, retriever)) for claim, assessment in flagged]
             unchecked = sum(1 for p in lines if recorded_outcome(p) == "failed")
-            resolved = await resolve_flags(config, flagged, retriever=retriever, llm=llm) if flagged else []
+            named = infoboxes.cases if infoboxes is not None else []
+            resolved = (await resolve_flags(config, flagged, retriever=retriever, llm=llm, cases=named)
+                        if flagged or named else [])
         entries = ranked(entries_from(resolved))
         write_worklist(out_dir, entries)
         summary = {"articles": len(articles), "facts": len(claims), "flagged": len(flagged), "entries": len(entries),
                    "unchecked": unchecked, "budget_reached": reached, "usage": usage.to_dict(),
-                   "engine": config.eval.engine, "engine_start_s": getattr(pool, "start_s", None)}
+                   "engine": config.eval.engine, "engine_start_s": getattr(pool, "start_s", None),
+                   "infoboxes": infoboxes.counts() if infoboxes is not None else None}
         write_atomically(out_dir / "worklist_run.json", json.dumps(summary, indent=2))
         return WorklistRun(out_dir=out_dir, articles=articles, facts=len(claims), flagged=len(flagged), entries=entries,
                            usage=usage.to_dict(), budget_reached=reached, unchecked=unchecked,
@@ -296,6 +308,20 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
     finally:
         retriever.close()
         await llm.aclose()
+
+
+def _infoboxes_first(config: Config, retriever: Any, articles: Sequence[str], out_dir: Path) -> InfoboxPass | None:
+    """The infobox pass (:mod:`claire.jobs.infobox_pass`) when the run searches other editions
+    (``retrieval.languages``), its comparisons written to ``infoboxes.jsonl``; None otherwise."""
+    if not config.retrieval.languages:
+        return None
+    from claire.indexes.embedders import MULTILINGUAL, load_embedder
+
+    encode = load_embedder(MULTILINGUAL).encode_queries
+    found = infobox_pass(retriever, articles, home=config.retrieval.language, editions=config.retrieval.languages,
+                         encode=encode)
+    write_atomically(out_dir / "infoboxes.jsonl", "".join(c.model_dump_json() + "\n" for c in found.comparisons))
+    return found
 
 
 def _with_block_data(assessment: Any, retriever: Any) -> Any:

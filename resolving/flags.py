@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from claire.domain import Assessment, Claim
 from claire.resolving.cases import case_from_check, name_conflict
+from claire.resolving.infoboxes import dispute_numbers
 from claire.tasks.sides.records import Resolution, Side, SidesCase
 
 if TYPE_CHECKING:
@@ -59,11 +60,19 @@ def _values(case: SidesCase) -> frozenset[str] | None:
     return frozenset(" ".join(v.casefold().split()) for v in case.values)
 
 
+def _disputed(case: SidesCase) -> frozenset[tuple[float, ...]] | None:
+    if not case.values or case.values_from == "word overlap":
+        return None
+    return dispute_numbers(case.values[0], case.fact.language, case.values[1], case.passage.language)
+
+
 def same_contradictions(cases: Sequence[SidesCase | None]) -> list[list[int]]:
     """The cases grouped by contradiction, as lists of their positions: two cases are one
     contradiction when they pair the same two statements (in either order, :func:`contradiction_key`),
-    or when they share one statement and dispute the same two values (a fact contradicted by two
-    passages that give one value, or by both ends of one pair)."""
+    when they share one statement and dispute the same two values (a fact contradicted by two
+    passages that give one value, or by both ends of one pair), or when one article stands on one
+    side of the same disputed figures in both (its sentence and its infobox row both give 1890
+    where the other editions give 1889, :func:`~claire.resolving.infoboxes.dispute_numbers`)."""
     parent = list(range(len(cases)))
 
     def root(i: int) -> int:
@@ -80,6 +89,9 @@ def same_contradictions(cases: Sequence[SidesCase | None]) -> list[list[int]]:
         values = _values(case)
         if values is not None:
             marks += [(_where(case.fact), values), (_where(case.passage), values)]
+        figures = _disputed(case)
+        if figures is not None:
+            marks += [("article", side.language, side.document_title, figures) for side in (case.fact, case.passage)]
         for mark in marks:
             if mark in seen:
                 parent[root(i)] = root(seen[mark])
@@ -100,13 +112,17 @@ def _representative(cases: Sequence[SidesCase], members: list[int]) -> int:
 
 async def resolve_flags(config: Config, flags: Sequence[tuple[Claim, Assessment]], *, retriever: Searcher | None,
                         llm: ChatClient | None = None, memo: Resolutions | None = None,
-                        concurrency: int | None = None) -> list[ResolvedFlag]:
+                        concurrency: int | None = None,
+                        cases: Sequence[tuple[Claim, SidesCase]] = ()) -> list[ResolvedFlag]:
     """Each flag's case and decision, in the order given (see the module docstring): one resolve
-    per distinct contradiction (:func:`same_contradictions`), through the executor."""
+    per distinct contradiction (:func:`same_contradictions`), through the executor. ``cases`` are
+    contradictions already named (the infobox pass's mismatches, with the fact each starts from):
+    they are grouped with the flags' and resolved alike, and come last in the answer."""
     from claire.agent.runtime import open_system
     from claire.runs.executor import Executor
 
     memo = memo if memo is not None else Resolutions()
+    given = list(cases)
     resolving = config.with_overrides({"agent.system": "resolve", "agent.task": "sides"})
     executor = Executor.for_config(config, concurrency or config.eval.concurrency)
     async with open_system(resolving, llm=llm, retriever=retriever) as resolver:
@@ -115,7 +131,8 @@ async def resolve_flags(config: Config, flags: Sequence[tuple[Claim, Assessment]
                 conflict = await name_conflict(claim, assessment, resolver.llm, resolver.prompts)
             return await asyncio.to_thread(case_from_check, claim, assessment, retriever, conflict)
 
-        cases = list(await asyncio.gather(*(case_of(claim, assessment) for claim, assessment in flags)))
+        named = list(await asyncio.gather(*(case_of(claim, assessment) for claim, assessment in flags)))
+        cases: list[SidesCase | None] = [*named, *(case for _, case in given)]
         groups = same_contradictions(cases)
 
         async def decide(members: list[int]) -> Resolution:
@@ -144,9 +161,10 @@ async def resolve_flags(config: Config, flags: Sequence[tuple[Claim, Assessment]
     for members, resolution in zip(groups, decided):
         group_key = min(contradiction_key(cases[i]) for i in members)  # type: ignore[arg-type]
         outcome.update({i: (resolution, group_key) for i in members})
+    claims = [claim for claim, _ in flags] + [claim for claim, _ in given]
     return [ResolvedFlag(claim=claim, case=cases[i], resolution=outcome.get(i, (None, None))[0],
                          key=outcome.get(i, (None, None))[1])
-            for i, (claim, _) in enumerate(flags)]
+            for i, claim in enumerate(claims)]
 
 
 async def resolve_flag(config: Config, claim: Claim, assessment: Assessment, *, retriever: Searcher | None,

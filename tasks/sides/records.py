@@ -49,7 +49,7 @@ SUPPORT_WORDS: dict[Support, str] = {
 }
 """How the terminal and the web card say where a source stands (one table: the card's JSON carries
 each source's words as ``support_words``)."""
-ValuesFrom = Literal["given", "model", "word overlap"]
+ValuesFrom = Literal["given", "model", "word overlap", "infobox"]
 """Where a resolve's two values came from: given with the case, named by the model from the
 research's own answer, or, when the model named none, the words that set the two statements apart."""
 
