@@ -9,6 +9,8 @@ built from one edition before blocks carried a language reads as that edition.
 from __future__ import annotations
 
 import re
+from datetime import date
+from functools import lru_cache
 from typing import Any
 
 NAMES = {
@@ -95,3 +97,59 @@ def trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return (start, end) if end > start else None
+
+
+@lru_cache(maxsize=64)
+def month_names(language: str) -> tuple[str, dict[str, int]]:
+    """(a regular expression alternation of the language's month names, each name's month number):
+    wide and abbreviated, from Babel's CLDR data; English's are always included."""
+    from babel import Locale, UnknownLocaleError
+    from babel.dates import get_month_names
+
+    names: dict[str, int] = {}
+    for code in dict.fromkeys([language.replace("-", "_"), "en"]):
+        try:
+            locale = Locale.parse(code)
+        except (UnknownLocaleError, ValueError):
+            continue
+        for width in ("wide", "abbreviated"):
+            for context in ("format", "stand-alone"):
+                for number, name in get_month_names(width, context, locale).items():
+                    names.setdefault(name.casefold().rstrip("."), number)
+    return "(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + ")", names
+
+
+def dates_in(text: str, language: str) -> list[tuple[int, int, tuple[int, int, int], str]]:
+    """The dates written in ``text`` in the language's way: ``(start, end, (year, month, day), as
+    written)`` each, with day 0 for a month and year alone. Reads ``31. März 1890``, ``1er janvier
+    1887``, ``9 de noviembre de 1967``, ``March 31, 1889`` and ``1889-03-31``."""
+    month, numbers = month_names(language)
+    patterns = [
+        (rf"(?<!\d)(\d{{1,2}})(?:er|\.|º)?\s+(?:de\s+)?{month}\.?\s+(?:de\s+)?(\d{{3,4}})(?!\d)", "dmy"),
+        (rf"(?<!\w){month}\.?\s+(\d{{1,2}}),?\s+(\d{{3,4}})(?!\d)", "mdy"),
+        (r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", "iso"),
+        (rf"(?<![\w.]){month}\.?\s+(?:de\s+)?(\d{{4}})(?!\d)", "my"),
+    ]
+    found: list[tuple[int, int, tuple[int, int, int], str]] = []
+    for pattern, order in patterns:
+        for match in re.finditer(pattern, text, re.IGNORECASE):
+            if any(start < match.end() and match.start() < end for start, end, _, _ in found):
+                continue
+            groups = match.groups()
+            if order == "dmy":
+                day, month_no, year = int(groups[0]), numbers.get(groups[1].casefold().rstrip(".")), int(groups[2])
+            elif order == "mdy":
+                month_no, day, year = numbers.get(groups[0].casefold().rstrip(".")), int(groups[1]), int(groups[2])
+            elif order == "iso":
+                year, month_no, day = int(groups[0]), int(groups[1]), int(groups[2])
+            else:
+                month_no, day, year = numbers.get(groups[0].casefold().rstrip(".")), 0, int(groups[1])
+            if not month_no or not 1 <= month_no <= 12:
+                continue
+            if day:
+                try:
+                    date(year, month_no, day)
+                except ValueError:
+                    continue
+            found.append((match.start(), match.end(), (year, month_no, day), match.group(0).strip()))
+    return sorted(found)

@@ -46,6 +46,7 @@ COMMANDS = [
     (prompts_app, "show", prompts_cmd.prompts_show),
     (index_app, "build", indexes.index_build),
     (index_app, "update", indexes.index_update),
+    (index_app, "export", indexes.index_export),
     (index_app, "list", indexes.index_list),
     (index_app, "info", indexes.index_info),
     (app, "search", indexes.search_command),

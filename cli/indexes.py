@@ -31,6 +31,9 @@ def index_build(
     device: Annotated[str, typer.Option("--device", help="Dump builds: encode on cuda (fp16), cpu, or auto.")] = "auto",
     encode_processes: Annotated[int, typer.Option("--encode-processes", help="Dump builds on CPU: encoding processes.")] = 1,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Dump builds: passages per encode batch (default 1024 on a GPU, 256 on a CPU).")] = None,
+    edition: Annotated[Optional[str], typer.Option("--edition", help="Dump builds: the edition's language code when the dump does not name it (an XML dump's <dbname>, Enterprise's in_language).")] = None,
+    langlinks: Annotated[Optional[Path], typer.Option("--langlinks", help="Dump builds: the edition's langlinks table dump ({wiki}-latest-langlinks.sql.gz): each article's counterparts in other editions.")] = None,
+    link_languages: Annotated[Optional[str], typer.Option("--link-languages", help="Dump builds with --langlinks: keep the links to these editions only, e.g. en,fr (default: all).")] = None,
     *,
     settings: Settings,
 ) -> None:
@@ -48,7 +51,8 @@ def index_build(
 
         summary = build_from_dump(from_dump, name=name, root=config.retrieval.index_root(), url=config.retrieval.url,
                                   api_key=_qdrant_key(config), embedder=embedder, replace=replace,
-                                  options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size))
+                                  options=_ingest_options(config, limit_pages, workers, device, encode_processes, batch_size,
+                                                          edition, langlinks, link_languages))
         _print_ingest(summary)
         return
     if from_feverous_pages is not None:
@@ -71,8 +75,10 @@ def index_build(
         claims_of = {"claims_of": from_wikicollide.name,
                      "claim_ids": [claim.claim_id for claim in wikicollide_claims(from_wikicollide)]}
     else:
+        from claire.indexes.corpus import linked_both_ways
+
         loaded = read_corpus(corpus, skip_invalid=skip_invalid)
-        blocks, invalid = loaded.blocks, loaded.invalid
+        blocks, invalid = linked_both_ways(loaded.blocks, config.retrieval.language), loaded.invalid  # editions' links both ways
         for message in loaded.errors[:10]:
             err.print(f"[yellow]skipped[/] {escape(message)}")
     summary = build_index(
@@ -88,9 +94,12 @@ def index_build(
     )
 
 
-def _ingest_options(config: "Config", limit_pages, workers, device, encode_processes, batch_size):  # noqa: ANN202
+def _ingest_options(config: "Config", limit_pages, workers, device, encode_processes, batch_size,  # noqa: ANN202
+                    edition=None, langlinks=None, link_languages=None):  # noqa: ANN001
     from claire.ingestion.dump_build import IngestOptions, default_batch_size, default_workers
+    from claire.ingestion.langlinks import read_langlinks
     from claire.indexes.server_store import ServerOptions
+    from claire.languages import checked_code, language_list
 
     r = config.retrieval
     if limit_pages is not None and limit_pages < 1:
@@ -102,6 +111,8 @@ def _ingest_options(config: "Config", limit_pages, workers, device, encode_proce
         server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
                              upload_parallel=r.upload_parallel),
         int8=r.edge_int8,
+        language=checked_code(edition) if edition else None,
+        langlinks=read_langlinks(langlinks, language_list(link_languages) if link_languages else None) if langlinks else None,
     )
 
 
@@ -123,6 +134,33 @@ def _print_ingest(summary) -> None:  # noqa: ANN001
 def _qdrant_key(config: "Config") -> str | None:
     key = config.retrieval.qdrant_api_key
     return key.get_secret_value() if key else None
+
+
+@with_settings("config_file", "sets")
+def index_export(
+    from_dump: Annotated[Path, typer.Argument(help="A Wikipedia dump (the formats of index build --from-dump).")],
+    out: Annotated[Path, typer.Option("--out", help="The corpus JSONL to write.")] = ...,
+    edition: Annotated[Optional[str], typer.Option("--edition", help="The edition's language code when the dump does not name it.")] = None,
+    langlinks: Annotated[Optional[Path], typer.Option("--langlinks", help="The edition's langlinks table dump ({wiki}-latest-langlinks.sql.gz).")] = None,
+    link_languages: Annotated[Optional[str], typer.Option("--link-languages", help="With --langlinks: keep the links to these editions only, e.g. en,fr.")] = None,
+    langlinks_api: Annotated[Optional[str], typer.Option("--langlinks-api", help="Ask this wiki's Action API for the counterparts instead (prop=langlinks), e.g. https://de.wikipedia.org/w/api.php.")] = None,
+    limit_pages: Annotated[Optional[int], typer.Option("--limit-pages", help="Stop after N pages.")] = None,
+    *,
+    settings: Settings,
+) -> None:
+    """Write a dump's articles as corpus JSONL (blocks with their language and counterparts), to
+    build one index of several editions: export each, then `claire index build` them together."""
+    from claire.ingestion.dump_build import export_corpus
+
+    config = settings.resolve()
+    options = _ingest_options(config, limit_pages, 0, "cpu", 1, 1, edition, langlinks, link_languages)
+    from claire.languages import language_list
+
+    if langlinks is not None and langlinks_api:
+        raise ConfigError("give --langlinks (the table dump) or --langlinks-api (the Action API), not both")
+    pages, blocks = export_corpus(from_dump, out, options, langlinks_api=langlinks_api,
+                                  link_languages=language_list(link_languages) if link_languages else None)
+    console.print(f"{pages:,} pages read, {blocks:,} blocks written to {escape(str(out))}")
 
 
 @with_settings("path", "url", "config_file", "sets")

@@ -77,6 +77,8 @@ class IngestOptions:
     show_progress: bool = True
     server: ServerOptions = field(default_factory=ServerOptions)
     int8: bool = False  # an embedded index created by the build keeps int8 copies of its dense vectors
+    language: str | None = None  # the edition's language when the dump does not name it
+    langlinks: dict[int, dict[str, str]] | None = None  # page id -> its counterparts (the langlinks table)
 
 
 @dataclass
@@ -209,6 +211,10 @@ def _run(reader: DumpReader, pipeline: BuildPipeline, options: IngestOptions, su
         shown = 0.0
         try:
             for page in reader:
+                if options.language and not page.language:
+                    page.language = options.language
+                if options.langlinks is not None:
+                    page.counterparts = options.langlinks.get(page.page_id) or None
                 pipeline.feed(page)
                 summary.pages_read += 1
                 now = time.monotonic()
@@ -380,7 +386,7 @@ def ingest_pages(reader: DumpReader, store: IndexStore, ledger: Ledger, options:
         stale = list(ledger.stale(generation))
         for start in range(0, len(stale), 1000):
             part = stale[start : start + 1000]
-            store.delete([block_id(page, n) for page, blocks in part for n in range(blocks)])
+            store.delete([block_id(page, n, ledger.get("language")) for page, blocks in part for n in range(blocks)])
             store.flush()
             ledger.forget([page for page, _ in part])
         summary.removed = len(stale)
@@ -395,3 +401,59 @@ def ingest_pages(reader: DumpReader, store: IndexStore, ledger: Ledger, options:
 def skip_counts_line(summary: IngestSummary) -> str:
     """``redirects 3, disambiguation 1, …`` for the CLI summary."""
     return ", ".join(f"{reason} {count:,}" for reason, count in Counter(summary.skipped).items())
+
+
+def export_corpus(dump: str | Path, out: str | Path, options: IngestOptions | None = None, *,
+                  langlinks_api: str | None = None, link_languages: list[str] | None = None) -> tuple[int, int]:
+    """A dump's articles written as corpus JSONL (one block a line, with its language and its
+    counterparts), for an index that holds several editions: export each edition's dump, then
+    build one index from the files together (``claire index build``), which links the editions
+    both ways. The counterparts come from the langlinks table (``options.langlinks``) or, with
+    ``langlinks_api``, from that wiki's Action API (``prop=langlinks``, fifty articles a request).
+    Returns (pages read, blocks written)."""
+    import asyncio
+
+    from claire.ingestion.dumps.convert import convert_page
+    from claire.livewiki.mediawiki import MediaWikiClient
+
+    options = options or IngestOptions()
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pages = blocks = 0
+    partial = out.with_name(out.name + ".partial")
+    waiting: list[PageResult] = []
+    with asyncio.Runner() as runner, partial.open("w", encoding="utf-8") as stream:
+        client = MediaWikiClient() if langlinks_api else None
+
+        def write(results: list[PageResult]) -> None:
+            links: dict[str, dict[str, str]] = {}
+            if client is not None and results:
+                links = runner.run(client.langlinks(langlinks_api, [r.title for r in results], languages=link_languages))
+            for result in results:
+                for block in result.blocks:
+                    if result.title in links and links[result.title]:
+                        block = block.model_copy(update={"counterparts": links[result.title]})
+                    stream.write(block.model_dump_json(exclude_none=True) + "\n")
+
+        try:
+            for page in DumpReader(dump):
+                pages += 1
+                if options.language and not page.language:
+                    page.language = options.language
+                if options.langlinks is not None:
+                    page.counterparts = options.langlinks.get(page.page_id) or None
+                result = convert_page(page, options.max_words)
+                if result.blocks:
+                    waiting.append(result)
+                    blocks += len(result.blocks)
+                if len(waiting) >= 50:
+                    write(waiting)
+                    waiting = []
+                if options.limit_pages is not None and pages >= options.limit_pages:
+                    break
+            write(waiting)
+        finally:
+            if client is not None:
+                runner.run(client.aclose())
+    partial.replace(out)
+    return pages, blocks

@@ -132,6 +132,7 @@ class BuildPipeline:
     def __init__(self, store: IndexStore, ledger: Any, encoder: BatchEncoder, options: Any, generation: int,
                  summary: Any) -> None:
         self.store, self.ledger, self.encoder, self.options = store, ledger, encoder, options
+        self.language: str | None = None  # the edition of the pages stored (noted in the ledger)
         self.generation, self.summary = generation, summary
         self.pool = (
             ProcessPoolExecutor(options.workers, mp_context=get_context("spawn"), initializer=_worker_setup,
@@ -195,7 +196,11 @@ class BuildPipeline:
         else:
             self.summary.changed += 1
             if prev[1] > len(result.blocks):  # the rest are overwritten by the new revision's blocks
-                self.group.deletes += [block_id(result.page_id, n) for n in range(len(result.blocks), prev[1])]
+                self.group.deletes += [block_id(result.page_id, n, result.language)
+                                       for n in range(len(result.blocks), prev[1])]
+        if result.language and result.language != self.language:  # an update deletes gone pages' blocks by their ids
+            self.language = result.language
+            self.ledger.set(language=result.language)
         self.group.blocks += result.blocks
         self.group.sparse += [SparseVector(indices=i, values=v) for i, v in parts]
         self.group.pages.append(result)

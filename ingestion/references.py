@@ -75,8 +75,59 @@ def _param(template: Template, *names: str) -> str:
     return ""
 
 
+@dataclass(frozen=True)
+class EditionCitation:
+    """An edition's own citation template: its kind, its language and its parameters' names."""
+
+    kind: ReferenceKind
+    language: str
+    url: tuple[str, ...]
+    title: tuple[str, ...]
+    site: tuple[str, ...]
+    date: tuple[str, ...]
+
+
+EDITION_CITATIONS: dict[str, EditionCitation] = {
+    "internetquelle": EditionCitation("web", "de", ("url", "archiv-url"), ("titel", "titelerg"),
+                                      ("werk", "hrsg", "website"), ("datum", "abruf")),
+    "literatur": EditionCitation("book", "de", ("Online", "online"), ("Titel", "titel"),
+                                 ("Sammelwerk", "Verlag", "Hrsg", "verlag"), ("Datum", "Jahr", "datum", "jahr")),
+    "lien web": EditionCitation("web", "fr", ("url", "archive-url"), ("titre",), ("site", "éditeur", "périodique"),
+                                ("date", "consulté le")),
+    "article": EditionCitation("news", "fr", ("lire en ligne", "url"), ("titre",), ("périodique", "journal", "éditeur"),
+                               ("date", "année")),
+    "ouvrage": EditionCitation("book", "fr", ("lire en ligne", "url"), ("titre",), ("éditeur",), ("année", "date")),
+    "cita web": EditionCitation("web", "es", ("url", "urlarchivo"), ("título", "titulo"), ("obra", "sitioweb", "editorial"),
+                                ("fecha", "fechaacceso")),
+    "cita noticia": EditionCitation("news", "es", ("url",), ("título", "titulo"), ("periódico", "publicación", "obra"),
+                                    ("fecha",)),
+    "cita libro": EditionCitation("book", "es", ("url",), ("título", "titulo"), ("editorial",), ("año", "fecha")),
+}
+"""Citation templates of the German, French and Spanish editions, read like ``{{cite …}}``."""
+
+
+def _edition_date(text: str, language: str) -> str | None:
+    """A citation's date written in an edition's way (``12. März 2020``), as an ISO date."""
+    from claire.languages import dates_in
+
+    found = dates_in(text, language)
+    if found:
+        year, month, day = found[0][2]
+        return f"{year:04d}-{month:02d}-{day:02d}" if day else f"{year:04d}-{month:02d}"
+    return iso_date(text)
+
+
+def _from_edition_template(template: Template, form: EditionCitation) -> Reference:
+    url = _param(template, *form.url)
+    return Reference(url=url if _URL.fullmatch(url or "") else None, title=_param(template, *form.title),
+                     site=_param(template, *form.site), date=_edition_date(_param(template, *form.date), form.language),
+                     kind=form.kind)
+
+
 def _from_template(template: Template) -> Reference | None:
     name = " ".join(str(template.name).replace("_", " ").split()).lower()
+    if name in EDITION_CITATIONS:
+        return _from_edition_template(template, EDITION_CITATIONS[name])
     if not (name.startswith("cite") or name in ("citation", "cite", "harvnb", "sfn")):
         return None
     if name in ("harvnb", "sfn"):  # a short footnote: the work is named by author and year

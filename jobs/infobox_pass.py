@@ -16,13 +16,19 @@ run reached first). What it gives the run:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from claire.domain import Claim, Passage
 from claire.jobs.scan import fact_id
 from claire.languages import edition_of, edition_title
-from claire.resolving.infoboxes import Encode, InfoboxComparison, InfoboxRow, compare_infoboxes
+from claire.resolving.infoboxes import (
+    Encode,
+    InfoboxComparison,
+    InfoboxRow,
+    compare_infoboxes,
+)
 from claire.tasks.sides.records import Side, SidesCase
 
 

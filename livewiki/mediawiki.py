@@ -114,6 +114,32 @@ class MediaWikiClient:
             params = {**params, "cmcontinue": str(more["cmcontinue"])}
         return titles[:limit]
 
+    async def langlinks(self, api_url: str, titles: list[str], *, languages: list[str] | None = None) -> dict[str, dict[str, str]]:
+        """Each title's counterparts in other editions (``prop=langlinks``): ``{title: {language:
+        title}}``, fifty titles a request, every continuation followed; ``languages`` keeps those."""
+        found: dict[str, dict[str, str]] = {}
+        for start in range(0, len(titles), 50):
+            params = {"action": "query", "prop": "langlinks", "titles": "|".join(titles[start:start + 50]),
+                      "lllimit": "max", "redirects": "1", "format": "json", "formatversion": "2"}
+            while True:
+                data = await self.query(api_url, params)
+                pages = (data.get("query") or {}).get("pages") if isinstance(data, dict) else None
+                if not isinstance(pages, list):
+                    raise ClaireError(f"the MediaWiki API at {api_url} gave no page list for the interlanguage links")
+                for page in pages:
+                    if not isinstance(page, dict) or not page.get("title"):
+                        continue
+                    links = found.setdefault(str(page["title"]), {})
+                    for link in page.get("langlinks") or []:
+                        if isinstance(link, dict) and link.get("lang") and link.get("title"):
+                            if languages is None or link["lang"] in languages:
+                                links[str(link["lang"])] = str(link["title"])
+                more = data.get("continue") if isinstance(data, dict) else None
+                if not isinstance(more, dict) or "llcontinue" not in more:
+                    break
+                params = {**params, "llcontinue": str(more["llcontinue"])}
+        return found
+
     async def page_wikitext(self, api_url: str, title: str) -> str:
         """The current wikitext of page ``title`` (``action=parse``); a clear error when the answer
         holds none."""

@@ -4,7 +4,7 @@ with no LLM call.
 - :func:`infobox_fields` reads an infobox block (``Field: value`` lines, as every ingester writes
   them; French ``Field : value`` too);
 - :func:`value_parts` normalises a value by its edition's conventions: dates written with the
-  language's month names (Babel's CLDR data) or in ISO form, numbers with the locale's decimal and
+  language's month names or in ISO form (:func:`claire.languages.dates_in`), numbers with the locale's decimal and
   group marks, and quantities with a unit converted to SI;
 - :func:`align_fields` pairs the fields of two infoboxes: the similarity of their names under a
   multilingual embedder, raised where the values agree, one to one (the Hungarian assignment);
@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date
 from functools import lru_cache
-from typing import Callable, Literal, Sequence
+from typing import Any, Literal
 
 import numpy as np
+from claire.languages import dates_in
 from pydantic import BaseModel, Field
 
 Encode = Callable[[list[str]], np.ndarray]
@@ -134,69 +135,13 @@ def parse_number(text: str, language: str) -> tuple[float, float] | None:
     return value, step
 
 
-@lru_cache(maxsize=64)
-def _months(language: str) -> tuple[re.Pattern[str], dict[str, int]]:
-    """A pattern matching the language's month names (wide and abbreviated, from Babel) and their
-    numbers; English's are always included."""
-    from babel import Locale, UnknownLocaleError
-    from babel.dates import get_month_names
-
-    names: dict[str, int] = {}
-    for code in dict.fromkeys([language.replace("-", "_"), "en"]):
-        try:
-            locale = Locale.parse(code)
-        except (UnknownLocaleError, ValueError):
-            continue
-        for width in ("wide", "abbreviated"):
-            for context in ("format", "stand-alone"):
-                for number, name in get_month_names(width, context, locale).items():
-                    names.setdefault(name.casefold().rstrip("."), number)
-    alternation = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)({alternation})\.?(?!\w)", re.IGNORECASE), names
-
-
-def _dates(value: str, language: str) -> list[tuple[int, int, Part]]:
-    """The dates in a value: (start, end, part) each."""
-    months, numbers = _months(language)
-    month = months.pattern.removeprefix("(?<!\\w)").removesuffix("\\.?(?!\\w)")
-    patterns = [
-        (rf"(?<!\d)(\d{{1,2}})(?:er|\.|º)?\s+(?:de\s+)?{month}\.?\s+(?:de\s+)?(\d{{3,4}})(?!\d)", "dmy"),
-        (rf"{month}\.?\s+(\d{{1,2}}),?\s+(\d{{3,4}})(?!\d)", "mdy"),
-        (r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", "iso"),
-        (rf"(?<![\w.]){month}\.?\s+(?:de\s+)?(\d{{4}})(?!\d)", "my"),
-    ]
-    found: list[tuple[int, int, Part]] = []
-    for pattern, order in patterns:
-        for match in re.finditer(pattern, value, re.IGNORECASE):
-            if any(start < match.end() and match.start() < end for start, end, _ in found):
-                continue
-            groups = match.groups()
-            if order == "dmy":
-                day, month_no, year = int(groups[0]), numbers.get(groups[1].casefold().rstrip(".")), int(groups[2])
-            elif order == "mdy":
-                month_no, day, year = numbers.get(groups[0].casefold().rstrip(".")), int(groups[1]), int(groups[2])
-            elif order == "iso":
-                year, month_no, day = int(groups[0]), int(groups[1]), int(groups[2])
-            else:
-                month_no, day, year = numbers.get(groups[0].casefold().rstrip(".")), 0, int(groups[1])
-            if not month_no:
-                continue
-            if day:
-                try:
-                    date(year, month_no, day)
-                except ValueError:
-                    continue
-            found.append((match.start(), match.end(), Part("date", (year, month_no, day), match.group(0).strip())))
-    return found
-
-
 _DURATION = re.compile(r"(?<![\d:])(\d{1,3}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
 
 
 def value_parts(value: str, language: str) -> tuple[list[Part], str]:
     """The normalised parts of a value, in order (dates first found, then running times
     (``47:03``), quantities and numbers outside them), and the text left once they are taken out."""
-    taken = _dates(value, language)
+    taken = [(start, end, Part("date", ymd, written)) for start, end, ymd, written in dates_in(value, language)]
     for match in _DURATION.finditer(value):
         if not any(start < match.end() and match.start() < end for start, end, _ in taken):
             a, b, c = (int(g) if g else None for g in match.groups())
@@ -374,12 +319,12 @@ def align_fields(fields: Sequence[tuple[str, str]], language: str, other_fields:
     return sorted(pairs, key=lambda pair: -pair[2])
 
 
-def compare_infoboxes(block: object, other: object, *, language: str, other_language: str,
+def compare_infoboxes(block: Any, other: Any, *, language: str, other_language: str,
                       encode: Encode) -> InfoboxComparison:
     """Two infobox blocks (anything with ``document_title``, ``id`` and ``content``) compared row by
     row (see the module docstring)."""
-    fields = infobox_fields(getattr(block, "content"))
-    other_fields = infobox_fields(getattr(other, "content"))
+    fields = infobox_fields(block.content)
+    other_fields = infobox_fields(other.content)
     aligned = align_fields(fields, language, other_fields, other_language, encode)
     rows = []
     for i, j, similarity in aligned:
@@ -391,7 +336,7 @@ def compare_infoboxes(block: object, other: object, *, language: str, other_lang
                                similarity=round(similarity, 3), verdict=verdict, why=why, disputed=disputed))
     used, other_used = {i for i, _, _ in aligned}, {j for _, j, _ in aligned}
     return InfoboxComparison(
-        article=getattr(block, "document_title"), language=language, block_id=getattr(block, "id"),
-        other_article=getattr(other, "document_title"), other_language=other_language, other_block_id=getattr(other, "id"),
+        article=block.document_title, language=language, block_id=block.id,
+        other_article=other.document_title, other_language=other_language, other_block_id=other.id,
         rows=rows, unaligned=[name for k, (name, _) in enumerate(fields) if k not in used],
         other_unaligned=[name for k, (name, _) in enumerate(other_fields) if k not in other_used])

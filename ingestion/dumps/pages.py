@@ -23,9 +23,14 @@ SkipReason = Literal["redirect", "disambiguation", "namespace", "empty"]
 SKIP_REASONS: tuple[SkipReason, ...] = ("redirect", "disambiguation", "namespace", "empty")
 APPARATUS_SECTIONS = frozenset(
     s.lower() for s in ("References", "External links", "Further reading", "Notes", "Sources", "Bibliography",
-                        "Citations", "Footnotes", "See also", "Notes and references", "Works cited")
+                        "Citations", "Footnotes", "See also", "Notes and references", "Works cited",
+                        # German, French and Spanish editions
+                        "Einzelnachweise", "Literatur", "Weblinks", "Anmerkungen", "Siehe auch", "Quellen",
+                        "Notes et références", "Références", "Liens externes", "Voir aussi", "Bibliographie", "Notes",
+                        "Referencias", "Enlaces externos", "Véase también", "Bibliografía", "Notas")
 )
-"""Sections of references and links, left out of the corpus."""
+"""Sections of references and links, left out of the corpus (in the English, German, French and
+Spanish editions' words)."""
 MAX_WORDS = 150  # the passage size of the other converters
 _URL_SAFE = "/:(),'!*;@$&=+~-._"
 
@@ -45,6 +50,8 @@ class DumpPage:
     redirect: bool = False
     disambiguation: bool = False  # known from the dump's metadata (Enterprise HTML)
     categories: list[str] | None = None  # from the dump's metadata (Enterprise HTML); wikitext finds its own
+    language: str | None = None  # the edition's language (the XML's <dbname>, Enterprise's in_language)
+    counterparts: dict[str, str] | None = None  # its titles in other editions (the langlinks table)
 
 
 @dataclass
@@ -56,11 +63,13 @@ class PageResult:
     title: str
     blocks: list[Block] = field(default_factory=list)
     skipped: SkipReason | None = None
+    language: str | None = None  # the page's edition (its block ids carry it)
 
 
-def block_id(page_id: int, position: int) -> str:
-    """The id of the ``position``-th block (from 0) of page ``page_id``."""
-    return f"{page_id}-{position}"
+def block_id(page_id: int, position: int, language: str | None = None) -> str:
+    """The id of the ``position``-th block (from 0) of page ``page_id``; a page of an edition other
+    than English carries its language first (``de-1234-0``), so that editions share an index."""
+    return f"{language}-{page_id}-{position}" if language and language != "en" else f"{page_id}-{position}"
 
 
 def article_url(base: str | None, title: str) -> str | None:
@@ -180,8 +189,8 @@ class BlockWriter:
         self.flush()
         page = self.page
         if not self.blocks:
-            return PageResult(page.page_id, page.revision_id, page.title, skipped="empty")
-        return PageResult(page.page_id, page.revision_id, page.title, blocks=self.blocks)
+            return PageResult(page.page_id, page.revision_id, page.title, skipped="empty", language=page.language)
+        return PageResult(page.page_id, page.revision_id, page.title, blocks=self.blocks, language=page.language)
 
     def _add(self, content: str, kind: Literal["text", "table", "infobox"], numbers: list[int] | None = None) -> None:
         """A block of the page; the references it cites are ``numbers``, or those marked in ``content``."""
@@ -190,7 +199,7 @@ class BlockWriter:
         page, section = self.page, self.section
         self.blocks.append(
             Block(
-                id=block_id(page.page_id, len(self.blocks)),
+                id=block_id(page.page_id, len(self.blocks), page.language),
                 document_title=page.title,
                 section_title=section,
                 content=content,
@@ -201,6 +210,8 @@ class BlockWriter:
                 revision_id=page.revision_id,
                 categories=self.categories or None,
                 citations=self.references.cited(numbers),
+                language=page.language,
+                counterparts=page.counterparts or None,
             )
         )
 
@@ -263,4 +274,4 @@ def _row(cells: list[str]) -> str:
 
 def skipped(page: DumpPage, reason: SkipReason) -> PageResult:
     """The result of a page left out of the corpus, and why."""
-    return PageResult(page.page_id, page.revision_id, page.title, skipped=reason)
+    return PageResult(page.page_id, page.revision_id, page.title, skipped=reason, language=page.language)

@@ -94,14 +94,20 @@ class DumpReader:
         compressed = self.path.name.lower().endswith(".bz2")
         stream: IO[bytes] = bz2.BZ2File(raw) if compressed else raw
         base: str | None = None
-        events = etree.iterparse(stream, events=("end",), tag=("{*}page", "{*}base"), huge_tree=True,
+        language: str | None = None
+        events = etree.iterparse(stream, events=("end",), tag=("{*}page", "{*}base", "{*}dbname"), huge_tree=True,
                                  remove_comments=True)
         try:
             for _, element in events:
                 if etree.QName(element).localname == "base":
                     base = _wiki_prefix(element.text or "")
                     continue
+                if etree.QName(element).localname == "dbname":
+                    language = edition_of_database(element.text or "")
+                    continue
                 page = self._xml_page(element, base)
+                if page is not None:
+                    page.language = language
                 element.clear(keep_tail=True)
                 parent = element.getparent()
                 while parent is not None and element.getprevious() is not None:
@@ -181,6 +187,15 @@ class DumpReader:
             yield _html_page(record, f"{where}:{number}")
 
 
+def edition_of_database(dbname: str) -> str | None:
+    """The language of a Wikipedia's database name (``dewiki`` → ``de``, ``zh_yuewiki`` → ``zh-yue``);
+    None for another project's."""
+    name = dbname.strip()
+    if not name.endswith("wiki") or name in ("commonswiki", "metawiki", "specieswiki", "wikidatawiki", "mediawikiwiki"):
+        return None
+    return name.removesuffix("wiki").replace("_", "-") or None
+
+
 def _wiki_prefix(main_page_url: str) -> str | None:
     """``https://en.wikipedia.org/wiki/`` from the site's main-page URL in ``<siteinfo><base>``."""
     url = main_page_url.strip()
@@ -219,6 +234,8 @@ def _html_page(record: Any, where: str) -> DumpPage:
         timestamp=record.get("date_modified") if isinstance(record.get("date_modified"), str) else None,
         categories=[str(c["name"]).split(":", 1)[-1] for c in record.get("categories") or []
                     if isinstance(c, dict) and isinstance(c.get("name"), str)] or None,
+        language=language.get("identifier") if isinstance(language := record.get("in_language"), dict)
+        and isinstance(language.get("identifier"), str) else None,
     )
 
 

@@ -47,10 +47,25 @@ _INTERWIKI = re.compile(r"^:?[a-z]{2,3}(-[a-z]+)?:")
 _MAGIC_WORD = re.compile(r"__[A-Z]+__")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _NON_FACT_FIELDS = ("image", "alt", "caption", "signature", "logo", "module", "embed", "pushpin", "map", "footnotes",
-                    "width", "border", "label position", "coordinates display")
+                    "width", "border", "label position", "coordinates display",
+                    # the German, French and Spanish editions' picture and layout fields
+                    "bild", "bildbeschreibung", "bildunterschrift", "karte", "légende", "carte", "imagen",
+                    "pie de imagen", "mapa", "tamaño")
 _DATE_TEMPLATES = ("birth date", "death date", "start date", "end date", "film date", "birth-date", "death-date")
 _LIST_TEMPLATES = ("plainlist", "plain list", "unbulleted list", "ubl", "hlist", "flatlist", "flat list", "bulleted list")
 _FIRST_PARAM_TEMPLATES = ("nowrap", "nobr", "small", "big", "url", "marriage", "lang-", "transl", "abbr", "noitalic", "sic")
+
+
+INFOBOX_PREFIXES = ("infobox", "ficha de ", "ficha ", "info/", "карточка", "faktamall", "infoboks", "tietolaatikko",
+                    "taxobox")
+"""How the editions name their infobox templates: ``Infobox`` (en, de: ``Infobox Bauwerk``, fr:
+``Infobox Monument``, it, nl), ``Ficha de`` (es), ``Info/`` (pt), ``Карточка`` (ru), ``Faktamall``
+(sv), ``Infoboks`` (da, no), ``Tietolaatikko`` (fi)."""
+
+
+def is_infobox(name: str) -> bool:
+    """Whether a template (its normalised name) is an infobox in any edition."""
+    return name.startswith(INFOBOX_PREFIXES)
 
 
 def template_name(template: Template) -> str:
@@ -109,7 +124,7 @@ def _convert(code: Wikicode, writer: BlockWriter) -> PageResult:
         elif isinstance(node, Tag) and node.tag == "table":
             end_prose()
             _table(node, writer)
-        elif isinstance(node, Template) and template_name(node).startswith("infobox"):
+        elif isinstance(node, Template) and is_infobox(template_name(node)):
             end_prose()
             writer.infobox(_infobox_fields(node))
         else:

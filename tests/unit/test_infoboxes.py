@@ -7,10 +7,15 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
 from claire.resolving.flags import same_contradictions
-from claire.resolving.infoboxes import (compare_infoboxes, compare_values, dispute_numbers, infobox_fields,
-                                        parse_number, value_parts)
+from claire.resolving.infoboxes import (
+    compare_infoboxes,
+    compare_values,
+    dispute_numbers,
+    infobox_fields,
+    parse_number,
+    value_parts,
+)
 from claire.tasks.sides.records import Side, SidesCase
 
 
