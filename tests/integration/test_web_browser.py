@@ -709,3 +709,48 @@ def test_the_worklist_tab_filters_opens_a_card_and_keeps_a_decision(browser, sho
         retriever.close()
     kept = [json.loads(line) for line in (run / "worklist.jsonl").read_text().splitlines()]
     assert (kept[0]["status"], kept[0]["note"]) == ("accepted", "fixed in Paris")
+
+
+@pytest.fixture(scope="module")
+def editions_stack(tmp_path_factory, multilingual_index_root):
+    """The app over the multilingual demo index, searching the French and German editions too
+    (``serve --languages fr,de``), with the oracle as its model."""
+    from claire.indexes.retriever import MULTILINGUAL_DEMO
+    from claire.testing.oracle import oracle_responder
+
+    root = tmp_path_factory.mktemp("editions-indexes") / "indexes"
+    shutil.copytree(multilingual_index_root, root)
+    with MockOpenAIServer(oracle_responder(), model="oracle") as llm:
+        config = load_config(None, {"llm.base_url": llm.base_url, "llm.model": "oracle", "llm.cache": False,
+                                    "llm.api_key": "sk-tour", "retrieval.rerank": False, "retrieval.path": str(root),
+                                    "retrieval.index": MULTILINGUAL_DEMO, "retrieval.languages": ["fr", "de"]})
+        retriever = open_retrieval(config)
+        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path_factory.mktemp("editions-data")),
+                                     retriever=retriever)) as app:
+            yield app.url
+        retriever.close()
+
+
+def test_a_fact_checked_across_editions_shows_the_other_sentence_its_translation_and_the_right_side(
+        editions_stack, browser, shots):
+    browser.get(editions_stack + "/")
+    browser.find_element(By.CSS_SELECTOR, ".tab[data-tab=check-form]").click()
+    browser.find_element(By.ID, "check-fact").send_keys("The Eiffel Tower was inaugurated on 31 March 1889.")
+    browser.find_element(By.ID, "check-title").send_keys("Eiffel Tower")
+    browser.find_element(By.ID, "check-section").send_keys("History > Construction")
+    browser.find_element(By.CSS_SELECTOR, "#check-form button[type=submit]").click()
+    panel = wait(browser).until(EC.visibility_of_element_located((By.ID, "panel")))
+    wait(browser).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#panel button.claire-resolve"))
+    click(browser, "#panel button.claire-resolve")
+    decision = wait(browser).until(EC.visibility_of_element_located((By.CSS_SELECTOR, "#panel .claire-sides-decision")))
+    assert decision.text.startswith("The fact is right"), panel.text
+    sides = browser.find_elements(By.CSS_SELECTOR, "#panel .claire-side")
+    german = next(side for side in sides if "Eiffelturm" in side.text)
+    assert german.find_element(By.CSS_SELECTOR, ".claire-edition").text == "German edition"
+    assert "Der Turm wurde am 31. März 1890 eingeweiht" in german.find_element(By.CSS_SELECTOR, ".claire-text").text
+    translation = german.find_element(By.CSS_SELECTOR, ".claire-translation").text
+    assert translation.startswith("Translation into English (by the model)") and "31 March 1890" in translation
+    browser.execute_script("arguments[0].scrollIntoView({block: 'start'})",
+                           browser.find_element(By.CSS_SELECTOR, "#panel .claire-sides"))
+    time.sleep(0.3)
+    assert browser.save_screenshot(str(shots / "web-sides-editions.png"))

@@ -168,18 +168,28 @@
     return node;
   }
 
+  function languageName(code) {  /* "de" -> "German" by the browser's own CLDR data; the code itself where it has none */
+    try {
+      return new Intl.DisplayNames(["en"], { type: "language" }).of(code) || code;
+    } catch (error) {
+      return code;
+    }
+  }
+
   function sideView(side) {
     const box = el("div", "claire-side" + (side.verified ? " claire-verified" : ""));
     const head = el("h5");
     head.appendChild(document.createTextNode(side.side === "fact" ? "The fact — " : "The passage — "));
     head.appendChild(link([side.document_title, side.section_title].filter(Boolean).join(" › ") || "(no article)", side.link));
-    if (side.language) head.appendChild(el("span", "claire-badge claire-edition", side.language + " edition"));
+    if (side.language) {
+      head.appendChild(el("span", "claire-badge claire-edition", languageName(side.language) + " edition"));
+    }
     if (side.verified) head.appendChild(el("span", "claire-badge", "verified"));
     box.appendChild(head);
     box.appendChild(el("p", "claire-text", "“" + side.text + "”"));
     if (side.translation) {  /* another edition's sentence, as written above; the model's translation, marked as such */
-      box.appendChild(el("p", "claire-translation", "Translation into " + side.translated_into + " (by the model): “"
-        + side.translation + "”"));
+      box.appendChild(el("p", "claire-translation", "Translation into " + languageName(side.translated_into)
+        + " (by the model): “" + side.translation + "”"));
     }
     const list = el("ul", "claire-sources");
     if (!side.sources.length) list.appendChild(el("li", "claire-missing", "cites no source"));
