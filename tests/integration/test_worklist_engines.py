@@ -128,3 +128,27 @@ def test_a_driver_killed_with_kill_9_resumes_on_ray_and_lists_nothing_twice(orac
     ids = [json.loads(line)["claim_id"] for line in checks.read_text().splitlines()]
     assert len(ids) == len(set(ids)) and len(ids) > done
     assert oracle.calls > calls  # the rest was checked, the finished part read back
+
+
+@needs_ray
+def test_the_ray_engine_checks_across_editions_as_the_local_engine_does(oracle, tmp_path, multilingual_index_root):
+    """The corpus run over the multilingual demo's French and German articles on two Ray actors:
+    the actors search the other editions as the driver's configuration says, and the worklist
+    scores as the local engine's does."""
+    import shutil
+
+    from claire.indexes.retriever import MULTILINGUAL_DEMO
+    from claire.jobs.worklist import run_worklist
+    from claire.resolving.worklist import load_key, score_worklist
+    from claire.testing.oracle import EDITIONS_KEY
+
+    root = tmp_path / "indexes"
+    shutil.copytree(multilingual_index_root, root)
+    titles = (Path(__file__).resolve().parents[2] / "docs" / "examples" / "worklist_titles_editions.txt").read_text().split("\n")
+    config = config_for(oracle, root, tmp_path, **{"eval.engine": "ray", "eval.ray_workers": 2,
+                                                   "retrieval.index": MULTILINGUAL_DEMO, "retrieval.languages": ["en"]})
+    run = asyncio.run(run_worklist(config=config, out_dir=tmp_path / "ray", titles=titles, show_progress=False))
+    score = score_worklist(run.entries, load_key(EDITIONS_KEY))
+    assert (score["found"], score["not_planted"], score["right_side"], score["duplicates"]) == (4, 0, 4, 0), score
+    assert all(any(side.translation for side in entry.sides) for entry in run.entries)
+    assert json.loads((tmp_path / "ray" / "worklist_run.json").read_text())["infoboxes"]["differs"] == 3
