@@ -359,5 +359,5 @@ class Resolver:
             time_varying=time_varying, values_from=case.values_from or ("given" if case.values else "word overlap"),
             sides=[fact, passage], usage=usage.to_dict(),
             latency_s=round(time.perf_counter() - started, 3))
-        resolution.talk_page_article, resolution.talk_page = talk_page_draft(case, resolution)
+        resolution.talk_page_article, resolution.talk_page = talk_page_draft(case, resolution, home=self.language)
         return resolution

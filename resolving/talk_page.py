@@ -40,6 +40,22 @@ def as_link_target(title: Any) -> str:
     return re.sub(r"[\[\]{}|<>#~]", "", " ".join(str(title or "").split()))
 
 
+def article_link(side: Any, edition: str | None, with_section: bool = False) -> str:
+    """A link to a side's article as seen from edition ``edition`` (the talk page's): a plain
+    ``[[:Title]]`` (``[[:Title#Section|Title]]`` with its section), or for an article of another
+    edition an interwiki link labelled with its language, ``[[:de:Eiffelturm#Bau|Eiffelturm (de)]]``."""
+    where = as_link_target(side.document_title)
+    language = getattr(side, "language", None)
+    prefix = f"{language}:" if language and edition and language != edition else ""
+    section = side.section_title.split(" > ")[-1] if with_section and side.section_title else ""
+    anchor = f"#{as_link_target(section)}" if section else ""
+    if not anchor and not prefix:
+        return f"[[:{where}]]"
+    label = as_wikitext(side.document_title) + (f" ({language})" if prefix else "")
+    return f"[[:{prefix}{where}{anchor}|{label}]]"
+
+
+_ENV.filters["article_link"] = article_link
 _ENV.filters["wiki"] = as_wikitext
 _ENV.filters["target"] = as_link_target
 _ENV.filters["link"] = lambda url: safe_url(url) or ""  # an external link's URL, percent-encoded where it could act
@@ -54,8 +70,11 @@ def in_plain_words(missing: str, fact_article: str, passage_article: str) -> str
     return missing.replace("cites no source", "cites no source for it")
 
 
-def talk_page_draft(case: SidesCase, resolution: Resolution, *, today: date | None = None) -> tuple[str, str]:
-    """(the article whose talk page the draft is for, the draft's wikitext)."""
+def talk_page_draft(case: SidesCase, resolution: Resolution, *, today: date | None = None,
+                    home: str = "en") -> tuple[str, str]:
+    """(the article whose talk page the draft is for, the draft's wikitext). Across editions
+    (the sides' reports name their languages) the links are written from the target article's
+    edition; for an article of another edition than ``home`` the note says it is in English."""
     today = today or date.today()
     fact, passage = resolution.side("fact"), resolution.side("passage")
     if resolution.decision == "fact":
@@ -69,9 +88,11 @@ def talk_page_draft(case: SidesCase, resolution: Resolution, *, today: date | No
     month, named = today.strftime("%B %Y"), as_link_target(other.document_title)
     inline = ("{{Contradictory inline|article=" + named + "|date=" + month + "}}" if wrong is not None
               else "{{Contradict-other|" + named + "|date=" + month + "}}")
+    edition = target.language  # set on both reports only when the sides stand in different editions
     text = _ENV.get_template("talk_page.wiki.j2").render(
         resolution=resolution, fact=fact, passage=passage, target=target, other=other, wrong=wrong, right=right,
-        inline=inline, both_articles=resolution.decision in ("both", "unknown"),
+        inline=inline, both_articles=resolution.decision in ("both", "unknown"), edition=edition,
+        foreign=bool(edition and edition != home),
         missing=[in_plain_words(m, fact.document_title, passage.document_title) for m in resolution.missing],
     )
     return article, text

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 
 from claire.errors import DatasetError
 from claire.files import read_jsonl
-from claire.resolving.talk_page import as_link_target, as_wikitext
+from claire.resolving.talk_page import article_link, as_link_target, as_wikitext
 from claire.validation import validated_record
 from claire.tasks.sides.records import DECISION_WORDS, Resolution, SideReport
 
@@ -136,12 +136,7 @@ def _tiers(side: SideReport) -> str:
 
 
 def _article_cell(side: SideReport, home: str) -> str:
-    where = as_link_target(side.document_title)
-    section = side.section_title.split(" > ")[-1] if side.section_title else ""
-    anchor = f"#{as_link_target(section)}" if section else ""
-    edition = f"{side.language}:" if side.language and side.language != home else ""  # an interwiki link
-    shown = as_wikitext(side.document_title) + (f" ({side.language})" if edition else "")
-    return f"[[:{edition}{where}{anchor}|{shown}]]" if where else "—"
+    return article_link(side, home, True) if as_link_target(side.document_title) else "—"
 
 
 def _statement_cell(side: SideReport) -> str:

@@ -250,3 +250,24 @@ def test_the_rules_weights_are_settings_a_sweep_can_vary():
     decision, _, _, missing = decide(report("fact", judged("not listed")), report("passage"), time_varying=False,
                                      weights=stricter)
     assert decision == "unknown" and any("only not listed sources" in m for m in missing)
+
+
+def test_a_draft_for_an_article_of_another_edition_links_from_that_edition():
+    fact = SideReport(side="fact", text="The tower was inaugurated on 31 March 1889.", value="1889",
+                      document_title="Eiffel Tower", section_title="History > Construction", language="en",
+                      sources=[judged("generally reliable")])
+    passage = SideReport(side="passage", text="Der Turm wurde am 31. März 1890 eingeweiht.", value="1890",
+                         document_title="Eiffelturm", section_title="Geschichte > Bau", language="de",
+                         translation="The tower was inaugurated on 31 March 1890.", translated_into="en")
+    resolution = Resolution(claim_id="c", decision="fact", confidence=0.7, sides=[fact, passage])
+    case = SidesCase.model_validate({"id": "c", "fact": {"text": fact.text}, "passage": {"text": passage.text}})
+    article, text = talk_page_draft(case, resolution, today=date(2026, 11, 28), home="en")
+    assert article == "Eiffelturm"
+    links = {str(link.title) for link in mwparserfromhell.parse(text).filter_wikilinks()}
+    assert {":Eiffelturm#Bau", ":en:Eiffel Tower#Construction", ":en:WP:RSP"} <= links
+    assert "[[:en:Eiffel Tower#Construction|Eiffel Tower (en)]]" in text
+    assert "This note is written in English" in text and "translation by the model" in text
+    assert "Contradictory inline" not in text  # an English Wikipedia template is not offered to another edition
+    home = talk_page_draft(case, resolution.model_copy(update={"decision": "passage"}), today=date(2026, 11, 28))[1]
+    assert "[[:de:Eiffelturm#Bau|Eiffelturm (de)]]" in home and "{{Contradictory inline|article=Eiffelturm" in home
+    assert "This note is written in English" not in home
