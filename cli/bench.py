@@ -199,10 +199,18 @@ def bench_serve(
 
 def bench_languages(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON only.")] = False,
+    infosync: Annotated[Optional[Path], typer.Option("--infosync", help="Measure the infobox alignment instead, on InfoSync's test set in its published layout (a folder holding Final_Test_Set_Eng_X.json and Final_Test_Set_Eng_X/).")] = None,
 ) -> None:
-    """The multilingual demo index: build rate, query latency and cross-lingual recall@k (e5-small against MiniLM)."""
-    from claire.bench.languages import run_languages_bench
+    """The multilingual demo index: build rate, query latency and cross-lingual recall@k (e5-small
+    against MiniLM); with --infosync, the infobox pass's field alignment (precision, recall, F1)."""
+    from claire.bench.languages import run_infobox_bench, run_languages_bench
 
-    results = run_languages_bench(console=console if not as_json else Console(quiet=True))
+    shown = console if not as_json else Console(quiet=True)
+    if infosync is not None:
+        if not (infosync / "Final_Test_Set_Eng_X.json").is_file():
+            raise ConfigError(f"{infosync} holds no Final_Test_Set_Eng_X.json (InfoSync's data/final_test_set folder)")
+        results: Any = run_infobox_bench(infosync, console=shown)
+    else:
+        results = run_languages_bench(console=shown)
     if as_json:
         print(json.dumps(results, indent=2))

@@ -110,3 +110,24 @@ def test_an_infobox_row_joins_the_sentence_that_disputes_the_same_figures():
     other = SidesCase(fact=side("Höhe: 120 m", "Saturn V", "s-de", "de"), passage=side("Height: 110.6 m", "Saturn V", "s-en", None),
                       values=("120 m", "110.6 m"), values_from="infobox")
     assert same_contradictions([text_case, infobox_case, other]) == [[0, 1], [2]]
+
+
+def test_the_alignment_is_scored_against_infosyncs_layout(tmp_path):
+    """A folder in InfoSync's published layout (gold pairs and table.html files, written here)."""
+    import json
+
+    from claire.bench.languages import infosync_tables, measure_infobox_alignment
+
+    tables = tmp_path / "Final_Test_Set_Eng_X" / "Planet" / "Mars"
+    for language, rows in {"en": [("Mass", "6.42 × 10 | 23 | kg"), ("Moons", "2")],
+                           "de": [("Masse", "6,42 · 10 | 23 | kg"), ("Monde", "2"), ("Bild", "x.png")]}.items():
+        (tables / language).mkdir(parents=True)
+        (tables / language / "table.html").write_text(
+            '<table border="1">' + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+    (tmp_path / "Final_Test_Set_Eng_X.json").write_text(json.dumps(
+        {"Planet": {"Mars": {"de": [["Mass", "Masse"], ["Moons", "Monde"]], "fr": [["Mass", "Masse"]]}}}))
+    assert infosync_tables(tables / "en" / "table.html")[0] == ("Mass", "6.42 × 10, 23, kg")
+    encode = _encoder({"Mass": 0, "Masse": 0, "Moons": 1, "Monde": 1, "Bild": 2})
+    result = measure_infobox_alignment(tmp_path, encode)
+    assert (result["table_pairs"], result["skipped"], result["correct"], result["gold"]) == (1, 1, 2, 2)
+    assert result["f1"] == 1.0
