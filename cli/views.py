@@ -35,15 +35,17 @@ def one_line(value: Any, limit: int = 90) -> str:
 
 
 def hits_table(hits: list[Any], query: str) -> Table:
-    """A table of search hits."""
+    """A table of search hits; when they come from several editions, each names its language."""
     table = Table(title=Text(f"results for: {query}"), title_justify="left", show_lines=True, expand=True)
     table.add_column("#", justify="right", width=3)
     table.add_column("score", justify="right", width=7)
     table.add_column("article > section", ratio=1, overflow="fold")
     table.add_column("passage", ratio=3)
+    editions = {hit.block.language for hit in hits}
     for hit in hits:
         block = hit.block
-        where = Text.assemble((block.document_title, "bold"), "\n" + block.section_title,
+        edition = f" ({block.language})" if len(editions) > 1 and block.language else ""
+        where = Text.assemble((block.document_title, "bold"), edition, "\n" + block.section_title,
                               ("\n" + block.block_type, "dim") if block.block_type != "text" else "")
         content = block.content if len(block.content) <= 400 else block.content[:399] + "…"
         table.add_row(str(hit.rank), f"{hit.score:.3f}", where, Text(content))
