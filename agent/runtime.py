@@ -103,6 +103,15 @@ def search_engine(config: Config, retriever: Searcher, llm: ChatClient | None, p
             raise ConfigError("RankGPT reranking needs an LLM")
         reranker = RankGPTReranker(llm, prompts, window=retrieval.rerank_window, step=retrieval.rerank_step,
                                    max_chars=retrieval.rerank_max_chars)
+    held = list(getattr(getattr(getattr(retriever, "store", None), "meta", None), "languages", None) or [])
+    searched = {retrieval.language, *retrieval.languages}
+    if held and not searched & set(held):
+        def editions(codes: list[str]) -> str:
+            return " and ".join(codes) + (" edition" if len(codes) == 1 else " editions")
+
+        raise ConfigError(f"index {retrieval.index} holds the {editions(held)} only, and searches keep to the "
+                          f"{editions(sorted(searched))}: give the facts' edition with --language {held[0]} "
+                          "(retrieval.language), or search more editions with --languages")
     return SearchEngine(retriever, reranker=reranker, mode=retrieval.mode, candidates=retrieval.candidates,
                         language=retrieval.language, editions=retrieval.languages)
 

@@ -40,6 +40,7 @@ class IndexMeta:
     corpus_digest: str = ""  # a digest of the corpus file it was built from, when one build made it (the demo's)
     claims_of: str = ""  # the benchmark file whose claims' passages it holds (--from-wikicollide), by name
     claim_ids: list[str] = field(default_factory=list)  # those claims: `claire eval` warns on others
+    languages: list[str] = field(default_factory=list)  # the editions its blocks name (empty: none named)
 
     def to_dict(self) -> dict[str, Any]:
         """The description as plain data (what meta.json and a collection's metadata hold)."""

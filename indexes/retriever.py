@@ -219,7 +219,8 @@ def build_index(
             delete_index(name, root=root, url=url, api_key=api_key)
         # embedded: the new version is built beside the old one and swapped in by finalize
     meta = IndexMeta(name=name, embedder=embedder.name, embedder_model=embedder.model_id, dim=embedder.dim,
-                     corpus_digest=corpus_digest, claims_of=claims_of, claim_ids=list(claim_ids))
+                     corpus_digest=corpus_digest, claims_of=claims_of, claim_ids=list(claim_ids),
+                     languages=sorted({block.language for block in blocks if block.language}))
     started = time.monotonic()
     store = open_index(name, root=root, url=url, api_key=api_key, create_meta=meta, replace=replace,
                       lock_timeout=lock_timeout)

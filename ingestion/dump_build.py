@@ -390,6 +390,9 @@ def ingest_pages(reader: DumpReader, store: IndexStore, ledger: Ledger, options:
             store.flush()
             ledger.forget([page for page, _ in part])
         summary.removed = len(stale)
+    language = ledger.get("language")
+    if language and language not in store.meta.languages:
+        store.meta.languages = sorted([*store.meta.languages, language])
     started_finalize = time.monotonic()
     store.finalize()
     summary.stage_seconds["finalize"] = round(time.monotonic() - started_finalize, 3)

@@ -103,3 +103,16 @@ def test_counterparts_from_the_action_api(tmp_path):
     assert blocks[0]["counterparts"] == {"en": "Marie Curie", "fr": "Marie Curie"}
     assert next(b for b in blocks if b["document_title"] == "Zürich")["counterparts"] == {"en": "Zürich"}
     assert LanglinksApi.asked[0]["prop"] == ["langlinks"] and LanglinksApi.asked[0]["titles"] == ["Marie Curie|Zürich"]
+
+
+def test_an_index_of_one_other_edition_says_which_edition_to_search(tmp_path):
+    indexes = f"retrieval.path={tmp_path / 'indexes'}"
+    built = run_claire("index", "build", "--from-dump", str(DATA / "sample_dump_de.xml"), "--name", "dewiki",
+                       "--embedder", "e5-small", "--set", indexes, cache=tmp_path)
+    assert built.returncode == 0, built.stderr
+    plain = run_claire("search", "Geburtsort Warschau", "--index", "dewiki", "--set", indexes, cache=tmp_path)
+    assert plain.returncode != 0 and "holds the de edition only" in plain.stderr and "--language de" in plain.stderr
+    assert "Traceback" not in plain.stderr
+    found = run_claire("search", "Geburtsort Warschau", "--index", "dewiki", "--language", "de", "--json",
+                       "--set", indexes, cache=tmp_path)
+    assert found.returncode == 0 and json.loads(found.stdout)[0]["language"] == "de"
