@@ -40,6 +40,10 @@ def as_link_target(title: Any) -> str:
     return re.sub(r"[\[\]{}|<>#~]", "", " ".join(str(title or "").split()))
 
 
+LEAD_SECTIONS = frozenset({"Infobox", "Introduction"})
+"""The section names corpora give the lead and the infobox, which have no heading on the page."""
+
+
 def article_link(side: Any, edition: str | None, with_section: bool = False) -> str:
     """A link to a side's article as seen from edition ``edition`` (the talk page's): a plain
     ``[[:Title]]`` (``[[:Title#Section|Title]]`` with its section), or for an article of another
@@ -48,6 +52,8 @@ def article_link(side: Any, edition: str | None, with_section: bool = False) -> 
     language = getattr(side, "language", None)
     prefix = f"{language}:" if language and edition and language != edition else ""
     section = side.section_title.split(" > ")[-1] if with_section and side.section_title else ""
+    if section in LEAD_SECTIONS:
+        section = ""  # the lead and the infobox stand above the first heading: no anchor reaches them
     anchor = f"#{as_link_target(section)}" if section else ""
     if not anchor and not prefix:
         return f"[[:{where}]]"
