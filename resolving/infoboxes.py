@@ -82,7 +82,7 @@ class Part:
 _SPACES = "\u00a0\u202f\u2009 "
 _NUMBER = re.compile(rf"(?<![\w.,])\d{{1,3}}(?:[{_SPACES}.,']\d{{3}})+(?:[.,]\d+)?(?!\d)|(?<![\w.,])\d+(?:[.,]\d+)?(?!\d)")
 _APPROXIMATE = re.compile(r"\b(about|around|approx\w*|circa|ca\.|c\.|environ|etwa|rund|unge?fähr|aproximadamente|"
-                          r"alrededor|cerca|circa|約)", re.IGNORECASE)
+                          r"alrededor|cerca|約)", re.IGNORECASE)
 UNITS: dict[str, tuple[str, float]] = {
     "mm": ("length", 0.001), "cm": ("length", 0.01), "m": ("length", 1.0), "km": ("length", 1000.0),
     "ft": ("length", 0.3048), "feet": ("length", 0.3048), "foot": ("length", 0.3048), "mi": ("length", 1609.344),
