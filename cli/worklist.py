@@ -53,7 +53,7 @@ def worklist_command(
     *,
     settings: Settings,
 ) -> None:
-    """Check every article of a list (or the whole index), resolve each contradiction once and write a ranked worklist. Exit 0 no contradiction, 1 some listed, 2 error."""
+    """Check every article of a list (or the whole index), resolve each contradiction once and write a ranked worklist. With --languages, each article's infobox is first compared with its counterparts' (no LLM call). Exit 0 no contradiction, 1 some listed, 2 error."""
     chosen = [name for name, value in (("--titles", titles), ("--category", category), ("--wikiproject", wikiproject),
                                        ("--pagepile", pagepile), ("--all", all_articles or None)) if value is not None]
     if not chosen:

@@ -87,10 +87,11 @@ class Estimate:
                 "not measured on this corpus)"]
 
 
-def estimate(config: Config, articles: int, blocks: int, facts: int | None = None) -> Estimate:
+def estimate(config: Config, articles: int, blocks: int, facts: int | None = None, more_facts: int = 0) -> Estimate:
     """The expected facts, calls, tokens, cost and time of checking ``blocks`` text blocks (``facts``
-    when they are already extracted) with the configured system, model and concurrency."""
-    facts = facts if facts is not None else round(blocks * FACTS_PER_BLOCK)
+    when they are already extracted) with the configured system, model and concurrency, plus
+    ``more_facts`` that need no extraction (the infobox rows left to the model)."""
+    facts = (facts if facts is not None else round(blocks * FACTS_PER_BLOCK)) + more_facts
     per_fact = CALLS_PER_FACT.get(config.agent.system, 6.0)
     calls = blocks + round(facts * per_fact) + round(facts * 0.1 * 4)  # extraction, checks, a tenth resolved
     per_call = CallTokens(prompt=PROMPT_TOKENS, completion=COMPLETION_TOKENS).cost(config.llm.model)
@@ -251,7 +252,8 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
             console.print(f"infobox pass: {counts['pairs']} pair(s) of infoboxes, {counts['rows']} fields aligned: "
                           f"{counts['same']} agree, {counts['differs']} differ (listed with no model call), "
                           f"{counts['to the model']} left to the model")
-        planned = estimate(config, len(articles), len(blocks))
+        planned = estimate(config, len(articles), len(blocks),
+                           more_facts=len(infoboxes.to_check) if infoboxes is not None else 0)
         if on_estimate is not None:
             on_estimate(planned)
         with track_usage() as usage:
