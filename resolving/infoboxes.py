@@ -136,12 +136,19 @@ def parse_number(text: str, language: str) -> tuple[float, float] | None:
 
 
 _DURATION = re.compile(r"(?<![\d:])(\d{1,3}):([0-5]\d)(?::([0-5]\d))?(?![\d:])")
+_FEET_INCHES = re.compile(r"(?<![\d.,])(\d{1,2})\s?(?:ft|feet|foot|['′])\s?(\d{1,2}(?:\.\d+)?)\s?(?:in|inches|[\"″])(?!\w)")
+"""A height in feet and inches (``6 ft 10 in``, ``6′10″``, ``5'7"``), read as one length."""
 
 
 def value_parts(value: str, language: str) -> tuple[list[Part], str]:
-    """The normalised parts of a value, in order (dates first found, then running times
-    (``47:03``), quantities and numbers outside them), and the text left once they are taken out."""
+    """The normalised parts of a value, in order (dates first found, then heights in feet and
+    inches, running times (``47:03``), quantities and numbers outside them), and the text left once
+    they are taken out."""
     taken = [(start, end, Part("date", ymd, written)) for start, end, ymd, written in dates_in(value, language)]
+    for match in _FEET_INCHES.finditer(value):
+        if not any(start < match.end() and match.start() < end for start, end, _ in taken):
+            metres = int(match.group(1)) * 0.3048 + float(match.group(2)) * 0.0254
+            taken.append((match.start(), match.end(), Part("quantity", metres, match.group(0), "length", 0.0254)))
     for match in _DURATION.finditer(value):
         if not any(start < match.end() and match.start() < end for start, end, _ in taken):
             a, b, c = (int(g) if g else None for g in match.groups())

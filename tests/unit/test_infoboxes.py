@@ -48,6 +48,8 @@ def test_dates_quantities_and_running_times_are_normalised():
     ("Lattice tower", "en", "Tour de télécommunications", "fr", "to the model"),
     ("7 November 1867, Warsaw", "en", "7 novembre 1867, Cracovie", "fr", "to the model"),
     ("Stephen Sauvestre", "en", "Stephen Sauvestre", "de", "same"),
+    ("5 ft 7 in", "en", "1,71 m", "es", "same"),  # feet and inches read as one length
+    ("6′10″ (2.08 m)", "en", "1,71 m", "es", "differs"),
     ("1969", "en", "26 septembre 1969", "fr", "same"),  # a year agrees with any day of it
 ])
 def test_values_compared(a, la, b, lb, verdict):
