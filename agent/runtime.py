@@ -55,7 +55,8 @@ def run_settings(config: Config) -> dict:
             metas = list_indexes(retrieval.index_root())
         except ClaireError:
             metas = []
-        meta = next((m for m in metas if m.name == retrieval.index), None)
+        opened = demo_for(retrieval)  # the multilingual demo, when the English one is checked across editions
+        meta = next((m for m in metas if m.name == opened), None)
         settings["index_embedder"] = meta.embedder_model if meta is not None else None
     return settings
 

@@ -13,7 +13,7 @@ from claire.cli.options import (
 from claire.errors import ConfigError, ExitCode
 
 
-@with_settings("model", "base_url", "no_cache", "config_file", "sets")
+@with_settings("language", "model", "base_url", "no_cache", "config_file", "sets")
 def extract_command(
     title: PassageTitleOpt,
     section: SectionOpt = "",
@@ -29,13 +29,14 @@ def extract_command(
     require_api_key(config)
     from claire.agent.extraction import extract_facts
     from claire.agent.runtime import prompt_library
+    from claire.jobs.scan import passage_language
     from claire.llm.client import ChatClient
-
 
     async def go():
         llm = ChatClient.from_config(config.llm)
         try:
-            return await extract_facts(title=title, section=section, text=passage, llm=llm, prompts=prompt_library(config))
+            return await extract_facts(title=title, section=section, text=passage, llm=llm, prompts=prompt_library(config),
+                                       language=passage_language(config))
         finally:
             await llm.aclose()
 

