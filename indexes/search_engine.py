@@ -56,7 +56,8 @@ class SearchEngine:
         with reranking, the top of a pool twice as deep."""
         pool = min(max(2 * k, k), max(self.candidates, k)) if self.reranker else k
         own = language or self.language
-        others = tuple(e for e in self.editions if e != own)
+        # the named editions, and for a fact of another edition the index's own one too
+        others = tuple(e for e in dict.fromkeys([self.language, *self.editions]) if e != own) if self.editions else ()
         if others:
             hits = await self._across_editions(query, exclude_title, own, others, pool)
         else:

@@ -218,7 +218,8 @@ class JobRunner:
         text = request["text"]
         async with self.executor.slot():
             located = await extract_located_claims(title=request["title"], section=request.get("section") or "", text=text,
-                                                   llm=self.llm, config=self.config, max_facts=request.get("max_facts"))
+                                                   llm=self.llm, config=self.config, max_facts=request.get("max_facts"),
+                                                   edition=request.get("language"))
         rows = []
         for claim, span in located:
             rows.append({"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump(),

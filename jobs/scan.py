@@ -95,22 +95,23 @@ def facts_within_limit(facts: list, limit: int, console: Console | None) -> list
     return kept
 
 
-def passage_language(config: Config) -> str | None:
+def passage_language(config: Config, edition: str | None = None) -> str | None:
     """The language a passage given to check is written in, for the extraction and the sentence
-    splitter: the facts' edition (``retrieval.language``) when it is not English (None: English, the
-    paper's prompt unchanged)."""
-    language = config.retrieval.language
+    splitter: its edition (``edition``, else the facts' edition ``retrieval.language``) when it is not
+    English (None: English, the paper's prompt unchanged)."""
+    language = edition or config.retrieval.language
     return language if language and language != "en" else None
 
 
 async def extract_located_claims(
     *, title: str, text: str, llm: ChatClient, config: Config, section: str = "", max_facts: int | None = None,
-    console: Console | None = None,
+    console: Console | None = None, edition: str | None = None,
 ) -> list[tuple[Claim, tuple[int, int] | None]]:
     """The passage's atomic facts as claims with stable ids, each in the context of its block and
     section (a heading in the text names the section of what follows it), with the span of the
-    sentence of ``text`` it states (None when no sentence matches)."""
-    language = passage_language(config)
+    sentence of ``text`` it states (None when no sentence matches). ``edition``: the edition the
+    passage is from, when it is not ``retrieval.language`` (a page of another wiki)."""
+    language = passage_language(config, edition)
     facts = await extract_facts(title=title, section=section, text=text, llm=llm, prompts=prompt_library(config),
                                 language=language)
     if not facts:
@@ -118,7 +119,8 @@ async def extract_located_claims(
     facts = facts_within_limit(facts, config.agent.max_fact_chars, console)
     facts = facts[:max_facts] if max_facts else facts
     return [(Claim(claim_id=fact_id(f.text), text=f.text,
-                   context=Passage(document_title=title, section_title=f.section or section, content=f.block)),
+                   context=Passage(document_title=title, section_title=f.section or section, content=f.block,
+                                   language=edition if edition and edition != config.retrieval.language else None)),
              locate(f.text, text, source=f.source, block=f.block, language=language)) for f in facts]
 
 

@@ -49,10 +49,16 @@ async def check_events(job_id: str, request: Request, store: StoreDep, runner: R
 
 
 @scans.post("", response_model=Created, status_code=202)
-async def post_scan(body: ScanRequest, runner: RunnerDep) -> Created:
-    """Extract the facts of an article or passage and check each one in the background."""
+async def post_scan(body: ScanRequest, runner: RunnerDep, config: ConfigDep) -> Created:
+    """Extract the facts of an article or passage and check each one in the background. A text of
+    another edition (``language``) is checked only where the server searches that edition."""
     if not body.text.strip() or not body.title.strip():
         raise HTTPException(422, "the title and the text must not be blank")
+    searched = [config.retrieval.language, *config.retrieval.languages]
+    if body.language and body.language not in searched:
+        raise HTTPException(422, f"this server checks the {', '.join(dict.fromkeys(searched))} edition(s), not "
+                                 f"{body.language}: start it with --languages {body.language} over an index that holds "
+                                 "that edition")
     return Created(id=runner.submit_scan(body.model_dump()))
 
 

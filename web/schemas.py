@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, Field
+from pydantic import AfterValidator, AliasChoices, BaseModel, Field, field_validator
 
 MAX_TEXT = 200_000  # characters of an article; a long Wikipedia article is ~100k
 
@@ -42,6 +42,15 @@ class ScanRequest(BaseModel):
     section: str | None = Field(None, max_length=300)
     system: SystemName | None = None
     max_facts: int | None = Field(None, ge=1, le=1000)
+    language: str | None = Field(None, max_length=20, description="the edition the text is from (a language code, "
+                                 "e.g. de); unset: the server's retrieval.language")
+
+    @field_validator("language")
+    @classmethod
+    def _a_language_code(cls, value: str | None) -> str | None:
+        from claire.languages import checked_code
+
+        return checked_code(value) if value else None
 
 
 class ReviewRequest(BaseModel):

