@@ -124,9 +124,11 @@ class JobRunner:
         """Store a check of one fact and start it; its job id."""
         self._admit()
         job_id = self.store.create_job("check", request)
+        edition = request.get("language")
         claim = Claim(claim_id="check", text=request["fact"], context=Passage(
             document_title=request.get("title") or "", section_title=request.get("section") or "",
-            content=request.get("context") or ""))
+            content=request.get("context") or "",
+            language=edition if edition and edition != self.config.retrieval.language else None))
         self.store.add_facts(job_id, [{"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()}])
         self._start(job_id)
         return job_id

@@ -21,6 +21,14 @@ checks = APIRouter(prefix="/api/check", tags=["checks"])
 scans = APIRouter(prefix="/api/scan", tags=["scans"])
 
 
+def searched_edition(config: Any, language: str | None) -> None:
+    """A 422 unless the server searches edition ``language`` (its own or one of ``--languages``)."""
+    searched = list(dict.fromkeys([config.retrieval.language, *config.retrieval.languages]))
+    if language and language not in searched:
+        raise HTTPException(422, f"this server checks the {', '.join(searched)} edition(s), not {language}: start it "
+                                 f"with --languages {language} over an index that holds that edition")
+
+
 @checks.post("", response_model=Created, status_code=202)
 async def post_check(body: CheckRequest, config: ConfigDep, runner: RunnerDep) -> Created:
     """Check one fact in the background; poll GET /api/check/{id} or follow its events."""
@@ -28,6 +36,7 @@ async def post_check(body: CheckRequest, config: ConfigDep, runner: RunnerDep) -
     request["fact"] = request["fact"].strip()
     if not request["fact"]:
         raise HTTPException(422, "the fact is empty")
+    searched_edition(config, body.language)
     try:
         check_fact(request["fact"], config.agent.max_fact_chars)
     except ClaireError as error:
@@ -54,11 +63,7 @@ async def post_scan(body: ScanRequest, runner: RunnerDep, config: ConfigDep) -> 
     another edition (``language``) is checked only where the server searches that edition."""
     if not body.text.strip() or not body.title.strip():
         raise HTTPException(422, "the title and the text must not be blank")
-    searched = [config.retrieval.language, *config.retrieval.languages]
-    if body.language and body.language not in searched:
-        raise HTTPException(422, f"this server checks the {', '.join(dict.fromkeys(searched))} edition(s), not "
-                                 f"{body.language}: start it with --languages {body.language} over an index that holds "
-                                 "that edition")
+    searched_edition(config, body.language)
     return Created(id=runner.submit_scan(body.model_dump()))
 
 

@@ -32,6 +32,19 @@ class CheckRequest(BaseModel):
     section: str | None = Field(None, max_length=300)
     context: str | None = Field(None, max_length=20_000)
     system: SystemName | None = None
+    language: str | None = Field(None, max_length=20, description="the fact's edition (a language code, e.g. de); "
+                                 "unset: the server's retrieval.language")
+
+    @field_validator("language")
+    @classmethod
+    def _a_language_code(cls, value: str | None) -> str | None:
+        return _language_code(value)
+
+
+def _language_code(value: str | None) -> str | None:
+    from claire.languages import checked_code
+
+    return checked_code(value) if value else None
 
 
 class ScanRequest(BaseModel):
@@ -48,9 +61,7 @@ class ScanRequest(BaseModel):
     @field_validator("language")
     @classmethod
     def _a_language_code(cls, value: str | None) -> str | None:
-        from claire.languages import checked_code
-
-        return checked_code(value) if value else None
+        return _language_code(value)
 
 
 class ReviewRequest(BaseModel):

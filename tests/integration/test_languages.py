@@ -123,7 +123,10 @@ def test_the_web_app_scans_a_page_of_another_edition_in_its_language(oracle, ind
                 assert answer.status_code == expected, answer.text
                 if expected == 422:
                     assert "--languages de" in answer.text
+                    refused = client.post("/api/check", json={"fact": "Der Turm wurde 1890 eingeweiht.", "language": "de"})
+                    assert refused.status_code == 422 and "--languages de" in refused.text
                     continue
+                assert client.post("/api/check", json={"fact": "x", "language": "french!"}).status_code == 422
                 job = answer.json()["id"]
                 deadline = time.monotonic() + 120
                 while (data := client.get(f"/api/scan/{job}", params={"view": "trace"}).json())["status"] not in ("done", "error"):
