@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, Field, field_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, Field
 
 MAX_TEXT = 200_000  # characters of an article; a long Wikipedia article is ~100k
 
@@ -24,6 +24,16 @@ SystemName = Annotated[str, AfterValidator(_checking_system)]
 ScanView = Literal["full", "summary", "trace"]
 
 
+def _language_code(value: str | None) -> str | None:
+    from claire.languages import checked_code
+
+    return checked_code(value) if value else None
+
+
+Edition = Annotated[str | None, AfterValidator(_language_code)]
+"""An edition's language code (``de``), checked; None for the server's own edition."""
+
+
 class CheckRequest(BaseModel):
     """One fact to check, with where it was read."""
 
@@ -32,19 +42,8 @@ class CheckRequest(BaseModel):
     section: str | None = Field(None, max_length=300)
     context: str | None = Field(None, max_length=20_000)
     system: SystemName | None = None
-    language: str | None = Field(None, max_length=20, description="the fact's edition (a language code, e.g. de); "
-                                 "unset: the server's retrieval.language")
-
-    @field_validator("language")
-    @classmethod
-    def _a_language_code(cls, value: str | None) -> str | None:
-        return _language_code(value)
-
-
-def _language_code(value: str | None) -> str | None:
-    from claire.languages import checked_code
-
-    return checked_code(value) if value else None
+    language: Edition = Field(None, max_length=20, description="the fact's edition (a language code, e.g. de); "
+                              "unset: the server's retrieval.language")
 
 
 class ScanRequest(BaseModel):
@@ -55,13 +54,8 @@ class ScanRequest(BaseModel):
     section: str | None = Field(None, max_length=300)
     system: SystemName | None = None
     max_facts: int | None = Field(None, ge=1, le=1000)
-    language: str | None = Field(None, max_length=20, description="the edition the text is from (a language code, "
-                                 "e.g. de); unset: the server's retrieval.language")
-
-    @field_validator("language")
-    @classmethod
-    def _a_language_code(cls, value: str | None) -> str | None:
-        return _language_code(value)
+    language: Edition = Field(None, max_length=20, description="the edition the text is from (a language code, "
+                              "e.g. de); unset: the server's retrieval.language")
 
 
 class ReviewRequest(BaseModel):
