@@ -111,9 +111,20 @@ def _ingest_options(config: "Config", limit_pages, workers, device, encode_proce
         server=ServerOptions(shards=r.server_shards, on_disk=r.server_on_disk, int8=r.server_int8,
                              upload_parallel=r.upload_parallel),
         int8=r.edge_int8,
-        language=checked_code(edition) if edition else None,
-        langlinks=read_langlinks(langlinks, language_list(link_languages) if link_languages else None) if langlinks else None,
+        language=_code_option(checked_code, edition, "--edition"),
+        langlinks=read_langlinks(langlinks, _code_option(language_list, link_languages, "--link-languages"))
+        if langlinks else None,
     )
+
+
+def _code_option(read, value, option: str):  # noqa: ANN001, ANN202
+    """A language option read by ``read`` (None when not given); a bad code is a ConfigError naming the option."""
+    if not value:
+        return None
+    try:
+        return read(value)
+    except ValueError as error:
+        raise ConfigError(f"{option}: {error}") from None
 
 
 def _print_ingest(summary) -> None:  # noqa: ANN001
@@ -159,7 +170,7 @@ def index_export(
     if langlinks is not None and langlinks_api:
         raise ConfigError("give --langlinks (the table dump) or --langlinks-api (the Action API), not both")
     pages, blocks = export_corpus(from_dump, out, options, langlinks_api=langlinks_api,
-                                  link_languages=language_list(link_languages) if link_languages else None)
+                                  link_languages=_code_option(language_list, link_languages, "--link-languages"))
     console.print(f"{pages:,} pages read, {blocks:,} blocks written to {escape(str(out))}")
 
 

@@ -455,6 +455,10 @@ def export_corpus(dump: str | Path, out: str | Path, options: IngestOptions | No
                 if options.limit_pages is not None and pages >= options.limit_pages:
                     break
             write(waiting)
+        except BaseException:
+            stream.close()
+            partial.unlink(missing_ok=True)  # nothing half-written is left beside the output
+            raise
         finally:
             if client is not None:
                 runner.run(client.aclose())

@@ -116,3 +116,15 @@ def test_an_index_of_one_other_edition_says_which_edition_to_search(tmp_path):
     found = run_claire("search", "Geburtsort Warschau", "--index", "dewiki", "--language", "de", "--json",
                        "--set", indexes, cache=tmp_path)
     assert found.returncode == 0 and json.loads(found.stdout)[0]["language"] == "de"
+
+
+def test_bad_edition_options_and_an_unreachable_api_end_with_a_message_and_leave_nothing(tmp_path):
+    out = tmp_path / "de.jsonl"
+    bad = run_claire("index", "export", str(DATA / "sample_dump_de.xml"), "--out", str(out), "--edition", "German!",
+                     cache=tmp_path)
+    assert bad.returncode == 2 and "--edition: 'german!' is not a language code" in bad.stderr
+    assert "Traceback" not in bad.stderr and "internal error" not in bad.stderr
+    down = run_claire("index", "export", str(DATA / "sample_dump_de.xml"), "--out", str(out),
+                      "--langlinks-api", "http://127.0.0.1:9/w/api.php", "--set", "llm.max_attempts=1", cache=tmp_path)
+    assert down.returncode == 2 and "MediaWiki API" in down.stderr
+    assert not list(tmp_path.glob("de.jsonl*"))  # no output, and no half-written file beside it
