@@ -122,12 +122,13 @@ def month_names(language: str) -> tuple[str, dict[str, int]]:
 def dates_in(text: str, language: str) -> list[tuple[int, int, tuple[int, int, int], str]]:
     """The dates written in ``text`` in the language's way: ``(start, end, (year, month, day), as
     written)`` each, with day 0 for a month and year alone. Reads ``31. März 1890``, ``1er janvier
-    1887``, ``9 de noviembre de 1967``, ``March 31, 1889`` and ``1889-03-31``."""
+    1887``, ``9 de noviembre de 1967``, ``March 31, 1889``, ``1889-03-31`` and ``1889-03``."""
     month, numbers = month_names(language)
     patterns = [
         (rf"(?<!\d)(\d{{1,2}})(?:er|\.|º)?\s+(?:de\s+)?{month}\.?\s+(?:de\s+)?(\d{{3,4}})(?!\d)", "dmy"),
         (rf"(?<!\w){month}\.?\s+(\d{{1,2}}),?\s+(\d{{3,4}})(?!\d)", "mdy"),
         (r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)", "iso"),
+        (r"(?<![\d-])(\d{4})-(\d{2})(?![\d-])", "iso month"),
         (rf"(?<![\w.]){month}\.?\s+(?:de\s+)?(\d{{4}})(?!\d)", "my"),
     ]
     found: list[tuple[int, int, tuple[int, int, int], str]] = []
@@ -142,6 +143,8 @@ def dates_in(text: str, language: str) -> list[tuple[int, int, tuple[int, int, i
                 month_no, day, year = numbers.get(groups[0].casefold().rstrip(".")), int(groups[1]), int(groups[2])
             elif order == "iso":
                 year, month_no, day = int(groups[0]), int(groups[1]), int(groups[2])
+            elif order == "iso month":
+                year, month_no, day = int(groups[0]), int(groups[1]), 0
             else:
                 month_no, day, year = numbers.get(groups[0].casefold().rstrip(".")), 0, int(groups[1])
             if not month_no or not 1 <= month_no <= 12:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from typing import Any
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Tag, Template
@@ -36,25 +35,19 @@ _SITE_PARAMS = ("website", "work", "newspaper", "magazine", "journal", "periodic
 _KINDS: dict[str, ReferenceKind] = {"web": "web", "news": "news", "book": "book", "journal": "journal",
                                     "magazine": "news", "press release": "web", "encyclopedia": "book", "report": "web",
                                     "thesis": "book", "conference": "journal", "av media": "web", "episode": "other"}
-_DATE_FORMATS = ("%Y-%m-%d", "%d %B %Y", "%B %d, %Y", "%d %b %Y", "%b %d, %Y", "%B %Y", "%b %Y", "%Y-%m", "%Y")
+def iso_date(text: str | None, language: str = "en") -> str | None:
+    """A date as written in a citation (in ``language``'s way: ``12. März 2024``; English month
+    names are always read), as an ISO date (``2025-03-14``, ``2025-03``, ``2025``) when it can be
+    read, else the text itself (None for nothing)."""
+    from claire.languages import dates_in
 
-
-def iso_date(text: str | None) -> str | None:
-    """A date as written in a citation, as an ISO date (``2025-03-14``, ``2025-03``, ``2025``) when
-    it can be read, else the text itself (None for nothing)."""
     text = " ".join((text or "").replace(",", ", ").split()).replace(" ,", ",").strip()
     if not text:
         return None
-    for pattern in _DATE_FORMATS:
-        try:
-            parsed = datetime.strptime(text, pattern)
-        except ValueError:
-            continue
-        if pattern in ("%Y",):
-            return f"{parsed.year:04d}"
-        if pattern in ("%B %Y", "%b %Y", "%Y-%m"):
-            return f"{parsed.year:04d}-{parsed.month:02d}"
-        return parsed.date().isoformat()
+    found = dates_in(text, language)
+    if found:
+        year, month, day = found[0][2]
+        return f"{year:04d}-{month:02d}-{day:02d}" if day else f"{year:04d}-{month:02d}"
     year = re.search(r"\b(1[5-9]\d\d|20\d\d)\b", text)
     return year.group(1) if year else text
 
@@ -106,21 +99,10 @@ EDITION_CITATIONS: dict[str, EditionCitation] = {
 """Citation templates of the German, French and Spanish editions, read like ``{{cite …}}``."""
 
 
-def _edition_date(text: str, language: str) -> str | None:
-    """A citation's date written in an edition's way (``12. März 2020``), as an ISO date."""
-    from claire.languages import dates_in
-
-    found = dates_in(text, language)
-    if found:
-        year, month, day = found[0][2]
-        return f"{year:04d}-{month:02d}-{day:02d}" if day else f"{year:04d}-{month:02d}"
-    return iso_date(text)
-
-
 def _from_edition_template(template: Template, form: EditionCitation) -> Reference:
     url = _param(template, *form.url)
     return Reference(url=url if _URL.fullmatch(url or "") else None, title=_param(template, *form.title),
-                     site=_param(template, *form.site), date=_edition_date(_param(template, *form.date), form.language),
+                     site=_param(template, *form.site), date=iso_date(_param(template, *form.date), form.language),
                      kind=form.kind)
 
 
