@@ -163,12 +163,12 @@ def index_export(
     build one index of several editions: export each, then `claire index build` them together."""
     from claire.ingestion.dump_build import export_corpus
 
-    config = settings.resolve()
-    options = _ingest_options(config, limit_pages, 0, "cpu", 1, 1, edition, langlinks, link_languages)
     from claire.languages import language_list
 
     if langlinks is not None and langlinks_api:
         raise ConfigError("give --langlinks (the table dump) or --langlinks-api (the Action API), not both")
+    config = settings.resolve()
+    options = _ingest_options(config, limit_pages, 0, "cpu", 1, 1, edition, langlinks, link_languages)
     pages, blocks = export_corpus(from_dump, out, options, langlinks_api=langlinks_api,
                                   link_languages=_code_option(language_list, link_languages, "--link-languages"))
     console.print(f"{pages:,} pages read, {blocks:,} blocks written to {escape(str(out))}")

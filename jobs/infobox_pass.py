@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from claire.domain import Claim, Passage
-from claire.jobs.scan import fact_id
+from claire.domain import Claim
+from claire.jobs.scan import block_fact
 from claire.languages import edition_of, edition_title
 from claire.resolving.infoboxes import (
     Encode,
@@ -53,14 +53,6 @@ def _infobox(retriever: Any, title: str, edition: str, home: str) -> Any | None:
         return None
     return next((b for b in retriever.document(title)
                  if b.block_type == "infobox" and edition_of(b, home) == edition and b.content.strip()), None)
-
-
-def _row_claim(block: Any, name: str, value: str) -> Claim:
-    text = f"{name}: {value}"
-    return Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
-        document_title=block.document_title, section_title=block.section_title, content=block.content, url=block.url,
-        id=block.id, revision_id=block.revision_id, language=block.language, block_type="infobox",
-        citations=list(block.citations) if block.citations is not None else None))
 
 
 def _side(block: Any, name: str, value: str) -> Side:
@@ -97,7 +89,7 @@ def infobox_pass(retriever: Any, articles: Sequence[str], *, home: str, editions
             comparison = compare_infoboxes(block, other, language=edition, other_language=other_edition, encode=encode)
             found.comparisons.append(comparison)
             for row in comparison.rows:
-                claim = _row_claim(block, row.field, row.value)
+                claim = block_fact(block, f"{row.field}: {row.value}")
                 if row.verdict == "differs":
                     found.cases.append((claim, _case(claim, block, other, row)))
                 elif row.verdict == "to the model":

@@ -28,7 +28,7 @@ from claire.runs.executor import Executor, RecordResult
 from claire.indexes.registry import Searcher
 from claire.llm.client import ChatClient
 from claire.jobs.store import JobStore
-from claire.jobs.scan import extract_located_claims
+from claire.jobs.scan import context_language, extract_located_claims
 from claire.jobs.spans import utf16_index
 
 MAX_OUTPUT_CHARS = 4000  # a step's output as streamed to clients (the full trace is in the assessment)
@@ -124,11 +124,9 @@ class JobRunner:
         """Store a check of one fact and start it; its job id."""
         self._admit()
         job_id = self.store.create_job("check", request)
-        edition = request.get("language")
         claim = Claim(claim_id="check", text=request["fact"], context=Passage(
             document_title=request.get("title") or "", section_title=request.get("section") or "",
-            content=request.get("context") or "",
-            language=edition if edition and edition != self.config.retrieval.language else None))
+            content=request.get("context") or "", language=context_language(self.config, request.get("language"))))
         self.store.add_facts(job_id, [{"claim_id": claim.claim_id, "fact": claim.text, "claim": claim.model_dump()}])
         self._start(job_id)
         return job_id

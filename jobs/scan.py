@@ -19,7 +19,7 @@ from claire.agent.extraction import extract_facts
 from claire.tasks.fact_limits import fact_length_problem
 from claire.llm.client import ChatClient
 from claire.agent.runtime import open_retrieval, open_system, prompt_library
-from claire.domain import Claim, Passage
+from claire.domain import Block, Claim, Passage
 from claire.config import Config
 from claire.errors import ClaireError, NothingToCheck
 from claire.runs.predictions import FactRow, load_predictions, row_from_prediction
@@ -45,6 +45,15 @@ class ScanResult:
     def failed(self) -> list[FactRow]:
         """The facts that could not be checked (to be checked again)."""
         return [row for row in self.rows if row.outcome == "failed"]
+
+
+def block_fact(block: Block, text: str) -> Claim:
+    """A fact ``text`` stated in corpus block ``block``, as a claim in that block's context (the
+    corpus run's facts and the infobox pass's rows), with an id stable across runs."""
+    return Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
+        document_title=block.document_title, section_title=block.section_title, content=block.content, url=block.url,
+        id=block.id, revision_id=block.revision_id, language=block.language, block_type=block.block_type,
+        citations=list(block.citations) if block.citations is not None else None))
 
 
 def fact_id(text: str) -> str:
@@ -103,6 +112,12 @@ def passage_language(config: Config, edition: str | None = None) -> str | None:
     return language if language and language != "en" else None
 
 
+def context_language(config: Config, edition: str | None) -> str | None:
+    """What a fact's context says of its edition: ``edition`` when it is not the index's own
+    (``retrieval.language``), else nothing (a passage that names no language is of the index's)."""
+    return edition if edition and edition != config.retrieval.language else None
+
+
 async def extract_located_claims(
     *, title: str, text: str, llm: ChatClient, config: Config, section: str = "", max_facts: int | None = None,
     console: Console | None = None, edition: str | None = None,
@@ -120,7 +135,7 @@ async def extract_located_claims(
     facts = facts[:max_facts] if max_facts else facts
     return [(Claim(claim_id=fact_id(f.text), text=f.text,
                    context=Passage(document_title=title, section_title=f.section or section, content=f.block,
-                                   language=edition if edition and edition != config.retrieval.language else None)),
+                                   language=context_language(config, edition))),
              locate(f.text, text, source=f.source, block=f.block, language=language)) for f in facts]
 
 

@@ -34,11 +34,11 @@ from rich.console import Console
 from claire.agent.extraction import block_facts
 from claire.agent.runtime import open_retrieval, open_system, prompt_library, run_settings
 from claire.config import Config
-from claire.domain import Claim, Passage, recorded_outcome
+from claire.domain import Claim, recorded_outcome
 from claire.errors import ClaireError, ConfigError
 from claire.evals.runner import run_eval
 from claire.jobs.infobox_pass import InfoboxPass, infobox_pass
-from claire.jobs.scan import fact_id
+from claire.jobs.scan import block_fact
 from claire.languages import edition_of, edition_title, qualified
 from claire.files import write_atomically
 from claire.llm.client import ChatClient
@@ -273,10 +273,7 @@ async def _run(config: Config, out_dir: Path, titles: Sequence[str] | None, max_
                         if max_facts_per_article and per_article.get(block.document_title, 0) >= max_facts_per_article:
                             break
                         per_article[block.document_title] = per_article.get(block.document_title, 0) + 1
-                        claims.append(Claim(claim_id=fact_id(f"{block.id}\n{text}"), text=text, context=Passage(
-                            document_title=block.document_title, section_title=block.section_title, content=block.content,
-                            url=block.url, id=block.id, revision_id=block.revision_id, language=block.language,
-                            citations=list(block.citations) if block.citations is not None else None)))
+                        claims.append(block_fact(block, text))
                 if infoboxes is not None:
                     claims += infoboxes.to_check
                 claims = list({c.claim_id: c for c in claims}.values())

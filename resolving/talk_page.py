@@ -63,7 +63,6 @@ def article_link(side: Any, edition: str | None, with_section: bool = False) -> 
 
 _ENV.filters["article_link"] = article_link
 _ENV.filters["wiki"] = as_wikitext
-_ENV.filters["target"] = as_link_target
 _ENV.filters["link"] = lambda url: safe_url(url) or ""  # an external link's URL, percent-encoded where it could act
 
 
