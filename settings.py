@@ -245,7 +245,6 @@ class RetrievalConfig(_Section):
     upload_parallel: int = Field(4, ge=1, description="concurrent upload requests per batch to a Qdrant server")
     edge_int8: bool = Field(False, description="int8 copies of the dense vectors of an embedded index a dump build creates (searches rescore with the floats)")
 
-
     @field_validator("language", mode="before")
     @classmethod
     def _one_code(cls, value: Any) -> Any:

@@ -8,6 +8,7 @@ tests/test_web_browser.py` writes them to docs/ (by default they go to a tempora
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -612,20 +613,29 @@ def test_highlights_land_on_the_right_text_after_characters_outside_the_bmp(stac
     assert browser.find_element(By.ID, "article").text.startswith("Intro \U0001F600")
 
 
+@contextlib.contextmanager
+def oracle_app(root, data_dir, **settings):
+    """The app over the index folder ``root`` with the oracle as its model (the keyless tour),
+    with ``settings`` on top; its URL."""
+    from claire.testing.oracle import oracle_responder
+
+    with MockOpenAIServer(oracle_responder(), model="oracle") as llm:
+        config = load_config(None, {"llm.base_url": llm.base_url, "llm.model": "oracle", "llm.cache": False,
+                                    "llm.api_key": "sk-tour", "retrieval.rerank": False, "retrieval.path": str(root),
+                                    **settings})
+        retriever = open_retrieval(config)
+        try:
+            with ServerThread(create_app(config, ServeSettings(data_dir=data_dir), retriever=retriever)) as app:
+                yield app.url
+        finally:
+            retriever.close()
+
+
 @pytest.fixture(scope="module")
 def tour_stack(tmp_path_factory, copy_demo_index):
     """The app over the demo index with the oracle as its model: the keyless tour in the browser."""
-    from claire.testing.oracle import oracle_responder
-
-    root = copy_demo_index(tmp_path_factory.mktemp("tour-indexes"))
-    with MockOpenAIServer(oracle_responder(), model="oracle") as llm:
-        config = load_config(None, {"llm.base_url": llm.base_url, "llm.model": "oracle", "llm.cache": False,
-                                    "llm.api_key": "sk-tour", "retrieval.rerank": False, "retrieval.path": str(root)})
-        retriever = open_retrieval(config)
-        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path_factory.mktemp("tour-data")),
-                                     retriever=retriever)) as app:
-            yield app.url
-        retriever.close()
+    with oracle_app(copy_demo_index(tmp_path_factory.mktemp("tour-indexes")), tmp_path_factory.mktemp("tour-data")) as url:
+        yield url
 
 
 def test_which_side_is_right_in_the_side_panel(tour_stack, browser, shots):
@@ -716,19 +726,12 @@ def editions_stack(tmp_path_factory, multilingual_index_root):
     """The app over the multilingual demo index, searching the French and German editions too
     (``serve --languages fr,de``), with the oracle as its model."""
     from claire.indexes.retriever import MULTILINGUAL_DEMO
-    from claire.testing.oracle import oracle_responder
 
     root = tmp_path_factory.mktemp("editions-indexes") / "indexes"
     shutil.copytree(multilingual_index_root, root)
-    with MockOpenAIServer(oracle_responder(), model="oracle") as llm:
-        config = load_config(None, {"llm.base_url": llm.base_url, "llm.model": "oracle", "llm.cache": False,
-                                    "llm.api_key": "sk-tour", "retrieval.rerank": False, "retrieval.path": str(root),
-                                    "retrieval.index": MULTILINGUAL_DEMO, "retrieval.languages": ["fr", "de"]})
-        retriever = open_retrieval(config)
-        with ServerThread(create_app(config, ServeSettings(data_dir=tmp_path_factory.mktemp("editions-data")),
-                                     retriever=retriever)) as app:
-            yield app.url
-        retriever.close()
+    with oracle_app(root, tmp_path_factory.mktemp("editions-data"), **{"retrieval.index": MULTILINGUAL_DEMO,
+                                                                     "retrieval.languages": ["fr", "de"]}) as url:
+        yield url
 
 
 def test_a_fact_checked_across_editions_shows_the_other_sentence_its_translation_and_the_right_side(
