@@ -218,7 +218,7 @@ class Resolver:
                  sides: SidesCase | None = None) -> list[str]:
         """The distinct sources among ``others`` that give ``value`` (and not the other value) about
         the same thing (:func:`same_subject`): a passage counts by the site it cites (else by its
-        article), and an article votes once."""
+        article), and an article votes once. Each is named as the card shows it."""
         keys: list[str] = []
         said: list[str] = []  # each as the card names it: the site, and the article that cites it
         articles: set[str] = set()
@@ -232,7 +232,8 @@ class Resolver:
                 key = source_key(passage.citations[0] if passage.citations else None, passage.document_title)
                 if key not in keys:
                     keys.append(key)
-                    said.append(key if key == passage.document_title.strip().lower()
+                    said.append(f"the article {passage.document_title} (no source cited)"
+                                if key == passage.document_title.strip().lower()
                                 else f"{key} (cited in {passage.document_title})")
         return said
 

@@ -97,7 +97,8 @@ def test_both_can_stand_is_the_models_reading_and_copies_are_one_vote():
     copies = [OtherPassage(document_title=f"Guide {i}", content="It is 120 metres high.", citations=[blog]) for i in range(5)]
     own = [OtherPassage(document_title="Atlas", content="It is 120 metres high."),
            OtherPassage(document_title="Atlas", content="It is 120 metres high, again.")]
-    assert Resolver.agreeing("120", "87", copies + own) == ["travelnotes.blogspot.com (cited in Guide 0)", "atlas"]
+    assert Resolver.agreeing("120", "87", copies + own) == ["travelnotes.blogspot.com (cited in Guide 0)",
+                                                           "the article Atlas (no source cited)"]
     assert source_key(Reference(url="https://www.bbc.co.uk/x"), "T") == "bbc.co.uk"
 
 

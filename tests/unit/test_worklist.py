@@ -73,7 +73,7 @@ def test_agreement_counts_passages_about_the_same_thing_only():
     assert not same_subject(unrelated, case.fact.text, values, case)
     assert same_subject(related, case.fact.text, values, case)
     assert Resolver.agreeing("James Horner", "John Williams", [guitarist, unrelated, related],
-                             about=case.fact.text, sides=case) == ["celine dion"]
+                             about=case.fact.text, sides=case) == ["the article Celine Dion (no source cited)"]
 
 
 def _case(fact_block: str, passage_block: str, values: tuple[str, str] | None) -> SidesCase:
