@@ -69,7 +69,6 @@ def test_two_editions_exported_and_built_into_one_index_search_across(tmp_path):
                        "--languages", "en", "--json", "--set", f"retrieval.path={tmp_path / 'indexes'}", cache=tmp_path)
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)
-    hits = hits.get("results", hits) if isinstance(hits, dict) else hits
     assert any(h.get("language") == "en" for h in hits) and any(h.get("language") == "de" for h in hits)
 
 
